@@ -1,0 +1,57 @@
+// Build configuration: which CUDA pieces this translation unit can use.
+//
+//   EMBER_WITH_CUDA     the CUDA runtime is linked (set by CMake when EMBER_CUDA is on):
+//                       device memory, copies and streams work from any translation unit.
+//   EMBER_CUDA_KERNELS  this translation unit is compiled by nvcc: expressions can be
+//                       evaluated on a CUDA device. A .cpp file compiled by the host
+//                       compiler gets a clear ember::Error instead.
+#pragma once
+
+#if defined(__CUDACC__)
+#define EMBER_HD __host__ __device__
+#define EMBER_DEVICE __device__
+#define EMBER_CUDA_KERNELS 1
+#ifndef EMBER_WITH_CUDA
+#define EMBER_WITH_CUDA 1
+#endif
+#else
+#define EMBER_HD
+#define EMBER_DEVICE
+#endif
+
+#if defined(__CUDA_ARCH__)
+#define EMBER_DEVICE_CODE 1
+#endif
+
+#if defined(_MSC_VER)
+#define EMBER_FORCEINLINE __forceinline
+#else
+#define EMBER_FORCEINLINE inline __attribute__((always_inline))
+#endif
+
+#if defined(_OPENMP)
+#define EMBER_OPENMP 1
+#endif
+
+// Expression evaluation differs between nvcc and host-compiler translation units (one can
+// launch kernels, the other cannot). The executor lives in an inline namespace named after
+// the mode so both kinds of translation unit link into one program without ODR clashes.
+#if defined(EMBER_CUDA_KERNELS)
+#define EMBER_EXEC_NS exec_cuda_tu
+#else
+#define EMBER_EXEC_NS exec_host_tu
+#endif
+
+namespace ember {
+/// Highest tensor rank ember supports.
+inline constexpr int kMaxRank = 8;
+}  // namespace ember
+
+namespace ember::exec {
+inline namespace EMBER_EXEC_NS {
+/// Tag naming the kind of translation unit. Every template that can evaluate an expression
+/// takes it as a defaulted template argument, so an nvcc and a host-compiler instantiation
+/// of the same function get different symbols and never replace each other at link time.
+struct mode {};
+}  // namespace EMBER_EXEC_NS
+}  // namespace ember::exec

@@ -1,0 +1,22 @@
+// ember: header-only C++20/CUDA tensors with fused expression templates.
+// Include this one header; see docs/getting-started.md.
+#pragma once
+
+#include "core/bf16.hpp"
+#include "core/concepts.hpp"
+#include "core/config.hpp"
+#include "core/cuda.hpp"
+#include "core/device.hpp"
+#include "core/dtype.hpp"
+#include "core/error.hpp"
+#include "core/half.hpp"
+#include "core/philox.hpp"
+#include "core/shape.hpp"
+#include "exec/assign.hpp"
+#include "exec/generate.hpp"
+#include "exec/launch_counter.hpp"
+#include "exec/reduce.hpp"
+#include "expr/operators.hpp"
+#include "memory/stats.hpp"
+#include "tensor/factories.hpp"
+#include "tensor/tensor.hpp"

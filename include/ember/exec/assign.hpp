@@ -1,0 +1,319 @@
+// Assignment: where fusion happens. `y = expr`, `y += expr` and `assign(std::tie(y1, y2), e1,
+// e2)` check shapes, devices and types, collapse the iteration space over every operand, plan
+// each expression and run the whole thing as one launch on the outputs' device.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "../core/concepts.hpp"
+#include "../core/cuda.hpp"
+#include "../expr/leaf.hpp"
+#include "../expr/operators.hpp"
+#include "../tensor/copy.hpp"
+#include "../tensor/factories.hpp"
+#include "../tensor/tensor.hpp"
+#include "assign_plan.hpp"
+#include "cpu_executor.hpp"
+#include "layout.hpp"
+#if defined(EMBER_CUDA_KERNELS)
+#include "cuda_executor.cuh"
+#endif
+
+namespace ember {
+
+namespace exec {
+
+template <Storable T, class V>
+constexpr void check_assignable() {
+  static_assert(!(IntegralElement<T> && FloatingElement<V>),
+                "ember: a floating-point expression cannot be stored in an integer or bool "
+                "tensor; convert it explicitly with ember::cast<T>(expression)");
+}
+
+/// Throws unless every operand lives on `device`; with no CUDA compiler, explains how to get one.
+inline void require_runnable(Device device) {
+  if (device.is_cuda()) {
+    cuda::require_device(device.index());
+#if !defined(EMBER_CUDA_KERNELS)
+    fail("ember: evaluating an expression on ", device.str(),
+         " needs its translation unit compiled by nvcc (a .cu file, or CMake's CUDA language); "
+         "this one was compiled by the host compiler");
+#endif
+  }
+}
+
+inline namespace EMBER_EXEC_NS {
+
+namespace detail {
+template <class E>
+std::string describe_shape_error(const E& e, const Shape& out, std::string_view what) {
+  return ember::detail::concat("ember: ", what, ": an expression of shape ", e.shape().str(),
+                               " cannot be written to a tensor of shape ", out.str());
+}
+
+// Whether every pointer is aligned for V-element packs.
+struct AlignmentCheck {
+  bool ok = true;
+  template <int V>
+  void require(const void* p, std::size_t element_size) {
+    if (element_size == 0 || p == nullptr) return;
+    const auto a = reinterpret_cast<std::uintptr_t>(p);
+    if (a % (element_size * V) != 0) ok = false;
+  }
+};
+
+template <std::size_t Bytes, int Target>
+inline constexpr int vector_width = Bytes == 0 ? Target / 4 : std::max<int>(1, Target / int(Bytes));
+}  // namespace detail
+
+/// Evaluates es[k] into outs[k] for every k in one launch. Outputs must share one shape and
+/// device; each expression must broadcast to that shape.
+template <StoreOp Op, Storable... Ts, class... Es>
+void evaluate(const std::tuple<Tensor<Ts>...>& outs, const std::tuple<Es...>& es) {
+  static_assert(sizeof...(Ts) == sizeof...(Es), "ember: assign needs one expression per output");
+  (check_assignable<Ts, typename Es::value_type>(), ...);
+
+  const auto& first = std::get<0>(outs);
+  EMBER_CHECK(first.defined(), "ember: assignment to an undefined tensor");
+  const Shape shape = first.shape();
+  const Device device = first.device();
+
+  std::vector<Strides> arrays;
+  std::vector<const Storage*> out_storage;
+  std::vector<const void*> out_data;
+  std::apply(
+      [&](const auto&... o) {
+        (
+            [&] {
+              EMBER_CHECK(o.defined(), "ember: assignment to an undefined tensor");
+              EMBER_CHECK(o.shape() == shape, "ember: assign: outputs have different shapes (",
+                          shape.str(), " and ", o.shape().str(), ")");
+              EMBER_CHECK(o.device() == device, "ember: assign: outputs are on different devices (",
+                          device.str(), " and ", o.device().str(), ")");
+              arrays.push_back(o.strides());
+              out_storage.push_back(o.storage().get());
+              out_data.push_back(o.data());
+            }(),
+            ...);
+      },
+      outs);
+  const std::size_t n_out = arrays.size();
+
+  // Leaves of every expression, in planning order.
+  std::vector<std::size_t> leaf_begin;
+  bool aliased = false;
+  detail::AlignmentCheck align_gpu, align_cpu;
+  constexpr std::size_t kMaxBytes = std::max({sizeof(Ts)..., Es::max_element_size...});
+  constexpr int kVecGpu = detail::vector_width<kMaxBytes, 16>;
+  constexpr int kVecCpu = detail::vector_width<kMaxBytes, 32>;
+  std::apply(
+      [&](const auto&... e) {
+        (
+            [&] {
+              if (!broadcastable_to(e.shape(), shape)) {
+                throw Error(detail::describe_shape_error(e, shape, "assign"));
+              }
+              leaf_begin.push_back(arrays.size());
+              e.for_each_leaf([&](const expr::LeafInfo& leaf) {
+                if (leaf.has_device && !(leaf.device == device)) {
+                  fail("ember: assign: an operand is on ", leaf.device.str(),
+                       " but the output is on ", device.str(), "; move it with .to(device) first");
+                }
+                Strides s = broadcast_strides(leaf.shape, leaf.strides, shape);
+                for (std::size_t k = 0; k < n_out; ++k) {
+                  if (leaf.storage && leaf.storage == out_storage[k] &&
+                      (leaf.data != out_data[k] || !(s == arrays[k]))) {
+                    aliased = true;  // reads elements another thread may already have written
+                  }
+                }
+                align_gpu.template require<kVecGpu>(leaf.data, leaf.element_size);
+                align_cpu.template require<kVecCpu>(leaf.data, leaf.element_size);
+                arrays.push_back(std::move(s));
+              });
+            }(),
+            ...);
+      },
+      es);
+  leaf_begin.push_back(arrays.size());
+
+  if (aliased) {
+    // Materialise every expression first, then store: two launches instead of a wrong answer.
+    auto temps = std::apply(
+        [&](const auto&...) { return std::make_tuple(empty<Ts>(shape, device)...); }, es);
+    evaluate<StoreOp::set>(temps, es);
+    auto leaves = std::apply([](const auto&... t) { return std::make_tuple(expr::Leaf(t)...); },
+                             temps);
+    evaluate<Op>(outs, leaves);
+    return;
+  }
+
+  std::apply(
+      [&](const auto&... o) {
+        ((align_gpu.template require<kVecGpu>(o.data(), sizeof(typename std::remove_cvref_t<decltype(o)>::value_type)),
+          align_cpu.template require<kVecCpu>(o.data(), sizeof(typename std::remove_cvref_t<decltype(o)>::value_type))),
+         ...);
+      },
+      outs);
+
+  const IterLayout L = make_layout(shape, std::move(arrays));
+  const int nd = L.ndim();
+
+  auto make_plan = [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return AssignPlan<OutputSlot<Op, Ts, typename Es::plan_type>...>{
+        expr::Pack<OutputSlot<Op, Ts, typename Es::plan_type>...>(
+            OutputSlot<Op, Ts, typename Es::plan_type>{
+                std::get<I>(outs).data(), expr::PlanStrides(L.arrays[I], nd),
+                [&] {
+                  expr::PlanBuilder b(nd, std::vector<Strides>(
+                                              L.arrays.begin() + static_cast<std::ptrdiff_t>(leaf_begin[I]),
+                                              L.arrays.begin() + static_cast<std::ptrdiff_t>(leaf_begin[I + 1])));
+                  return std::get<I>(es).plan(b);
+                }()}...)};
+  };
+  const auto plan = make_plan(std::index_sequence_for<Ts...>{});
+
+  if (device.is_cpu()) {
+    cpu::run<kVecCpu>(plan, L, align_cpu.ok);
+  } else {
+    require_runnable(device);
+#if defined(EMBER_CUDA_KERNELS)
+    gpu::run<kVecGpu>(plan, L, align_gpu.ok, device.index());
+#endif
+  }
+  std::apply([](const auto&... o) { (o.storage()->bump_version(), ...); }, outs);
+}
+
+/// Evaluates `e` into `out` (allocating `out` when undefined).
+template <StoreOp Op, Storable T, class E>
+void evaluate_into(Tensor<T>& out, const E& e) {
+  if (!out.defined()) {
+    std::optional<Device> dev = expr::detail::device_of(e);
+    out = empty<T>(e.shape(), dev.value_or(Device::cpu()));
+  }
+  evaluate<Op>(std::tuple<Tensor<T>>(out), std::tuple<E>(e));
+}
+
+}  // namespace EMBER_EXEC_NS
+}  // namespace exec
+
+/// Evaluates several expressions into several outputs of one shape in a single launch:
+/// `ember::assign(std::tie(y1, y2), e1, e2)`.
+template <Storable... Ts, ArrayOperand... Es, class Mode = exec::mode>
+  requires(sizeof...(Ts) == sizeof...(Es))
+void assign(std::tuple<Tensor<Ts>&...> outs, const Es&... es) {
+  auto copies = std::apply([](auto&... o) { return std::make_tuple(o...); }, outs);
+  exec::evaluate<exec::StoreOp::set>(copies, std::make_tuple(expr::as_node(es)...));
+}
+
+// ---- Tensor members that evaluate ----
+
+template <Storable T>
+template <Expression E, class Mode>
+Tensor<T>::Tensor(const E& e) {
+  exec::evaluate_into<exec::StoreOp::set>(*this, e);
+}
+
+template <Storable T>
+template <Expression E, class Mode>
+Tensor<T>& Tensor<T>::operator=(const E& e) {
+  exec::evaluate_into<exec::StoreOp::set>(*this, e);
+  return *this;
+}
+
+template <Storable T>
+template <Scalar S, class Mode>
+Tensor<T>& Tensor<T>::operator=(S value) {
+  require_defined("operator=");
+  exec::evaluate_into<exec::StoreOp::set>(*this, expr::Cast<T, expr::node_t<S>>(expr::as_node(value)));
+  return *this;
+}
+
+#define EMBER_COMPOUND_ASSIGN(op, Op)                                          \
+  template <Storable T>                                                        \
+  template <Operand E, class Mode>                                             \
+  Tensor<T>& Tensor<T>::operator op(const E& e) {                              \
+    require_defined(#op);                                                      \
+    exec::evaluate_into<exec::StoreOp::Op>(*this, expr::as_node(e));           \
+    return *this;                                                              \
+  }
+EMBER_COMPOUND_ASSIGN(+=, add)
+EMBER_COMPOUND_ASSIGN(-=, sub)
+EMBER_COMPOUND_ASSIGN(*=, mul)
+EMBER_COMPOUND_ASSIGN(/=, div)
+#undef EMBER_COMPOUND_ASSIGN
+
+template <Storable T>
+template <Storable U, class Mode>
+Tensor<T>& Tensor<T>::copy_(const Tensor<U>& src) {
+  require_defined("copy_");
+  const Tensor<U> here = src.template to<Mode>(device());
+  exec::evaluate_into<exec::StoreOp::set>(*this, expr::Cast<T, expr::Leaf<U>>(expr::Leaf<U>(here)));
+  return *this;
+}
+
+template <Storable T>
+template <class Mode>
+Tensor<T> Tensor<T>::contiguous(MemoryFormat format) const {
+  require_defined("contiguous");
+  if (is_contiguous(format)) return *this;
+  Tensor<T> out = empty<T>(shape_, device(), format);
+  out = expr::Leaf<T>(*this);
+  return out;
+}
+
+template <Storable T>
+template <class Mode>
+Tensor<T> Tensor<T>::clone() const {
+  require_defined("clone");
+  Tensor<T> out = empty<T>(shape_, device());
+  out = expr::Leaf<T>(*this);
+  return out;
+}
+
+namespace detail {
+// The host copy of a view of device memory: copies the span of storage the view covers, then
+// gathers on the CPU, so it works from any translation unit.
+template <Storable T, class Mode>
+Tensor<T> gather_to_host(const Tensor<T>& t) {
+  std::int64_t span = 1;
+  for (int i = 0; i < t.rank(); ++i) span += (t.shape()[i] - 1) * t.strides()[i];
+  Tensor<T> raw = empty<T>(Shape{span}, Device::cpu());
+  copy_bytes(raw.data(), Device::cpu(), t.data(), t.device(), static_cast<std::size_t>(span) * sizeof(T));
+  Tensor<T> view(raw.storage(), 0, t.shape(), t.strides());
+  return view.template contiguous<Mode>();
+}
+}  // namespace detail
+
+template <Storable T>
+template <class Mode>
+Tensor<T> Tensor<T>::to(Device target) const {
+  require_defined("to");
+  if (target == device()) return *this;
+  if (numel() == 0) return empty<T>(shape_, target);
+  if (!is_contiguous()) {
+    if (device().is_cpu()) return contiguous<Mode>().template to<Mode>(target);
+    if (target.is_cpu()) return detail::gather_to_host<T, Mode>(*this);
+    return contiguous<Mode>().template to<Mode>(target);
+  }
+  Tensor<T> out = empty<T>(shape_, target);
+  detail::copy_bytes(out.data(), target, data(), device(), static_cast<std::size_t>(numel()) * sizeof(T));
+  return out;
+}
+
+template <Storable T>
+template <class Mode>
+std::vector<T> Tensor<T>::to_vector() const {
+  require_defined("to_vector");
+  std::vector<T> out(static_cast<std::size_t>(numel()));
+  if (numel() == 0) return out;
+  const Tensor<T> host = to<Mode>(Device::cpu()).template contiguous<Mode>();
+  std::memcpy(out.data(), host.data(), out.size() * sizeof(T));
+  return out;
+}
+
+}  // namespace ember

@@ -1,0 +1,100 @@
+// What one evaluation writes: for each output, its pointer, its strides in the iteration space,
+// the plan of the expression it receives, and how the value is stored (=, +=, -=, *=, /=).
+// Both executors drive this same object; only the loop around it differs.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+
+#include "../core/dtype.hpp"
+#include "../expr/pack.hpp"
+#include "../expr/plan.hpp"
+
+namespace ember::exec {
+
+/// How a computed value meets the value already stored (mshadow's `=` versus `+=`).
+enum class StoreOp { set, add, sub, mul, div };
+
+template <StoreOp Op, class A>
+EMBER_HD EMBER_FORCEINLINE A combine(A old, A v) {
+  if constexpr (Op == StoreOp::set) {
+    return v;
+  } else if constexpr (Op == StoreOp::add) {
+    return old + v;
+  } else if constexpr (Op == StoreOp::sub) {
+    return old - v;
+  } else if constexpr (Op == StoreOp::mul) {
+    return old * v;
+  } else {
+    return old / v;
+  }
+}
+
+template <StoreOp Op, Storable T, class Plan>
+struct OutputSlot {
+  using acc = acc_t<T>;
+  T* data;
+  expr::PlanStrides strides;
+  Plan plan;
+
+  EMBER_HD EMBER_FORCEINLINE void store(T* p, typename Plan::acc_type v) const {
+    if constexpr (Op == StoreOp::set) {
+      *p = to_storage<T>(v);
+    } else {
+      *p = to_storage<T>(combine<Op>(to_acc(*p), static_cast<acc>(v)));
+    }
+  }
+  EMBER_HD EMBER_FORCEINLINE void at(expr::LinearIndex ix) const { store(data + ix.i, plan.at(ix)); }
+  EMBER_HD EMBER_FORCEINLINE void at(const expr::CoordIndex& ix) const {
+    store(data + strides.offset(ix), plan.at(ix));
+  }
+  template <int V>
+  EMBER_HD EMBER_FORCEINLINE void at_vec(std::int64_t base) const {
+    struct alignas(sizeof(T) * V) Pack {
+      T v[V];
+    };
+    typename Plan::acc_type vals[V];
+    plan.template at_vec<V>(base, vals);
+    auto* dst = reinterpret_cast<Pack*>(data + base);
+    Pack out;
+    if constexpr (Op != StoreOp::set) out = *dst;
+#if defined(__CUDACC__)
+#pragma unroll
+#endif
+    for (int k = 0; k < V; ++k) {
+      if constexpr (Op == StoreOp::set) {
+        out.v[k] = to_storage<T>(vals[k]);
+      } else {
+        out.v[k] = to_storage<T>(combine<Op>(to_acc(out.v[k]), static_cast<acc>(vals[k])));
+      }
+    }
+    *dst = out;
+  }
+};
+
+/// All outputs of one launch.
+template <class... Slots>
+struct AssignPlan {
+  expr::Pack<Slots...> slots;
+
+  template <class Ix>
+  EMBER_HD EMBER_FORCEINLINE void at(const Ix& ix) const {
+    at_impl(ix, std::index_sequence_for<Slots...>{});
+  }
+  template <int V>
+  EMBER_HD EMBER_FORCEINLINE void at_vec(std::int64_t base) const {
+    at_vec_impl<V>(base, std::index_sequence_for<Slots...>{});
+  }
+
+ private:
+  template <class Ix, std::size_t... I>
+  EMBER_HD EMBER_FORCEINLINE void at_impl(const Ix& ix, std::index_sequence<I...>) const {
+    (expr::get<I>(slots).at(ix), ...);
+  }
+  template <int V, std::size_t... I>
+  EMBER_HD EMBER_FORCEINLINE void at_vec_impl(std::int64_t base, std::index_sequence<I...>) const {
+    (expr::get<I>(slots).template at_vec<V>(base), ...);
+  }
+};
+
+}  // namespace ember::exec

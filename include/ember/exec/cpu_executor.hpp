@@ -1,0 +1,62 @@
+// The CPU executor: one OpenMP parallel pass over the iteration space. The dense path hands
+// blocks of V elements to the plan (fixed-size loops the compiler turns into SIMD); the
+// strided path walks rows, advancing coordinates like an odometer instead of dividing.
+#pragma once
+
+#include <cstdint>
+
+#include "../expr/plan.hpp"
+#include "launch_counter.hpp"
+#include "layout.hpp"
+
+namespace ember::exec::cpu {
+
+/// Below this many elements a pass runs on one thread: waking the team costs more.
+inline constexpr std::int64_t kParallelThreshold = 1 << 15;
+
+template <int V, class Plan>
+void run_dense(const Plan& plan, std::int64_t n, bool vectorize) {
+  if (vectorize && V > 1) {
+    const std::int64_t blocks = n / V;
+#pragma omp parallel for schedule(static) if (n >= kParallelThreshold)
+    for (std::int64_t b = 0; b < blocks; ++b) plan.template at_vec<V>(b * V);
+    for (std::int64_t i = blocks * V; i < n; ++i) plan.at(expr::LinearIndex{i});
+  } else {
+#pragma omp parallel for schedule(static) if (n >= kParallelThreshold)
+    for (std::int64_t i = 0; i < n; ++i) plan.at(expr::LinearIndex{i});
+  }
+}
+
+template <class Plan>
+void run_strided(const Plan& plan, const IterLayout& L) {
+  const int nd = L.ndim();
+  const std::int64_t inner = L.sizes[nd - 1];
+  const std::int64_t rows = L.numel / inner;
+#pragma omp parallel for schedule(static) if (L.numel >= kParallelThreshold)
+  for (std::int64_t r = 0; r < rows; ++r) {
+    expr::CoordIndex ix{};
+    std::int64_t rem = r;
+    for (int d = nd - 2; d >= 0; --d) {
+      ix.c[d] = rem % L.sizes[d];
+      rem /= L.sizes[d];
+    }
+    for (std::int64_t j = 0; j < inner; ++j) {
+      ix.c[nd - 1] = j;
+      plan.at(ix);
+    }
+  }
+}
+
+/// Runs an AssignPlan over layout L: one pass, counted as one launch.
+template <int V, class Plan>
+void run(const Plan& plan, const IterLayout& L, bool vectorize) {
+  if (L.numel == 0) return;
+  count_launch();
+  if (L.dense) {
+    run_dense<V>(plan, L.numel, vectorize);
+  } else {
+    run_strided(plan, L);
+  }
+}
+
+}  // namespace ember::exec::cpu

@@ -1,0 +1,97 @@
+// Generated: an expression whose element i (row-major) is g(i): iota, linspace, Philox noise.
+// Factories materialise these on any device with the same executor as every expression.
+#pragma once
+
+#include <cstdint>
+
+#include "../core/device.hpp"
+#include "../core/dtype.hpp"
+#include "../core/philox.hpp"
+#include "math.hpp"
+#include "plan.hpp"
+
+namespace ember::expr {
+
+template <class Gen>
+struct GeneratedPlan {
+  using acc_type = decltype(Gen{}(std::int64_t{}));
+  Gen gen;
+  PlanStrides strides;
+  EMBER_HD EMBER_FORCEINLINE acc_type at(LinearIndex ix) const { return gen(ix.i); }
+  EMBER_HD EMBER_FORCEINLINE acc_type at(const CoordIndex& ix) const {
+    return gen(strides.offset(ix));
+  }
+  template <int V>
+  EMBER_HD EMBER_FORCEINLINE void at_vec(std::int64_t base, acc_type (&out)[V]) const {
+    for (int k = 0; k < V; ++k) out[k] = gen(base + k);
+  }
+};
+
+template <Storable T, class Gen>
+class Generated {
+ public:
+  using value_type = T;
+  using plan_type = GeneratedPlan<Gen>;
+  static constexpr std::size_t max_element_size = 0;  // reads no memory
+  static constexpr bool is_ember_expression = true;
+  static constexpr bool is_scalar_node = false;
+
+  Generated(Shape shape, Device device, Gen gen) : shape_(shape), device_(device), gen_(gen) {}
+  const Shape& shape() const { return shape_; }
+  Device device() const { return device_; }
+
+  template <class F>
+  void for_each_leaf(F&& f) const {
+    LeafInfo info;
+    info.shape = shape_;
+    info.strides = contiguous_strides(shape_);
+    info.device = device_;
+    f(info);
+  }
+  plan_type plan(PlanBuilder& b) const { return plan_type{gen_, PlanStrides(b.next(), b.ndim())}; }
+
+ private:
+  Shape shape_;
+  Device device_;
+  Gen gen_;
+};
+
+/// start + i * step, computed in double and rounded once.
+struct ArangeGen {
+  double start = 0, step = 1;
+  EMBER_HD double operator()(std::int64_t i) const { return math::fma(static_cast<double>(i), step, start); }
+};
+
+/// n points from start to end inclusive; the second half counts back from `end` so both
+/// ends are exact.
+struct LinspaceGen {
+  double start = 0, end = 0, step = 0;
+  std::int64_t n = 0;
+  EMBER_HD double operator()(std::int64_t i) const {
+    return i < n / 2 ? math::fma(step, static_cast<double>(i), start)
+                     : math::fma(-step, static_cast<double>(n - 1 - i), end);
+  }
+};
+
+// Generators use explicit fma so nvcc's contraction cannot make the GPU differ from the CPU.
+
+/// Uniform in [low, high) from Philox (seed, offset, element index).
+struct UniformGen {
+  std::uint64_t seed = 0, offset = 0;
+  float low = 0, high = 1;
+  EMBER_HD float operator()(std::int64_t i) const {
+    const float u = philox_uniform(seed, offset, static_cast<std::uint64_t>(i));
+    return math::fma(high - low, u, low);
+  }
+};
+
+/// Normal(mean, std) from Philox (seed, offset, element index).
+struct NormalGen {
+  std::uint64_t seed = 0, offset = 0;
+  float mean = 0, stddev = 1;
+  EMBER_HD float operator()(std::int64_t i) const {
+    return math::fma(stddev, philox_normal(seed, offset, static_cast<std::uint64_t>(i)), mean);
+  }
+};
+
+}  // namespace ember::expr

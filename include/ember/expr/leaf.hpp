@@ -1,0 +1,115 @@
+// Leaf: a tensor inside an expression. It holds the tensor handle by value (refcounted), so an
+// expression stays valid after the tensors it was built from go out of scope.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "../core/dtype.hpp"
+#include "../tensor/tensor.hpp"
+#include "plan.hpp"
+
+namespace ember::expr {
+
+template <Storable T>
+struct LeafPlan {
+  using acc_type = acc_t<T>;
+  const T* data;
+  PlanStrides strides;
+
+  EMBER_HD EMBER_FORCEINLINE acc_type at(LinearIndex ix) const { return to_acc(data[ix.i]); }
+  EMBER_HD EMBER_FORCEINLINE acc_type at(const CoordIndex& ix) const {
+    return to_acc(data[strides.offset(ix)]);
+  }
+  template <int V>
+  EMBER_HD EMBER_FORCEINLINE void at_vec(std::int64_t base, acc_type (&out)[V]) const {
+    // One aligned load of V elements (the executor checked the alignment).
+    struct alignas(sizeof(T) * V) Pack {
+      T v[V];
+    };
+    const Pack p = *reinterpret_cast<const Pack*>(data + base);
+#if defined(__CUDACC__)
+#pragma unroll
+#endif
+    for (int k = 0; k < V; ++k) out[k] = to_acc(p.v[k]);
+  }
+};
+
+template <Storable T>
+class Leaf {
+ public:
+  using value_type = T;
+  using plan_type = LeafPlan<T>;
+  static constexpr std::size_t max_element_size = sizeof(T);
+  static constexpr bool is_ember_expression = true;
+  static constexpr bool is_scalar_node = false;
+
+  explicit Leaf(Tensor<T> t) : t_(std::move(t)) {
+    EMBER_CHECK(t_.defined(), "ember: an undefined tensor was used in an expression");
+  }
+
+  const Shape& shape() const { return t_.shape(); }
+  const Tensor<T>& tensor() const { return t_; }
+
+  template <class F>
+  void for_each_leaf(F&& f) const {
+    LeafInfo info;
+    info.shape = t_.shape();
+    info.strides = t_.strides();
+    info.data = t_.data();
+    info.storage = t_.storage().get();
+    info.element_size = sizeof(T);
+    info.device = t_.device();
+    f(info);
+  }
+
+  plan_type plan(PlanBuilder& b) const {
+    return plan_type{t_.data(), PlanStrides(b.next(), b.ndim())};
+  }
+
+ private:
+  Tensor<T> t_;
+};
+
+/// A number inside an expression, held as double, int64 or bool. It takes the element type of
+/// the tensors around it (`bf16_tensor * 0.5` stays bf16), as in PyTorch; the parent node
+/// converts it to its compute type once, when planning.
+template <class S>
+struct ScalarPlan {
+  using acc_type = S;
+  S value;
+  EMBER_HD EMBER_FORCEINLINE S at(LinearIndex) const { return value; }
+  EMBER_HD EMBER_FORCEINLINE S at(const CoordIndex&) const { return value; }
+  template <int V>
+  EMBER_HD EMBER_FORCEINLINE void at_vec(std::int64_t, S (&out)[V]) const {
+    for (int k = 0; k < V; ++k) out[k] = value;
+  }
+};
+
+template <class S>
+class ScalarNode {
+ public:
+  using value_type = S;
+  using plan_type = ScalarPlan<S>;
+  static constexpr std::size_t max_element_size = 0;
+  static constexpr bool is_ember_expression = true;
+  static constexpr bool is_scalar_node = true;
+
+  static_assert(std::is_same_v<S, double> || std::is_same_v<S, std::int64_t> ||
+                    std::is_same_v<S, bool>,
+                "ember: scalar nodes hold double, int64 or bool");
+  explicit ScalarNode(S v) : v_(v) {}
+  const Shape& shape() const {
+    static const Shape rank0;
+    return rank0;
+  }
+  S value() const { return v_; }
+  template <class F>
+  void for_each_leaf(F&&) const {}
+  plan_type plan(PlanBuilder&) const { return plan_type{v_}; }
+
+ private:
+  S v_;
+};
+
+}  // namespace ember::expr

@@ -1,0 +1,271 @@
+// Map: an elementwise operation F applied to child expressions, with NumPy broadcasting.
+// Unary, binary and ternary operations (and where) are all Maps; only the functor differs.
+#pragma once
+
+#include <algorithm>
+#include <optional>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "../core/concepts.hpp"
+#include "../core/dtype.hpp"
+#include "../core/error.hpp"
+#include "../core/shape.hpp"
+#include "functors.hpp"
+#include "leaf.hpp"
+#include "pack.hpp"
+#include "plan.hpp"
+
+namespace ember::expr {
+
+// ---- typing ----
+namespace detail {
+template <class E>
+inline constexpr bool is_scalar_node_v = std::remove_cvref_t<E>::is_scalar_node;
+
+// Promoted element type of the non-scalar children; scalars only lift integers to float
+// (an int tensor times 0.5 is float) and bool to int64, as in PyTorch.
+template <class... Es>
+struct operand_type;
+template <>
+struct operand_type<> {
+  using tensors = void;
+  static constexpr bool has_float_scalar = false;
+  static constexpr bool has_int_scalar = false;
+};
+template <class E, class... Es>
+struct operand_type<E, Es...> {
+  using rest = operand_type<Es...>;
+  using mine = typename E::value_type;
+  static constexpr bool scalar = is_scalar_node_v<E>;
+  using tensors = std::conditional_t<
+      scalar, typename rest::tensors,
+      std::conditional_t<std::is_void_v<typename rest::tensors>, mine,
+                         promote_t<mine, std::conditional_t<std::is_void_v<typename rest::tensors>,
+                                                            mine, typename rest::tensors>>>>;
+  static constexpr bool has_float_scalar =
+      rest::has_float_scalar || (scalar && std::is_same_v<mine, double>);
+  static constexpr bool has_int_scalar =
+      rest::has_int_scalar || (scalar && std::is_same_v<mine, std::int64_t>);
+};
+
+template <class... Es>
+struct promoted {
+  using info = operand_type<Es...>;
+  using tensors = typename info::tensors;
+  static_assert(!std::is_void_v<tensors>, "ember: an expression needs at least one tensor");
+  using type = std::conditional_t<
+      info::has_float_scalar && !FloatingElement<tensors>, float,
+      std::conditional_t<info::has_int_scalar && std::is_same_v<tensors, bool>, std::int64_t,
+                         tensors>>;
+};
+
+template <class F, class... Es>
+struct map_types;
+
+template <class F, class... Es>
+  requires(F::kind == fn::Kind::arithmetic || F::kind == fn::Kind::floating)
+struct map_types<F, Es...> {
+  using operand = typename promoted<Es...>::type;
+  static_assert(F::kind != fn::Kind::floating || FloatingElement<operand>,
+                "ember: this function is defined for floating-point operands only; convert "
+                "integer or bool tensors first, e.g. ember::exp(ember::cast<float>(x))");
+  using value_type = operand;
+  using compute = acc_t<operand>;
+  template <std::size_t I>
+  using arg = compute;
+};
+
+template <class F, class... Es>
+  requires(F::kind == fn::Kind::predicate)
+struct map_types<F, Es...> {
+  using operand = typename promoted<Es...>::type;
+  using value_type = bool;
+  using compute = acc_t<operand>;
+  template <std::size_t I>
+  using arg = compute;
+};
+
+template <class F, class C, class A, class B>
+  requires(F::kind == fn::Kind::select)
+struct map_types<F, C, A, B> {
+  using operand = typename promoted<A, B>::type;
+  using value_type = operand;
+  using compute = acc_t<operand>;
+  template <std::size_t I>
+  using arg = std::conditional_t<I == 0, bool, compute>;
+};
+
+template <class E>
+std::optional<Device> device_of(const E& e) {
+  std::optional<Device> d;
+  e.for_each_leaf([&](const LeafInfo& info) {
+    if (info.has_device && !d) d = info.device;
+  });
+  return d;
+}
+}  // namespace detail
+
+// ---- plan ----
+template <class F, class Types, class Result, class... Children>
+struct MapPlan {
+  using acc_type = Result;
+  F f;
+  Pack<Children...> children;
+
+  template <class Ix>
+  EMBER_HD EMBER_FORCEINLINE acc_type at(const Ix& ix) const {
+    return at_impl(ix, std::index_sequence_for<Children...>{});
+  }
+
+  template <int V>
+  EMBER_HD EMBER_FORCEINLINE void at_vec(std::int64_t base, acc_type (&out)[V]) const {
+    at_vec_impl<V>(base, out, std::index_sequence_for<Children...>{});
+  }
+
+ private:
+  template <std::size_t I, class X>
+  EMBER_HD static EMBER_FORCEINLINE auto arg(X x) {
+    return static_cast<typename Types::template arg<I>>(x);
+  }
+  template <class Ix, std::size_t... I>
+  EMBER_HD EMBER_FORCEINLINE acc_type at_impl(const Ix& ix, std::index_sequence<I...>) const {
+    return static_cast<acc_type>(f(arg<I>(get<I>(children).at(ix))...));
+  }
+  template <class T, int V>
+  struct Buf {
+    T v[V];
+  };
+  template <int V, std::size_t... I>
+  EMBER_HD EMBER_FORCEINLINE void at_vec_impl(std::int64_t base, acc_type (&out)[V],
+                                              std::index_sequence<I...>) const {
+    Pack<Buf<typename Children::acc_type, V>...> bufs;
+    (get<I>(children).template at_vec<V>(base, get<I>(bufs).v), ...);
+#if defined(__CUDACC__)
+#pragma unroll
+#endif
+    for (int k = 0; k < V; ++k) out[k] = static_cast<acc_type>(f(arg<I>(get<I>(bufs).v[k])...));
+  }
+};
+
+// A child's plan; a scalar child is converted to the compute type `C` once, here.
+template <class C, class E>
+auto plan_child(const E& e, PlanBuilder& b) {
+  if constexpr (detail::is_scalar_node_v<E>) {
+    return ScalarPlan<C>{static_cast<C>(e.value())};
+  } else {
+    return e.plan(b);
+  }
+}
+template <class C, class E>
+using child_plan_t = decltype(plan_child<C>(std::declval<const E&>(), std::declval<PlanBuilder&>()));
+
+// ---- node ----
+template <class F, class... Es>
+class Map {
+  using types = detail::map_types<F, Es...>;
+  template <std::size_t... I>
+  static auto plan_type_of(std::index_sequence<I...>)
+      -> MapPlan<F, types, acc_t<typename types::value_type>,
+                 child_plan_t<typename types::template arg<I>, Es>...>;
+
+ public:
+  using value_type = typename types::value_type;
+  using functor = F;
+  using plan_type = decltype(plan_type_of(std::index_sequence_for<Es...>{}));
+  static constexpr std::size_t max_element_size = std::max({std::size_t{0}, Es::max_element_size...});
+  static constexpr bool is_ember_expression = true;
+  static constexpr bool is_scalar_node = false;
+
+  explicit Map(F f, Es... children) : f_(f), children_(std::move(children)...) {
+    shape_ = Shape();
+    std::apply([&](const auto&... c) { ((shape_ = broadcast_shapes(shape_, c.shape(), F::name)), ...); },
+               children_);
+    std::optional<Device> dev;
+    std::apply(
+        [&](const auto&... c) {
+          (
+              [&] {
+                const auto d = detail::device_of(c);
+                if (d && dev && !(*d == *dev)) {
+                  fail("ember: ", F::name, ": operands are on different devices (", dev->str(),
+                       " and ", d->str(), "); move them with .to(device) first");
+                }
+                if (d) dev = d;
+              }(),
+              ...);
+        },
+        children_);
+  }
+
+  const Shape& shape() const { return shape_; }
+  const F& functor_value() const { return f_; }
+  const std::tuple<Es...>& children() const { return children_; }
+
+  template <class V>
+  void for_each_leaf(V&& visit) const {
+    std::apply([&](const auto&... c) { (c.for_each_leaf(visit), ...); }, children_);
+  }
+
+  plan_type plan(PlanBuilder& b) const {
+    return plan_impl(b, std::index_sequence_for<Es...>{});
+  }
+
+ private:
+  template <std::size_t... I>
+  plan_type plan_impl(PlanBuilder& b, std::index_sequence<I...>) const {
+    // Children are planned left to right, the order for_each_leaf visited them in.
+    plan_type p{f_, {}};
+    ((get<I>(p.children) =
+          plan_child<typename types::template arg<I>>(std::get<I>(children_), b)),
+     ...);
+    return p;
+  }
+
+  F f_;
+  std::tuple<Es...> children_;
+  Shape shape_;
+};
+
+// ---- cast ----
+template <Storable U, class Child>
+struct CastPlan {
+  using acc_type = acc_t<U>;
+  Child child;
+  template <class Ix>
+  EMBER_HD EMBER_FORCEINLINE acc_type at(const Ix& ix) const {
+    return to_acc(to_storage<U>(child.at(ix)));
+  }
+  template <int V>
+  EMBER_HD EMBER_FORCEINLINE void at_vec(std::int64_t base, acc_type (&out)[V]) const {
+    typename Child::acc_type in[V];
+    child.template at_vec<V>(base, in);
+    for (int k = 0; k < V; ++k) out[k] = to_acc(to_storage<U>(in[k]));
+  }
+};
+
+/// The child's values converted to U (rounded to nearest even when U is narrower).
+template <Storable U, class E>
+class Cast {
+ public:
+  using value_type = U;
+  using plan_type = CastPlan<U, typename E::plan_type>;
+  static constexpr std::size_t max_element_size = E::max_element_size;
+  static constexpr bool is_ember_expression = true;
+  static constexpr bool is_scalar_node = false;
+
+  explicit Cast(E child) : child_(std::move(child)) {}
+  const Shape& shape() const { return child_.shape(); }
+  const E& child() const { return child_; }
+  template <class V>
+  void for_each_leaf(V&& visit) const {
+    child_.for_each_leaf(visit);
+  }
+  plan_type plan(PlanBuilder& b) const { return plan_type{child_.plan(b)}; }
+
+ private:
+  E child_;
+};
+
+}  // namespace ember::expr

@@ -1,0 +1,82 @@
+// The evaluation protocol shared by every expression node.
+//
+// An expression (what to compute) is turned into a plan (how to compute one element) at
+// assignment. A plan is plain data, copied by value into a CUDA kernel or used by the CPU
+// loop, and answers three questions for the executor (where it runs):
+//   at(LinearIndex)       element i when every operand is dense and unbroadcast;
+//   at(CoordIndex)        element at collapsed coordinates (broadcast or strided operands);
+//   at_vec<V>(base, out)  V consecutive elements from `base` on the dense path.
+// Leaves are visited twice, in the same order: once by for_each_leaf (so the executor can see
+// every operand's layout and collapse the iteration space), then by plan (each leaf takes its
+// collapsed strides from the PlanBuilder).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "../core/config.hpp"
+#include "../core/device.hpp"
+#include "../core/shape.hpp"
+
+namespace ember {
+class Storage;
+}
+
+namespace ember::expr {
+
+struct LinearIndex {
+  std::int64_t i;
+};
+
+struct CoordIndex {
+  std::int64_t c[kMaxRank];
+};
+
+/// What the executor needs to know about one leaf before planning.
+struct LeafInfo {
+  Shape shape;
+  Strides strides;             // in elements
+  const void* data = nullptr;  // element 0 (nullptr for generated leaves)
+  const Storage* storage = nullptr;
+  std::size_t element_size = 0;
+  bool has_device = true;
+  Device device;
+};
+
+/// Hands each leaf its strides in the collapsed iteration space, in visiting order.
+class PlanBuilder {
+ public:
+  PlanBuilder(int ndim, std::vector<Strides> leaf_strides)
+      : ndim_(ndim), strides_(std::move(leaf_strides)) {}
+  int ndim() const { return ndim_; }
+  const Strides& next() { return strides_[next_++]; }
+
+ private:
+  int ndim_;
+  std::vector<Strides> strides_;
+  std::size_t next_ = 0;
+};
+
+/// Strides of one operand in the collapsed iteration space, as plain data for kernels.
+struct PlanStrides {
+  std::int64_t s[kMaxRank] = {};
+  int ndim = 0;
+
+  PlanStrides() = default;
+  PlanStrides(const Strides& strides, int n) : ndim(n) {
+    for (int d = 0; d < n; ++d) s[d] = strides[d];
+  }
+  EMBER_HD EMBER_FORCEINLINE std::int64_t offset(const CoordIndex& ix) const {
+    std::int64_t off = 0;
+#if defined(__CUDACC__)
+#pragma unroll
+#endif
+    for (int d = 0; d < kMaxRank; ++d) {
+      if (d < ndim) off += ix.c[d] * s[d];
+    }
+    return off;
+  }
+};
+
+}  // namespace ember::expr

@@ -1,0 +1,356 @@
+// Tensor<T>: a cheap, refcounted handle onto a Storage (offset, shape, strides), rank 0 to 8.
+//
+// Copying a Tensor copies the handle; both name the same memory. Assigning an expression
+// (`y = a * b + 1`) evaluates it into y's memory in one pass; see exec/assign.hpp.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <initializer_list>
+#include <memory>
+#include <numeric>
+#include <span>
+#include <vector>
+
+#include "../core/concepts.hpp"
+#include "../core/cuda.hpp"
+#include "../core/device.hpp"
+#include "../core/dtype.hpp"
+#include "../core/error.hpp"
+#include "../core/shape.hpp"
+#include "../memory/storage.hpp"
+
+namespace ember {
+
+/// How a rank-4 tensor is laid out in memory; the logical order is always NCHW.
+enum class MemoryFormat { contiguous, channels_last };
+
+template <Storable T>
+class Tensor {
+ public:
+  using value_type = T;
+
+  /// An undefined tensor: no storage. Assigning an expression to it allocates.
+  Tensor() = default;
+
+  Tensor(std::shared_ptr<Storage> storage, std::int64_t offset, Shape shape, Strides strides)
+      : storage_(std::move(storage)), offset_(offset), shape_(shape), strides_(strides) {
+    EMBER_CHECK(shape_.rank() == strides_.rank(), "ember: shape ", shape_.str(),
+                " and strides ", strides_.str(), " differ in rank");
+    for (int i = 0; i < shape_.rank(); ++i) {
+      EMBER_CHECK(shape_[i] >= 0, "ember: negative extent in shape ", shape_.str());
+    }
+  }
+
+  /// Evaluates `e` into a new tensor of its shape on its device (one launch).
+  template <Expression E, class Mode = exec::mode>
+  Tensor(const E& e);  // NOLINT(google-explicit-constructor): `Tensor<float> y = a * b;`
+
+  Tensor(const Tensor&) = default;
+  Tensor(Tensor&&) noexcept = default;
+  /// Rebinds this handle (no data is copied). To copy values, assign an expression.
+  Tensor& operator=(const Tensor&) = default;
+  Tensor& operator=(Tensor&&) noexcept = default;
+
+  /// Evaluates `e` into this tensor's memory (allocating first if undefined).
+  template <Expression E, class Mode = exec::mode>
+  Tensor& operator=(const E& e);
+  /// Fills every element with `value`.
+  template <Scalar S, class Mode = exec::mode>
+  Tensor& operator=(S value);
+  template <Operand E, class Mode = exec::mode>
+  Tensor& operator+=(const E& e);
+  template <Operand E, class Mode = exec::mode>
+  Tensor& operator-=(const E& e);
+  template <Operand E, class Mode = exec::mode>
+  Tensor& operator*=(const E& e);
+  template <Operand E, class Mode = exec::mode>
+  Tensor& operator/=(const E& e);
+  /// Copies the values of `src` (broadcast to this shape) into this tensor's memory.
+  template <Storable U, class Mode = exec::mode>
+  Tensor& copy_(const Tensor<U>& src);
+
+  // ---- properties ----
+  bool defined() const { return storage_ != nullptr; }
+  const Shape& shape() const { return shape_; }
+  const Strides& strides() const { return strides_; }
+  int rank() const { return shape_.rank(); }
+  int dim() const { return shape_.rank(); }
+  std::int64_t numel() const { return shape_.numel(); }
+  std::int64_t size(int d) const { return shape_[normalize_axis(d, rank(), "size")]; }
+  std::int64_t stride(int d) const { return strides_[normalize_axis(d, rank(), "stride")]; }
+  std::int64_t offset() const { return offset_; }
+  Device device() const {
+    require_defined("device");
+    return storage_->device();
+  }
+  /// Pointer to element 0 of this view (device memory for CUDA tensors).
+  T* data() const {
+    require_defined("data");
+    return static_cast<T*>(storage_->data()) + offset_;
+  }
+  const std::shared_ptr<Storage>& storage() const { return storage_; }
+  static constexpr DType dtype() { return dtype_of<T>; }
+
+  /// True when the elements are dense in row-major order (or, for channels_last, NHWC).
+  bool is_contiguous(MemoryFormat format = MemoryFormat::contiguous) const {
+    const Strides want = format == MemoryFormat::contiguous ? contiguous_strides(shape_)
+                                                            : channels_last_strides(shape_);
+    for (int i = 0; i < rank(); ++i) {
+      if (shape_[i] != 1 && strides_[i] != want[i]) return false;
+    }
+    return true;
+  }
+
+  // ---- views (no copy) ----
+
+  /// Same elements, new shape; one extent may be -1. Throws unless viewable without a copy.
+  Tensor view(const Shape& shape) const {
+    const Shape target = infer_shape(shape, "view");
+    Strides st;
+    EMBER_CHECK(view_strides(target, st), "ember: view: a tensor of shape ", shape_.str(),
+                " and strides ", strides_.str(), " cannot be viewed as ", target.str(),
+                " without a copy; use reshape");
+    return Tensor(storage_, offset_, target, st);
+  }
+  /// Same elements, new shape; one extent may be -1. A view when possible, else a copy.
+  template <class Mode = exec::mode>
+  Tensor reshape(const Shape& shape) const {
+    const Shape target = infer_shape(shape, "reshape");
+    Strides st;
+    if (view_strides(target, st)) return Tensor(storage_, offset_, target, st);
+    return contiguous<Mode>().view(target);
+  }
+  template <class Mode = exec::mode>
+  Tensor flatten() const {
+    return reshape<Mode>(Shape{numel()});
+  }
+
+  /// Reorders dimensions: result dimension i is this tensor's dimension order[i].
+  Tensor permute(const Dims& order) const {
+    EMBER_CHECK(order.rank() == rank(), "ember: permute: order ", order.str(), " has ",
+                order.rank(), " entries for a tensor of rank ", rank());
+    Shape sh = Shape::filled(rank(), 0);
+    Strides st = Strides::filled(rank(), 0);
+    std::uint32_t seen = 0;
+    for (int i = 0; i < rank(); ++i) {
+      const int d = normalize_axis(order[i], rank(), "permute");
+      EMBER_CHECK(!(seen & (1u << d)), "ember: permute: order ", order.str(),
+                  " repeats dimension ", d);
+      seen |= 1u << d;
+      sh[i] = shape_[d];
+      st[i] = strides_[d];
+    }
+    return Tensor(storage_, offset_, sh, st);
+  }
+  Tensor transpose(int d0, int d1) const {
+    const int a = normalize_axis(d0, rank(), "transpose");
+    const int b = normalize_axis(d1, rank(), "transpose");
+    Shape sh = shape_;
+    Strides st = strides_;
+    std::swap(sh[a], sh[b]);
+    std::swap(st[a], st[b]);
+    return Tensor(storage_, offset_, sh, st);
+  }
+  /// Transpose of a rank-2 tensor.
+  Tensor t() const {
+    EMBER_CHECK(rank() == 2, "ember: t() needs a rank-2 tensor, got shape ", shape_.str());
+    return transpose(0, 1);
+  }
+
+  /// Elements start, start+step, ... below stop along `dim`. Negative start/stop count from
+  /// the end; a range outside the dimension throws.
+  Tensor slice(int dim, std::int64_t start, std::int64_t stop, std::int64_t step = 1) const {
+    const int d = normalize_axis(dim, rank(), "slice");
+    const std::int64_t n = shape_[d];
+    if (start < 0) start += n;
+    if (stop < 0) stop += n;
+    EMBER_CHECK(step > 0, "ember: slice: step must be positive, got ", step);
+    EMBER_CHECK(start >= 0 && start <= n && stop >= 0 && stop <= n, "ember: slice: range [",
+                start, ", ", stop, ") is outside dimension ", d, " of size ", n, " (shape ",
+                shape_.str(), ")");
+    const std::int64_t len = stop > start ? (stop - start + step - 1) / step : 0;
+    Shape sh = shape_;
+    Strides st = strides_;
+    sh[d] = len;
+    st[d] = strides_[d] * step;
+    return Tensor(storage_, offset_ + start * strides_[d], sh, st);
+  }
+  Tensor narrow(int dim, std::int64_t start, std::int64_t length) const {
+    const int d = normalize_axis(dim, rank(), "narrow");
+    EMBER_CHECK(length >= 0, "ember: narrow: negative length ", length);
+    if (start < 0) start += shape_[d];
+    EMBER_CHECK(start >= 0 && start + length <= shape_[d], "ember: narrow: [", start, ", ",
+                start + length, ") is outside dimension ", d, " of size ", shape_[d]);
+    return slice(d, start, start + length);
+  }
+  /// The sub-tensor at `index` along `dim` (that dimension removed).
+  Tensor select(int dim, std::int64_t index) const {
+    const int d = normalize_axis(dim, rank(), "select");
+    if (index < 0) index += shape_[d];
+    EMBER_CHECK(index >= 0 && index < shape_[d], "ember: select: index ", index,
+                " is outside dimension ", d, " of size ", shape_[d]);
+    Shape sh = shape_;
+    Strides st = strides_;
+    sh.erase(d);
+    st.erase(d);
+    return Tensor(storage_, offset_ + index * strides_[d], sh, st);
+  }
+  /// Removes every size-1 dimension.
+  Tensor squeeze() const {
+    Shape sh;
+    Strides st;
+    for (int i = 0; i < rank(); ++i) {
+      if (shape_[i] != 1) {
+        sh.push_back(shape_[i]);
+        st.push_back(strides_[i]);
+      }
+    }
+    return Tensor(storage_, offset_, sh, st);
+  }
+  /// Removes dimension `dim`, which must have size 1.
+  Tensor squeeze(int dim) const {
+    const int d = normalize_axis(dim, rank(), "squeeze");
+    EMBER_CHECK(shape_[d] == 1, "ember: squeeze: dimension ", d, " of shape ", shape_.str(),
+                " has size ", shape_[d], ", not 1");
+    Shape sh = shape_;
+    Strides st = strides_;
+    sh.erase(d);
+    st.erase(d);
+    return Tensor(storage_, offset_, sh, st);
+  }
+  /// Inserts a size-1 dimension at `dim` (in [-rank-1, rank]).
+  Tensor unsqueeze(int dim) const {
+    EMBER_CHECK(rank() < kMaxRank, "ember: unsqueeze: rank would exceed ", kMaxRank);
+    const int d = normalize_axis(dim, rank() + 1, "unsqueeze");
+    Shape sh = shape_;
+    Strides st = strides_;
+    const std::int64_t inner = d < rank() ? strides_[d] * shape_[d] : 1;
+    sh.insert(d, 1);
+    st.insert(d, inner);
+    return Tensor(storage_, offset_, sh, st);
+  }
+  /// Broadcasts to `shape` (NumPy rules; -1 keeps an extent) with stride 0 on new dims.
+  Tensor expand(const Shape& shape) const {
+    EMBER_CHECK(shape.rank() >= rank(), "ember: expand: cannot expand shape ", shape_.str(),
+                " to the lower rank shape ", shape.str());
+    Shape target = shape;
+    const int lead = shape.rank() - rank();
+    for (int i = lead; i < shape.rank(); ++i) {
+      if (target[i] == -1) target[i] = shape_[i - lead];
+    }
+    EMBER_CHECK(broadcastable_to(shape_, target), "ember: expand: shape ", shape_.str(),
+                " cannot be broadcast to ", target.str());
+    return Tensor(storage_, offset_, target, broadcast_strides(shape_, strides_, target));
+  }
+  Tensor broadcast_to(const Shape& shape) const { return expand(shape); }
+
+  // ---- copies ----
+
+  /// This tensor if already dense in `format`, else a dense copy (one launch).
+  template <class Mode = exec::mode>
+  Tensor contiguous(MemoryFormat format = MemoryFormat::contiguous) const;
+  /// A dense copy in row-major order.
+  template <class Mode = exec::mode>
+  Tensor clone() const;
+  /// A copy on `device` (this tensor itself when already there).
+  template <class Mode = exec::mode>
+  Tensor to(Device device) const;
+  /// The elements in row-major order, copied to the host.
+  template <class Mode = exec::mode>
+  std::vector<T> to_vector() const;
+  /// The value of a one-element tensor.
+  template <class Mode = exec::mode>
+  T item() const {
+    EMBER_CHECK(numel() == 1, "ember: item() needs exactly one element, the tensor has shape ",
+                shape_.str());
+    return to_vector<Mode>()[0];
+  }
+
+ private:
+  void require_defined(const char* what) const {
+    EMBER_CHECK(defined(), "ember: ", what, "() called on an undefined tensor");
+  }
+
+  Shape infer_shape(const Shape& shape, const char* what) const {
+    Shape out = shape;
+    int infer = -1;
+    std::int64_t known = 1;
+    for (int i = 0; i < out.rank(); ++i) {
+      if (out[i] == -1) {
+        EMBER_CHECK(infer < 0, "ember: ", what, ": more than one -1 in ", shape.str());
+        infer = i;
+      } else {
+        EMBER_CHECK(out[i] >= 0, "ember: ", what, ": negative extent in ", shape.str());
+        known *= out[i];
+      }
+    }
+    if (infer >= 0) {
+      EMBER_CHECK(known != 0 && numel() % known == 0, "ember: ", what, ": cannot infer -1 in ",
+                  shape.str(), " for ", numel(), " elements (shape ", shape_.str(), ")");
+      out[infer] = numel() / known;
+    }
+    EMBER_CHECK(out.numel() == numel(), "ember: ", what, ": shape ", shape_.str(), " has ",
+                numel(), " elements, which cannot be reshaped to ", out.str(), " (",
+                out.numel(), " elements)");
+    return out;
+  }
+
+  // Strides that show this view's elements, in row-major order, with shape `target`; false
+  // when that needs a copy. The old dimensions split into runs that are dense with respect to
+  // each other; every run must be covered exactly by consecutive new dimensions.
+  bool view_strides(const Shape& target, Strides& out) const {
+    out = Strides::filled(target.rank(), 0);
+    if (numel() == 0 || rank() == 0) {
+      out = contiguous_strides(target);
+      return true;
+    }
+    int vd = target.rank() - 1;
+    std::int64_t run_stride = strides_[rank() - 1];  // stride of the run's innermost element
+    std::int64_t run_numel = 1;
+    std::int64_t view_numel = 1;
+    for (int d = rank() - 1; d >= 0; --d) {
+      run_numel *= shape_[d];
+      const bool run_ends =
+          d == 0 || (shape_[d - 1] != 1 && strides_[d - 1] != run_numel * run_stride);
+      if (!run_ends) continue;
+      while (vd >= 0 && (view_numel < run_numel || target[vd] == 1)) {
+        out[vd] = view_numel * run_stride;
+        view_numel *= target[vd];
+        --vd;
+      }
+      if (view_numel != run_numel) return false;
+      if (d > 0) {
+        run_stride = strides_[d - 1];
+        run_numel = 1;
+        view_numel = 1;
+      }
+    }
+    return vd == -1;
+  }
+
+  std::shared_ptr<Storage> storage_;
+  std::int64_t offset_ = 0;
+  Shape shape_;
+  Strides strides_;
+};
+
+/// Free-function spellings of the common views.
+template <Storable T>
+Tensor<T> transpose(const Tensor<T>& t, int d0, int d1) {
+  return t.transpose(d0, d1);
+}
+template <Storable T>
+Tensor<T> permute(const Tensor<T>& t, const Dims& order) {
+  return t.permute(order);
+}
+template <Storable T, class Mode = exec::mode>
+Tensor<T> reshape(const Tensor<T>& t, const Shape& shape) {
+  return t.template reshape<Mode>(shape);
+}
+template <Storable T, class Mode = exec::mode>
+Tensor<T> contiguous(const Tensor<T>& t, MemoryFormat format = MemoryFormat::contiguous) {
+  return t.template contiguous<Mode>(format);
+}
+
+}  // namespace ember
