@@ -1,0 +1,257 @@
+// Reductions of any elementwise expression over a set of axes, with the producer fused: the
+// expression is evaluated inside the reduction loop, so each input is read once and nothing
+// but the result is allocated. Spellings: sum(e), sum(e, {1}, keepdim), and likewise mean,
+// max, min, prod, var, norm, logsumexp; argmax/argmin over one axis or the flattened input.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "../core/concepts.hpp"
+#include "assign.hpp"
+#include "reduce_layout.hpp"
+#include "reducers.hpp"
+#if defined(EMBER_OPENMP)
+#include <omp.h>
+#endif
+#if defined(EMBER_CUDA_KERNELS)
+#include "reduce_cuda.cuh"
+#endif
+
+namespace ember {
+
+namespace exec {
+
+namespace cpu {
+
+/// Reduced elements per chunk when one output is split across threads. Fixed, so the
+/// summation order (and the result) does not depend on the number of threads.
+inline constexpr std::int64_t kReduceChunk = 1 << 14;
+
+// Folds reduced elements [begin, end) of output `o` into `s`.
+template <class Red, class Plan>
+typename Red::state fold_range(const Red& red, const Plan& plan, const ReduceLayout& L,
+                               std::int64_t o, std::int64_t begin, std::int64_t end,
+                               typename Red::state s) {
+  using A = typename Plan::acc_type;
+  expr::CoordIndex ix{};
+  std::int64_t rem = o;
+  for (int d = L.kept - 1; d >= 0; --d) {
+    ix.c[d] = rem % L.sizes[d];
+    rem /= L.sizes[d];
+  }
+  rem = begin;
+  for (int d = L.ndim() - 1; d >= L.kept; --d) {
+    ix.c[d] = rem % L.sizes[d];
+    rem /= L.sizes[d];
+  }
+  const int last = L.ndim() - 1;
+  for (std::int64_t r = begin; r < end; ++r) {
+    s = red.step(s, static_cast<A>(plan.at(ix)), r);
+    // Advance the reduced coordinates like an odometer.
+    for (int d = last; d >= L.kept; --d) {
+      if (++ix.c[d] < L.sizes[d]) break;
+      ix.c[d] = 0;
+    }
+  }
+  return s;
+}
+
+template <class R, class Red, class Plan>
+void run_reduce(const Red& red, const Plan& plan, const ReduceLayout& L, R* out) {
+  count_launch();
+  const std::int64_t n = L.reduced;
+  const std::int64_t chunks = (n + kReduceChunk - 1) / kReduceChunk;
+#if defined(EMBER_OPENMP)
+  const bool few_outputs = L.outputs < 2 * omp_get_max_threads() && chunks > 1;
+#else
+  const bool few_outputs = false;
+#endif
+  if (!few_outputs) {
+#pragma omp parallel for schedule(static) if (L.outputs * n >= kParallelThreshold && L.outputs > 1)
+    for (std::int64_t o = 0; o < L.outputs; ++o) {
+      // The same chunked order as below, so results do not depend on the path taken.
+      typename Red::state s = red.init();
+      for (std::int64_t c = 0; c < chunks; ++c) {
+        s = red.combine(s, fold_range(red, plan, L, o, c * kReduceChunk,
+                                      std::min(n, (c + 1) * kReduceChunk), red.init()));
+      }
+      out[o] = to_storage<R>(red.finish(s, n));
+    }
+    return;
+  }
+  std::vector<typename Red::state> partial(static_cast<std::size_t>(chunks));
+  for (std::int64_t o = 0; o < L.outputs; ++o) {
+#pragma omp parallel for schedule(static)
+    for (std::int64_t c = 0; c < chunks; ++c) {
+      partial[static_cast<std::size_t>(c)] =
+          fold_range(red, plan, L, o, c * kReduceChunk, std::min(n, (c + 1) * kReduceChunk), red.init());
+    }
+    typename Red::state s = red.init();
+    for (const auto& p : partial) s = red.combine(s, p);
+    out[o] = to_storage<R>(red.finish(s, n));
+  }
+}
+
+}  // namespace cpu
+
+inline namespace EMBER_EXEC_NS {
+
+/// Reduces expression `e` over `axes` (all axes when empty) into a new tensor of type R.
+template <Storable R, class Red, class E>
+Tensor<R> reduce_expression(const E& e, const Red& red, const char* name, const Dims& axes,
+                            bool keepdim, bool empty_ok) {
+  const Shape& shape = e.shape();
+  const int rank = shape.rank();
+  std::vector<bool> is_reduced(static_cast<std::size_t>(rank), axes.rank() == 0);
+  for (int i = 0; i < axes.rank(); ++i) {
+    const int d = normalize_axis(axes[i], rank, name);
+    if (rank == 0) continue;  // a scalar has nothing to reduce
+    EMBER_CHECK(!is_reduced[static_cast<std::size_t>(d)], "ember: ", name, ": axis ", d,
+                " appears twice in ", axes.str());
+    is_reduced[static_cast<std::size_t>(d)] = true;
+  }
+  Shape out_shape;
+  std::int64_t reduced_count = 1;
+  for (int d = 0; d < rank; ++d) {
+    if (is_reduced[static_cast<std::size_t>(d)]) {
+      reduced_count *= shape[d];
+      if (keepdim) out_shape.push_back(1);
+    } else {
+      out_shape.push_back(shape[d]);
+    }
+  }
+  if (!empty_ok && reduced_count == 0 && out_shape.numel() != 0) {
+    fail("ember: ", name, ": cannot reduce over an empty range (shape ", shape.str(),
+         ", axes ", axes.rank() ? axes.str() : std::string("all"), "); the result has no identity");
+  }
+
+  std::optional<Device> dev;
+  std::vector<Strides> leaf_strides;
+  e.for_each_leaf([&](const expr::LeafInfo& leaf) {
+    if (leaf.has_device) {
+      if (dev && !(*dev == leaf.device)) {
+        fail("ember: ", name, ": operands are on different devices (", dev->str(), " and ",
+             leaf.device.str(), ")");
+      }
+      dev = leaf.device;
+    }
+    leaf_strides.push_back(broadcast_strides(leaf.shape, leaf.strides, shape));
+  });
+  const Device device = dev.value_or(Device::cpu());
+  Tensor<R> out = empty<R>(out_shape, device);
+  if (out.numel() == 0) return out;
+
+  const ReduceLayout L = make_reduce_layout(shape, is_reduced, leaf_strides);
+  expr::PlanBuilder b(L.ndim(), L.arrays);
+  const auto plan = e.plan(b);
+  if (device.is_cpu()) {
+    cpu::run_reduce(red, plan, L, out.data());
+  } else {
+    require_runnable(device);
+#if defined(EMBER_CUDA_KERNELS)
+    gpu::run_reduce(red, plan, L, out.data(), device.index());
+#endif
+  }
+  return out;
+}
+
+}  // namespace EMBER_EXEC_NS
+}  // namespace exec
+
+namespace detail {
+// Sums and products of integers accumulate in int64, as PyTorch does.
+template <class V>
+using sum_acc_t = std::conditional_t<FloatingElement<V>, acc_t<V>, std::int64_t>;
+template <class V>
+using sum_result_t = std::conditional_t<FloatingElement<V>, V, std::int64_t>;
+
+template <class E>
+constexpr void require_floating(const char* /*name*/) {
+  static_assert(FloatingElement<typename E::value_type>,
+                "ember: mean, var, norm and logsumexp are defined for floating-point expressions "
+                "only; convert first, e.g. ember::mean(ember::cast<float>(x))");
+}
+}  // namespace detail
+
+#define EMBER_REDUCTION(fname, ResultT, AccT, ReducerT, empty_ok, check)                      \
+  template <ArrayOperand X, class Mode = exec::mode>                                          \
+  auto fname(const X& x, const Dims& axes, bool keepdim = false) {                            \
+    auto e = expr::as_node(x);                                                                \
+    using V = typename decltype(e)::value_type;                                               \
+    check;                                                                                    \
+    return exec::reduce_expression<ResultT>(e, reduce::Bound<ReducerT<AccT>>{}, #fname, axes, \
+                                            keepdim, empty_ok);                               \
+  }                                                                                           \
+  template <ArrayOperand X, class Mode = exec::mode>                                          \
+  auto fname(const X& x) {                                                                    \
+    return fname<X, Mode>(x, Dims{}, false);                                                  \
+  }
+
+EMBER_REDUCTION(sum, detail::sum_result_t<V>, detail::sum_acc_t<V>, reduce::Sum, true, (void)0)
+EMBER_REDUCTION(prod, detail::sum_result_t<V>, detail::sum_acc_t<V>, reduce::Prod, true, (void)0)
+EMBER_REDUCTION(mean, V, acc_t<V>, reduce::Mean, true, detail::require_floating<decltype(e)>("mean"))
+EMBER_REDUCTION(max, V, acc_t<V>, reduce::Max, false, (void)0)
+EMBER_REDUCTION(min, V, acc_t<V>, reduce::Min, false, (void)0)
+EMBER_REDUCTION(logsumexp, V, acc_t<V>, reduce::LogSumExp, true,
+                detail::require_floating<decltype(e)>("logsumexp"))
+#undef EMBER_REDUCTION
+
+/// Variance over `axes` (all when empty), one pass (Welford). correction 1 is unbiased.
+template <ArrayOperand X, class Mode = exec::mode>
+auto var(const X& x, const Dims& axes, bool keepdim = false, double correction = 1.0) {
+  auto e = expr::as_node(x);
+  using V = typename decltype(e)::value_type;
+  detail::require_floating<decltype(e)>("var");
+  reduce::Var<acc_t<V>> r;
+  r.correction = static_cast<acc_t<V>>(correction);
+  return exec::reduce_expression<V>(e, reduce::Bound<reduce::Var<acc_t<V>>>{r}, "var", axes,
+                                    keepdim, true);
+}
+template <ArrayOperand X, class Mode = exec::mode>
+auto var(const X& x) {
+  return var<X, Mode>(x, Dims{}, false, 1.0);
+}
+
+/// p-norm over `axes` (all when empty); p = 2 by default, p = infinity for max |x|.
+template <ArrayOperand X, class Mode = exec::mode>
+auto norm(const X& x, const Dims& axes, bool keepdim = false, double p = 2.0) {
+  auto e = expr::as_node(x);
+  using V = typename decltype(e)::value_type;
+  detail::require_floating<decltype(e)>("norm");
+  EMBER_CHECK(p > 0, "ember: norm: p must be positive, got ", p);
+  reduce::Norm<acc_t<V>> r;
+  r.p = static_cast<acc_t<V>>(p);
+  return exec::reduce_expression<V>(e, reduce::Bound<reduce::Norm<acc_t<V>>>{r}, "norm", axes,
+                                    keepdim, true);
+}
+template <ArrayOperand X, class Mode = exec::mode>
+auto norm(const X& x, double p = 2.0) {
+  return norm<X, Mode>(x, Dims{}, false, p);
+}
+
+#define EMBER_ARG_REDUCTION(fname, Largest)                                                    \
+  /** Index of the best element along `axis` (first on ties). */                               \
+  template <ArrayOperand X, class Mode = exec::mode>                                           \
+  Tensor<std::int64_t> fname(const X& x, int axis, bool keepdim = false) {                     \
+    auto e = expr::as_node(x);                                                                 \
+    using V = typename decltype(e)::value_type;                                                \
+    return exec::reduce_expression<std::int64_t>(                                              \
+        e, reduce::Bound<reduce::ArgBest<acc_t<V>, Largest>>{}, #fname, Dims{axis}, keepdim,  \
+        false);                                                                                \
+  }                                                                                            \
+  /** Index of the best element of the flattened input. */                                     \
+  template <ArrayOperand X, class Mode = exec::mode>                                           \
+  Tensor<std::int64_t> fname(const X& x) {                                                     \
+    auto e = expr::as_node(x);                                                                 \
+    using V = typename decltype(e)::value_type;                                                \
+    return exec::reduce_expression<std::int64_t>(                                              \
+        e, reduce::Bound<reduce::ArgBest<acc_t<V>, Largest>>{}, #fname, Dims{}, false, false); \
+  }
+EMBER_ARG_REDUCTION(argmax, true)
+EMBER_ARG_REDUCTION(argmin, false)
+#undef EMBER_ARG_REDUCTION
+
+}  // namespace ember

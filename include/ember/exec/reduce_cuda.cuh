@@ -1,0 +1,176 @@
+// The CUDA reduction executor: the same reducers and plans as the CPU. Two kernels:
+//   rows     one block (or several, for long rows) per output; threads stride the reduced
+//            range and CUB combines them; split rows finish in the last block to arrive, so
+//            a reduction is always one launch and the combine order is fixed;
+//   columns  one thread per output when the outputs are adjacent in memory and the reduced
+//            dimensions are outer (sum over the batch), so neighbouring threads read
+//            neighbouring elements.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cub/block/block_reduce.cuh>
+#include <cstdint>
+
+#include "../memory/storage.hpp"
+#include "cuda_executor.cuh"
+#include "fastdiv.hpp"
+#include "reduce_layout.hpp"
+
+namespace ember::exec::gpu {
+
+struct ReduceGeometry {
+  std::int64_t sizes[kMaxRank] = {};
+  int kept = 0;
+  int ndim = 0;
+  std::int64_t reduced = 1;
+  std::int64_t outputs = 1;
+  std::int64_t chunk = 0;  // reduced elements per block
+  int splits = 1;          // blocks per output
+
+  // Coordinates of output o and reduced element r.
+  EMBER_HD EMBER_FORCEINLINE void coords(std::int64_t o, std::int64_t r, expr::CoordIndex& ix) const {
+#pragma unroll
+    for (int d = kMaxRank - 1; d >= 0; --d) {
+      if (d >= kept && d < ndim) {
+        ix.c[d] = r % sizes[d];
+        r /= sizes[d];
+      }
+    }
+#pragma unroll
+    for (int d = kMaxRank - 1; d >= 0; --d) {
+      if (d < kept) {
+        ix.c[d] = o % sizes[d];
+        o /= sizes[d];
+      }
+    }
+  }
+};
+
+template <class Red>
+struct CombineOp {
+  Red red;
+  __device__ EMBER_FORCEINLINE typename Red::state operator()(const typename Red::state& a,
+                                                              const typename Red::state& b) const {
+    return red.combine(a, b);
+  }
+};
+
+template <class R, class Red, class Plan>
+__global__ void __launch_bounds__(kBlockThreads)
+    reduce_rows_kernel(Red red, Plan plan, ReduceGeometry g, R* out,
+                       typename Red::state* partial, unsigned* arrivals) {
+  using State = typename Red::state;
+  using A = typename Plan::acc_type;
+  using BlockReduce = cub::BlockReduce<State, kBlockThreads>;
+  __shared__ typename BlockReduce::TempStorage temp;
+  __shared__ bool last;
+
+  for (std::int64_t b = blockIdx.x; b < g.outputs * g.splits; b += gridDim.x) {
+    const std::int64_t o = b / g.splits;
+    const int split = static_cast<int>(b % g.splits);
+    const std::int64_t begin = split * g.chunk;
+    const std::int64_t end = begin + g.chunk < g.reduced ? begin + g.chunk : g.reduced;
+    State s = red.init();
+    for (std::int64_t r = begin + threadIdx.x; r < end; r += blockDim.x) {
+      expr::CoordIndex ix;
+      g.coords(o, r, ix);
+      s = red.step(s, static_cast<A>(plan.at(ix)), r);
+    }
+    s = BlockReduce(temp).Reduce(s, CombineOp<Red>{red});
+    if (g.splits == 1) {
+      if (threadIdx.x == 0) out[o] = to_storage<R>(red.finish(s, g.reduced));
+      __syncthreads();  // temp is reused by the next output
+      continue;
+    }
+    if (threadIdx.x == 0) {
+      partial[o * g.splits + split] = s;
+      __threadfence();
+      last = atomicAdd(&arrivals[o], 1u) == static_cast<unsigned>(g.splits - 1);
+    }
+    __syncthreads();
+    if (last && threadIdx.x == 0) {
+      __threadfence();
+      // Combine the partials in split order: the answer does not depend on arrival order.
+      State t = red.init();
+      for (int k = 0; k < g.splits; ++k) {
+        t = red.combine(t, *const_cast<volatile State*>(&partial[o * g.splits + k]) );
+      }
+      out[o] = to_storage<R>(red.finish(t, g.reduced));
+      arrivals[o] = 0;
+    }
+    __syncthreads();
+  }
+}
+
+template <class R, class Red, class Plan>
+__global__ void __launch_bounds__(kBlockThreads)
+    reduce_columns_kernel(Red red, Plan plan, ReduceGeometry g, R* out) {
+  using A = typename Plan::acc_type;
+  const std::int64_t stride = std::int64_t{gridDim.x} * blockDim.x;
+  for (std::int64_t o = std::int64_t{blockIdx.x} * blockDim.x + threadIdx.x; o < g.outputs; o += stride) {
+    typename Red::state s = red.init();
+    for (std::int64_t r = 0; r < g.reduced; ++r) {
+      expr::CoordIndex ix;
+      g.coords(o, r, ix);
+      s = red.step(s, static_cast<A>(plan.at(ix)), r);
+    }
+    out[o] = to_storage<R>(red.finish(s, g.reduced));
+  }
+}
+
+template <class R, class Red, class Plan>
+void run_reduce(const Red& red, const Plan& plan, const ReduceLayout& L, R* out, int device) {
+  cuda::DeviceGuard guard(device);
+  cudaStream_t stream = cuda::current_stream(device);
+  ReduceGeometry g;
+  g.kept = L.kept;
+  g.ndim = L.ndim();
+  for (int d = 0; d < L.ndim(); ++d) g.sizes[d] = L.sizes[d];
+  g.reduced = L.reduced;
+  g.outputs = L.outputs;
+
+  const std::int64_t threads_available = std::int64_t{sm_count(device)} * 2048;
+  const bool outputs_adjacent = L.kept > 0 && !L.arrays.empty() && L.arrays[0][L.kept - 1] == 1;
+  if (outputs_adjacent && L.reduced > 1 && L.outputs >= threads_available / 4) {
+    const unsigned grid = grid_for(L.outputs, device);
+    reduce_columns_kernel<<<grid, kBlockThreads, 0, stream>>>(red, plan, g, out);
+    check_launch("a column reduction kernel launch");
+    count_launch();
+    return;
+  }
+
+  // Split long rows so the device has at least ~4 blocks per SM to work on.
+  const std::int64_t want_blocks = std::int64_t{sm_count(device)} * 4;
+  std::int64_t splits = 1;
+  if (L.outputs < want_blocks) {
+    splits = std::min<std::int64_t>((want_blocks + L.outputs - 1) / L.outputs,
+                                    (L.reduced + 4 * kBlockThreads - 1) / (4 * kBlockThreads));
+    splits = std::max<std::int64_t>(splits, 1);
+  }
+  g.splits = static_cast<int>(splits);
+  g.chunk = (L.reduced + splits - 1) / splits;
+
+  std::shared_ptr<Storage> scratch;
+  typename Red::state* partial = nullptr;
+  unsigned* arrivals = nullptr;
+  if (splits > 1) {
+    const std::size_t partial_bytes =
+        static_cast<std::size_t>(L.outputs * splits) * sizeof(typename Red::state);
+    const std::size_t arrival_offset = (partial_bytes + 15) / 16 * 16;
+    const std::size_t bytes = arrival_offset + static_cast<std::size_t>(L.outputs) * sizeof(unsigned);
+    scratch = Storage::allocate(Device::cuda(device), bytes);
+    partial = static_cast<typename Red::state*>(scratch->data());
+    arrivals = reinterpret_cast<unsigned*>(static_cast<char*>(scratch->data()) + arrival_offset);
+    cuda::check(cudaMemsetAsync(arrivals, 0, static_cast<std::size_t>(L.outputs) * sizeof(unsigned), stream),
+                "cudaMemsetAsync");
+  }
+  const std::int64_t blocks = std::min<std::int64_t>(L.outputs * splits, std::int64_t{sm_count(device)} * 32);
+  reduce_rows_kernel<<<static_cast<unsigned>(blocks), kBlockThreads, 0, stream>>>(red, plan, g, out,
+                                                                                  partial, arrivals);
+  check_launch("a row reduction kernel launch");
+  count_launch();
+  // `scratch` is released on the same stream, after the kernel, by the stream-ordered pool.
+}
+
+}  // namespace ember::exec::gpu
