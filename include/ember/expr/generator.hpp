@@ -68,7 +68,7 @@ struct LinspaceGen {
   double start = 0, end = 0, step = 0;
   std::int64_t n = 0;
   EMBER_HD double operator()(std::int64_t i) const {
-    return i < n / 2 ? math::fma(step, static_cast<double>(i), start)
+    return 2 * i < n ? math::fma(step, static_cast<double>(i), start)
                      : math::fma(-step, static_cast<double>(n - 1 - i), end);
   }
 };
