@@ -25,18 +25,12 @@ struct ReduceGeometry {
   int ndim = 0;
   std::int64_t reduced = 1;
   std::int64_t outputs = 1;
-  std::int64_t chunk = 0;  // reduced elements per block
-  int splits = 1;          // blocks per output
+  std::int64_t chunk = 0;   // reduced elements per block
+  int splits = 1;           // blocks per output
+  bool dense_rows = false;  // element (o, r) at linear index o * reduced + r for every leaf
 
-  // Coordinates of output o and reduced element r.
-  EMBER_HD EMBER_FORCEINLINE void coords(std::int64_t o, std::int64_t r, expr::CoordIndex& ix) const {
-#pragma unroll
-    for (int d = kMaxRank - 1; d >= 0; --d) {
-      if (d >= kept && d < ndim) {
-        ix.c[d] = r % sizes[d];
-        r /= sizes[d];
-      }
-    }
+  // Coordinates of output o in the kept dimensions (once per output).
+  EMBER_HD EMBER_FORCEINLINE void output_coords(std::int64_t o, expr::CoordIndex& ix) const {
 #pragma unroll
     for (int d = kMaxRank - 1; d >= 0; --d) {
       if (d < kept) {
@@ -44,6 +38,27 @@ struct ReduceGeometry {
         o /= sizes[d];
       }
     }
+  }
+  // Coordinates of reduced element r; a single reduced dimension needs no division.
+  EMBER_HD EMBER_FORCEINLINE void reduced_coords(std::int64_t r, expr::CoordIndex& ix) const {
+    if (ndim - kept == 1) {
+      ix.c[kept] = r;
+      return;
+    }
+#pragma unroll
+    for (int d = kMaxRank - 1; d >= 0; --d) {
+      if (d >= kept && d < ndim) {
+        ix.c[d] = r % sizes[d];
+        r /= sizes[d];
+      }
+    }
+  }
+  template <class Plan>
+  EMBER_HD EMBER_FORCEINLINE auto value(const Plan& plan, std::int64_t o, std::int64_t r,
+                                        expr::CoordIndex& ix) const {
+    if (dense_rows) return plan.at(expr::LinearIndex{o * reduced + r});
+    reduced_coords(r, ix);
+    return plan.at(ix);
   }
 };
 
@@ -72,10 +87,10 @@ __global__ void __launch_bounds__(kBlockThreads)
     const std::int64_t begin = split * g.chunk;
     const std::int64_t end = begin + g.chunk < g.reduced ? begin + g.chunk : g.reduced;
     State s = red.init();
+    expr::CoordIndex ix;
+    g.output_coords(o, ix);
     for (std::int64_t r = begin + threadIdx.x; r < end; r += blockDim.x) {
-      expr::CoordIndex ix;
-      g.coords(o, r, ix);
-      s = red.step(s, static_cast<A>(plan.at(ix)), r);
+      s = red.step(s, static_cast<A>(g.value(plan, o, r, ix)), r);
     }
     s = BlockReduce(temp).Reduce(s, CombineOp<Red>{red});
     if (g.splits == 1) {
@@ -110,10 +125,10 @@ __global__ void __launch_bounds__(kBlockThreads)
   const std::int64_t stride = std::int64_t{gridDim.x} * blockDim.x;
   for (std::int64_t o = std::int64_t{blockIdx.x} * blockDim.x + threadIdx.x; o < g.outputs; o += stride) {
     typename Red::state s = red.init();
+    expr::CoordIndex ix;
+    g.output_coords(o, ix);
     for (std::int64_t r = 0; r < g.reduced; ++r) {
-      expr::CoordIndex ix;
-      g.coords(o, r, ix);
-      s = red.step(s, static_cast<A>(plan.at(ix)), r);
+      s = red.step(s, static_cast<A>(g.value(plan, o, r, ix)), r);
     }
     out[o] = to_storage<R>(red.finish(s, g.reduced));
   }
@@ -129,6 +144,7 @@ void run_reduce(const Red& red, const Plan& plan, const ReduceLayout& L, R* out,
   for (int d = 0; d < L.ndim(); ++d) g.sizes[d] = L.sizes[d];
   g.reduced = L.reduced;
   g.outputs = L.outputs;
+  g.dense_rows = L.dense_rows;
 
   const std::int64_t threads_available = std::int64_t{sm_count(device)} * 2048;
   const bool outputs_adjacent = L.kept > 0 && !L.arrays.empty() && L.arrays[0][L.kept - 1] == 1;

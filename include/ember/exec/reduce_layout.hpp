@@ -2,6 +2,7 @@
 // dense), then the reduced ones, each group collapsed on its own.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -18,6 +19,9 @@ struct ReduceLayout {
   int kept = 0;                 // sizes[0, kept) are kept, sizes[kept, ndim) reduced
   std::int64_t outputs = 1;
   std::int64_t reduced = 1;
+  // Every leaf is dense in (kept..., reduced...) order: element r of output o sits at linear
+  // index o * reduced + r, so the executors can index linearly.
+  bool dense_rows = false;
   int ndim() const { return sizes.rank(); }
 };
 
@@ -44,6 +48,9 @@ inline ReduceLayout make_reduce_layout(const Shape& shape, const std::vector<boo
   L.kept = kept_end;
   for (int d = 0; d < L.kept; ++d) L.outputs *= L.sizes[d];
   for (int d = L.kept; d < L.ndim(); ++d) L.reduced *= L.sizes[d];
+  const Strides dense = contiguous_strides(L.sizes);
+  L.dense_rows = std::all_of(L.arrays.begin(), L.arrays.end(),
+                             [&](const Strides& s) { return s == dense; });
   return L;
 }
 
