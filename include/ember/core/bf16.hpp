@@ -7,6 +7,7 @@
 // through float and rounds once, which gives the same bits as native bf16 arithmetic.
 #pragma once
 
+#include <concepts>
 #include <cstdint>
 #include <limits>
 #include <ostream>
@@ -67,8 +68,7 @@ struct alignas(2) bf16 {
   EMBER_HD constexpr bf16(float f) : bits(float_to_bf16_bits(f)) {}
   /// Rounds to float first, then to bf16 (as a float -> bf16 store would).
   EMBER_HD constexpr bf16(double d) : bf16(static_cast<float>(d)) {}
-  template <class I>
-    requires std::is_integral_v<I>
+  template <std::integral I>
   EMBER_HD constexpr bf16(I i) : bf16(static_cast<float>(i)) {}
 
   EMBER_HD static constexpr bf16 from_bits(uint16_t b) {
@@ -102,53 +102,43 @@ struct alignas(2) bf16 {
 
   // bf16 (op) bf16. Templates so that they take part only when both operands are exactly bf16:
   // `a + 1.0f` then resolves to the built-in float addition instead of being ambiguous.
-  template <class T>
-    requires std::is_same_v<T, bf16>
+  template <std::same_as<bf16> T>
   EMBER_HD friend constexpr bf16 operator+(T a, T b) {
     return bf16(float(a) + float(b));
   }
-  template <class T>
-    requires std::is_same_v<T, bf16>
+  template <std::same_as<bf16> T>
   EMBER_HD friend constexpr bf16 operator-(T a, T b) {
     return bf16(float(a) - float(b));
   }
-  template <class T>
-    requires std::is_same_v<T, bf16>
+  template <std::same_as<bf16> T>
   EMBER_HD friend constexpr bf16 operator*(T a, T b) {
     return bf16(float(a) * float(b));
   }
-  template <class T>
-    requires std::is_same_v<T, bf16>
+  template <std::same_as<bf16> T>
   EMBER_HD friend constexpr bf16 operator/(T a, T b) {
     return bf16(float(a) / float(b));
   }
-  template <class T>
-    requires std::is_same_v<T, bf16>
+  template <std::same_as<bf16> T>
   EMBER_HD friend constexpr bool operator==(T a, T b) {
     return float(a) == float(b);
   }
-  template <class T>
-    requires std::is_same_v<T, bf16>
+  template <std::same_as<bf16> T>
   EMBER_HD friend constexpr bool operator!=(T a, T b) {
     return float(a) != float(b);
   }
-  template <class T>
-    requires std::is_same_v<T, bf16>
+  template <std::same_as<bf16> T>
   EMBER_HD friend constexpr bool operator<(T a, T b) {
     return float(a) < float(b);
   }
-  template <class T>
-    requires std::is_same_v<T, bf16>
+  template <std::same_as<bf16> T>
   EMBER_HD friend constexpr bool operator<=(T a, T b) {
     return float(a) <= float(b);
   }
-  template <class T>
-    requires std::is_same_v<T, bf16>
+  template <std::same_as<bf16> T>
   EMBER_HD friend constexpr bool operator>(T a, T b) {
     return float(a) > float(b);
   }
-  template <class T>
-    requires std::is_same_v<T, bf16>
+  template <std::same_as<bf16> T>
   EMBER_HD friend constexpr bool operator>=(T a, T b) {
     return float(a) >= float(b);
   }
@@ -160,18 +150,15 @@ static_assert(std::is_trivially_default_constructible_v<bf16>);
 
 // Classification by bits. Templates constrained to bf16 so that an unqualified isnan(float) inside
 // namespace ember fails to compile instead of silently converting the float to bf16.
-template <class T>
-  requires std::is_same_v<T, bf16>
+template <std::same_as<bf16> T>
 EMBER_HD constexpr bool isnan(T v) {
   return (v.bits & 0x7FFFu) > 0x7F80u;
 }
-template <class T>
-  requires std::is_same_v<T, bf16>
+template <std::same_as<bf16> T>
 EMBER_HD constexpr bool isinf(T v) {
   return (v.bits & 0x7FFFu) == 0x7F80u;
 }
-template <class T>
-  requires std::is_same_v<T, bf16>
+template <std::same_as<bf16> T>
 EMBER_HD constexpr bool isfinite(T v) {
   return (v.bits & 0x7F80u) != 0x7F80u;
 }
@@ -211,7 +198,9 @@ struct numeric_limits<ember::bf16> {
   EMBER_HD static constexpr ember::bf16 min() noexcept { return ember::bf16::from_bits(0x0080); }
   EMBER_HD static constexpr ember::bf16 lowest() noexcept { return ember::bf16::from_bits(0xFF7F); }
   EMBER_HD static constexpr ember::bf16 max() noexcept { return ember::bf16::from_bits(0x7F7F); }
-  EMBER_HD static constexpr ember::bf16 epsilon() noexcept { return ember::bf16::from_bits(0x3C00); }
+  EMBER_HD static constexpr ember::bf16 epsilon() noexcept {
+    return ember::bf16::from_bits(0x3C00);
+  }
   EMBER_HD static constexpr ember::bf16 round_error() noexcept {
     return ember::bf16::from_bits(0x3F00);
   }

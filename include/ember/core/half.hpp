@@ -8,6 +8,7 @@
 // native half arithmetic.
 #pragma once
 
+#include <concepts>
 #include <cstdint>
 #include <limits>
 #include <ostream>
@@ -78,10 +79,10 @@ EMBER_HD constexpr float half_bits_to_float(uint16_t b) {
   return detail::half_bits_to_float_portable(b);
 }
 
-/// IEEE binary16 value. Trivially copyable, standard layout, 2 bytes; the default constructor leaves
-/// `bits` uninitialised (like float). Converts implicitly from and to float. Arithmetic between
-/// two half gives half; mixing with another arithmetic type computes in float (or wider), like
-/// the built-in promotions.
+/// IEEE binary16 value. Trivially copyable, standard layout, 2 bytes; the default constructor
+/// leaves `bits` uninitialised (like float). Converts implicitly from and to float. Arithmetic
+/// between two half gives half; mixing with another arithmetic type computes in float (or wider),
+/// like the built-in promotions.
 struct alignas(2) half {
   uint16_t bits;
 
@@ -89,8 +90,7 @@ struct alignas(2) half {
   EMBER_HD constexpr half(float f) : bits(float_to_half_bits(f)) {}
   /// Rounds to float first, then to half (as a float -> half store would).
   EMBER_HD constexpr half(double d) : half(static_cast<float>(d)) {}
-  template <class I>
-    requires std::is_integral_v<I>
+  template <std::integral I>
   EMBER_HD constexpr half(I i) : half(static_cast<float>(i)) {}
 
   EMBER_HD static constexpr half from_bits(uint16_t b) {
@@ -124,53 +124,43 @@ struct alignas(2) half {
 
   // half (op) half. Templates so that they take part only when both operands are exactly half:
   // `a + 1.0f` then resolves to the built-in float addition instead of being ambiguous.
-  template <class T>
-    requires std::is_same_v<T, half>
+  template <std::same_as<half> T>
   EMBER_HD friend constexpr half operator+(T a, T b) {
     return half(float(a) + float(b));
   }
-  template <class T>
-    requires std::is_same_v<T, half>
+  template <std::same_as<half> T>
   EMBER_HD friend constexpr half operator-(T a, T b) {
     return half(float(a) - float(b));
   }
-  template <class T>
-    requires std::is_same_v<T, half>
+  template <std::same_as<half> T>
   EMBER_HD friend constexpr half operator*(T a, T b) {
     return half(float(a) * float(b));
   }
-  template <class T>
-    requires std::is_same_v<T, half>
+  template <std::same_as<half> T>
   EMBER_HD friend constexpr half operator/(T a, T b) {
     return half(float(a) / float(b));
   }
-  template <class T>
-    requires std::is_same_v<T, half>
+  template <std::same_as<half> T>
   EMBER_HD friend constexpr bool operator==(T a, T b) {
     return float(a) == float(b);
   }
-  template <class T>
-    requires std::is_same_v<T, half>
+  template <std::same_as<half> T>
   EMBER_HD friend constexpr bool operator!=(T a, T b) {
     return float(a) != float(b);
   }
-  template <class T>
-    requires std::is_same_v<T, half>
+  template <std::same_as<half> T>
   EMBER_HD friend constexpr bool operator<(T a, T b) {
     return float(a) < float(b);
   }
-  template <class T>
-    requires std::is_same_v<T, half>
+  template <std::same_as<half> T>
   EMBER_HD friend constexpr bool operator<=(T a, T b) {
     return float(a) <= float(b);
   }
-  template <class T>
-    requires std::is_same_v<T, half>
+  template <std::same_as<half> T>
   EMBER_HD friend constexpr bool operator>(T a, T b) {
     return float(a) > float(b);
   }
-  template <class T>
-    requires std::is_same_v<T, half>
+  template <std::same_as<half> T>
   EMBER_HD friend constexpr bool operator>=(T a, T b) {
     return float(a) >= float(b);
   }
@@ -182,18 +172,15 @@ static_assert(std::is_trivially_default_constructible_v<half>);
 
 // Classification by bits. Templates constrained to half so that an unqualified isnan(float) inside
 // namespace ember fails to compile instead of silently converting the float to half.
-template <class T>
-  requires std::is_same_v<T, half>
+template <std::same_as<half> T>
 EMBER_HD constexpr bool isnan(T v) {
   return (v.bits & 0x7FFFu) > 0x7C00u;
 }
-template <class T>
-  requires std::is_same_v<T, half>
+template <std::same_as<half> T>
 EMBER_HD constexpr bool isinf(T v) {
   return (v.bits & 0x7FFFu) == 0x7C00u;
 }
-template <class T>
-  requires std::is_same_v<T, half>
+template <std::same_as<half> T>
 EMBER_HD constexpr bool isfinite(T v) {
   return (v.bits & 0x7C00u) != 0x7C00u;
 }
@@ -233,7 +220,9 @@ struct numeric_limits<ember::half> {
   EMBER_HD static constexpr ember::half min() noexcept { return ember::half::from_bits(0x0400); }
   EMBER_HD static constexpr ember::half lowest() noexcept { return ember::half::from_bits(0xFBFF); }
   EMBER_HD static constexpr ember::half max() noexcept { return ember::half::from_bits(0x7BFF); }
-  EMBER_HD static constexpr ember::half epsilon() noexcept { return ember::half::from_bits(0x1400); }
+  EMBER_HD static constexpr ember::half epsilon() noexcept {
+    return ember::half::from_bits(0x1400);
+  }
   EMBER_HD static constexpr ember::half round_error() noexcept {
     return ember::half::from_bits(0x3800);
   }

@@ -59,7 +59,8 @@ EMBER_HD constexpr PhiloxBlock philox4x32_rounds(PhiloxBlock ctr, uint32_t k0, u
 EMBER_HD constexpr PhiloxBlock philox4x32(uint64_t key, uint64_t counter_lo,
                                           uint64_t counter_hi = 0) {
   const PhiloxBlock ctr{{static_cast<uint32_t>(counter_lo), static_cast<uint32_t>(counter_lo >> 32),
-                         static_cast<uint32_t>(counter_hi), static_cast<uint32_t>(counter_hi >> 32)}};
+                         static_cast<uint32_t>(counter_hi),
+                         static_cast<uint32_t>(counter_hi >> 32)}};
   return philox4x32_rounds<10>(ctr, static_cast<uint32_t>(key), static_cast<uint32_t>(key >> 32));
 }
 
@@ -112,8 +113,8 @@ EMBER_HD inline float sqrt_rn(float a) {
 }  // namespace detail
 
 /// Natural logarithm, within 1 ulp, with the same bits on every host and device. log(+0) and
-/// log(-0) = -inf, log(x < 0) = NaN (0x7FFFFFFF), log(+inf) = +inf, log(NaN) = the NaN itself.
-/// (Device code compiled with -ftz=true reads subnormal inputs as 0.)
+/// log(-0) = -inf; log(x < 0), negative NaNs included, = NaN 0x7FFFFFFF; log(+inf) = +inf; a
+/// positive NaN is returned as it is. (Device code built with -ftz=true reads subnormals as 0.)
 EMBER_HD inline float portable_logf(float x) {
   using detail::fma_rn;
   using detail::mul_rn;
@@ -186,7 +187,8 @@ EMBER_HD inline void portable_sincos2pi(float u, float* sin_out, float* cos_out)
 /// Box-Muller on two random words: z0 = R cos(2 pi u1), z1 = R sin(2 pi u1), with
 /// R = sqrt(-2 log u0), u0 in (0, 1] from word `a`, u1 in [0, 1) from word `b`. |z| < 5.8.
 EMBER_HD inline void box_muller(uint32_t a, uint32_t b, float* z0, float* z1) {
-  const float radius = detail::sqrt_rn(detail::mul_rn(-2.0f, portable_logf(uniform_open0_from_bits(a))));
+  const float radius =
+      detail::sqrt_rn(detail::mul_rn(-2.0f, portable_logf(uniform_open0_from_bits(a))));
   float s, c;
   portable_sincos2pi(uniform_from_bits(b), &s, &c);
   *z0 = detail::mul_rn(radius, c);
