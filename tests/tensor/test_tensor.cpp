@@ -226,3 +226,10 @@ TEST_CASE("bad input throws ember::Error with the cause", "[tensor][errors]") {
     CHECK_THROWS_AS(a.to(Device::cuda(0)), Error);
   }
 }
+
+TEST_CASE("writing through a broadcast view is refused", "[tensor][errors]") {
+  auto row = zeros<float>({3});
+  auto wide = row.expand({4, 3});
+  CHECK_THROWS_WITH(wide = ones<float>({4, 3}) * 2, Catch::Contains("broadcast view"));
+  CHECK(row.to_vector() == std::vector<float>{0, 0, 0});
+}

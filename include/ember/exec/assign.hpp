@@ -95,6 +95,12 @@ void evaluate(const std::tuple<Tensor<Ts>...>& outs, const std::tuple<Es...>& es
                           shape.str(), " and ", o.shape().str(), ")");
               EMBER_CHECK(o.device() == device, "ember: assign: outputs are on different devices (",
                           device.str(), " and ", o.device().str(), ")");
+              for (int d = 0; d < shape.rank(); ++d) {
+                EMBER_CHECK(shape[d] <= 1 || o.strides()[d] != 0,
+                            "ember: assign: the output is a broadcast view (stride 0 on "
+                            "dimension ", d, " of shape ", shape.str(),
+                            "); several elements would share one memory location");
+              }
               arrays.push_back(o.strides());
               out_storage.push_back(o.storage().get());
               out_data.push_back(o.data());
