@@ -315,11 +315,9 @@ template <Storable T>
 template <class Mode>
 std::vector<T> Tensor<T>::to_vector() const {
   require_defined("to_vector");
-  std::vector<T> out(static_cast<std::size_t>(numel()));
-  if (numel() == 0) return out;
+  if (numel() == 0) return {};
   const Tensor<T> host = to<Mode>(Device::cpu()).template contiguous<Mode>();
-  std::memcpy(out.data(), host.data(), out.size() * sizeof(T));
-  return out;
+  return std::vector<T>(host.data(), host.data() + numel());  // std::vector<bool> too
 }
 
 }  // namespace ember

@@ -37,24 +37,26 @@ struct OutputSlot {
   expr::PlanStrides strides;
   Plan plan;
 
-  EMBER_HD EMBER_FORCEINLINE void store(T* p, typename Plan::acc_type v) const {
+  using value_type = typename Plan::acc_type;
+
+  EMBER_HD EMBER_FORCEINLINE void store(T* p, value_type v) const {
     if constexpr (Op == StoreOp::set) {
       *p = to_storage<T>(v);
     } else {
       *p = to_storage<T>(combine<Op>(to_acc(*p), static_cast<acc>(v)));
     }
   }
-  EMBER_HD EMBER_FORCEINLINE void at(expr::LinearIndex ix) const { store(data + ix.i, plan.at(ix)); }
-  EMBER_HD EMBER_FORCEINLINE void at(const expr::CoordIndex& ix) const {
-    store(data + strides.offset(ix), plan.at(ix));
+  EMBER_HD EMBER_FORCEINLINE void store_at(expr::LinearIndex ix, value_type v) const {
+    store(data + ix.i, v);
+  }
+  EMBER_HD EMBER_FORCEINLINE void store_at(const expr::CoordIndex& ix, value_type v) const {
+    store(data + strides.offset(ix), v);
   }
   template <int V>
-  EMBER_HD EMBER_FORCEINLINE void at_vec(std::int64_t base) const {
+  EMBER_HD EMBER_FORCEINLINE void store_vec(std::int64_t base, const value_type (&vals)[V]) const {
     struct alignas(sizeof(T) * V) Pack {
       T v[V];
     };
-    typename Plan::acc_type vals[V];
-    plan.template at_vec<V>(base, vals);
     auto* dst = reinterpret_cast<Pack*>(data + base);
     Pack out;
     if constexpr (Op != StoreOp::set) out = *dst;
@@ -72,7 +74,8 @@ struct OutputSlot {
   }
 };
 
-/// All outputs of one launch.
+/// All outputs of one launch. Every output's value is computed before any is stored, so an
+/// expression may read (at the same element) a tensor that another output overwrites.
 template <class... Slots>
 struct AssignPlan {
   expr::Pack<Slots...> slots;
@@ -87,13 +90,20 @@ struct AssignPlan {
   }
 
  private:
+  template <class T, int V>
+  struct Buf {
+    T v[V];
+  };
   template <class Ix, std::size_t... I>
   EMBER_HD EMBER_FORCEINLINE void at_impl(const Ix& ix, std::index_sequence<I...>) const {
-    (expr::get<I>(slots).at(ix), ...);
+    const expr::Pack<typename Slots::value_type...> vals(expr::get<I>(slots).plan.at(ix)...);
+    (expr::get<I>(slots).store_at(ix, expr::get<I>(vals)), ...);
   }
   template <int V, std::size_t... I>
   EMBER_HD EMBER_FORCEINLINE void at_vec_impl(std::int64_t base, std::index_sequence<I...>) const {
-    (expr::get<I>(slots).template at_vec<V>(base), ...);
+    expr::Pack<Buf<typename Slots::value_type, V>...> vals;
+    (expr::get<I>(slots).plan.template at_vec<V>(base, expr::get<I>(vals).v), ...);
+    (expr::get<I>(slots).template store_vec<V>(base, expr::get<I>(vals).v), ...);
   }
 };
 

@@ -40,7 +40,12 @@ Tensor<T> from_vector(const std::vector<T>& values, const Shape& shape,
               values.size(), " values cannot fill shape ", shape.str(), " (", shape.numel(),
               " elements)");
   Tensor<T> t = empty<T>(shape, device);
-  detail::copy_bytes(t.data(), device, values.data(), Device::cpu(), values.size() * sizeof(T));
+  if constexpr (std::is_same_v<T, bool>) {
+    const std::vector<std::uint8_t> bytes(values.begin(), values.end());  // vector<bool> is packed
+    detail::copy_bytes(t.data(), device, bytes.data(), Device::cpu(), bytes.size());
+  } else {
+    detail::copy_bytes(t.data(), device, values.data(), Device::cpu(), values.size() * sizeof(T));
+  }
   return t;
 }
 
