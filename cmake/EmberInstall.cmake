@@ -1,0 +1,38 @@
+# Install rules: headers, the exported ember::ember target and a relocatable package config,
+# so that a user's project can do
+#   find_package(ember CONFIG REQUIRED)
+#   target_link_libraries(app PRIVATE ember::ember)
+include_guard(GLOBAL)
+include(CMakePackageConfigHelpers)
+
+set(EMBER_INSTALL_CMAKEDIR "${CMAKE_INSTALL_DATADIR}/cmake/ember" CACHE STRING
+    "Where ember's CMake package files are installed (relative to the prefix)")
+
+install(TARGETS ember EXPORT emberTargets)
+install(DIRECTORY "${PROJECT_SOURCE_DIR}/include/ember"
+        DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}"
+        FILES_MATCHING PATTERN "*.hpp" PATTERN "*.cuh" PATTERN "*.h")
+install(EXPORT emberTargets
+        NAMESPACE ember::
+        FILE emberTargets.cmake
+        DESTINATION "${EMBER_INSTALL_CMAKEDIR}")
+install(FILES "${PROJECT_SOURCE_DIR}/LICENSE" "${PROJECT_SOURCE_DIR}/README.md"
+        DESTINATION "${CMAKE_INSTALL_DOCDIR}" OPTIONAL)
+
+configure_package_config_file(
+  "${PROJECT_SOURCE_DIR}/cmake/emberConfig.cmake.in"
+  "${PROJECT_BINARY_DIR}/emberConfig.cmake"
+  INSTALL_DESTINATION "${EMBER_INSTALL_CMAKEDIR}")
+# The headers are arch-independent; what the package needs (OpenMP, the CUDA runtime) is found
+# again by the consumer's own find_dependency calls.
+write_basic_package_version_file(
+  "${PROJECT_BINARY_DIR}/emberConfigVersion.cmake"
+  VERSION "${PROJECT_VERSION}"
+  COMPATIBILITY SameMinorVersion
+  ARCH_INDEPENDENT)
+install(FILES "${PROJECT_BINARY_DIR}/emberConfig.cmake"
+              "${PROJECT_BINARY_DIR}/emberConfigVersion.cmake"
+        DESTINATION "${EMBER_INSTALL_CMAKEDIR}")
+
+# The build tree works as a package too: -Dember_DIR=<build dir>.
+export(EXPORT emberTargets NAMESPACE ember:: FILE "${PROJECT_BINARY_DIR}/emberTargets.cmake")

@@ -1,0 +1,58 @@
+# Shared by scripts/run-main.sh, scripts/test.sh and scripts/install-deps.sh (sourced, not run).
+# shellcheck shell=bash
+
+EMBER_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+# Debian packages each job needs. The CUDA toolkit is not a Debian package here: it is expected at
+# /usr/local/cuda (or wherever CUDA_PATH / CUDAToolkit_ROOT point) and is optional.
+# shellcheck disable=SC2034  # used by the scripts that source this file
+EMBER_MAIN_PACKAGES=(cmake g++ make)
+# shellcheck disable=SC2034
+EMBER_TEST_PACKAGES=(cmake g++ make catch2 libbenchmark-dev libeigen3-dev)
+
+ember_log() { printf '==> %s\n' "$*"; }
+
+# Installs the Debian packages that are missing (apt-get, as root or through sudo); does nothing,
+# and needs no network, when all are present.
+ember_apt_install() {
+  local missing=() pkg
+  for pkg in "$@"; do
+    if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+      missing+=("$pkg")
+    fi
+  done
+  if [ "${#missing[@]}" -eq 0 ]; then
+    ember_log "Debian packages present: $*"
+    return 0
+  fi
+  local as_root=()
+  if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null 2>&1; then
+      as_root=(sudo)
+    else
+      echo "error: these Debian packages are missing and installing them needs root: ${missing[*]}" >&2
+      echo "       run this script as root, or install them with: apt-get install ${missing[*]}" >&2
+      exit 1
+    fi
+  fi
+  ember_log "installing Debian packages: ${missing[*]}"
+  "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" >/dev/null
+}
+
+ember_jobs() { nproc 2>/dev/null || echo 2; }
+
+# ember_configure BUILD_DIR [cmake args...]: configures a Release build; EMBER_CUDA (AUTO by
+# default) and EMBER_CMAKE_ARGS from the environment are passed on.
+ember_configure() {
+  local build="$1"
+  shift
+  local extra=()
+  if [ -n "${EMBER_CMAKE_ARGS:-}" ]; then
+    read -r -a extra <<<"${EMBER_CMAKE_ARGS}"
+  fi
+  ember_log "configuring $build (EMBER_CUDA=${EMBER_CUDA:-AUTO})"
+  cmake -S "$EMBER_ROOT" -B "$build" -DCMAKE_BUILD_TYPE=Release \
+    -DEMBER_CUDA="${EMBER_CUDA:-AUTO}" "$@" "${extra[@]}"
+}

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Builds and runs every test: installs what it needs, configures with EMBER_CUDA=AUTO (CUDA
+# sources are compiled for sm_90 when the toolkit is at /usr/local/cuda; CUDA tests skip when
+# no GPU is present), builds everything, runs ctest and prints its summary line.
+#
+# Environment: EMBER_BUILD_DIR (default build/test), EMBER_CUDA (AUTO|ON|OFF, default AUTO),
+# EMBER_CMAKE_ARGS (more arguments for cmake), CTEST_ARGS (more arguments for ctest, e.g. "-L cpu").
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
+build="${EMBER_BUILD_DIR:-$EMBER_ROOT/build/test}"
+
+ember_apt_install "${EMBER_TEST_PACKAGES[@]}"
+ember_configure "$build" -DEMBER_BUILD_TESTS=ON -DEMBER_BUILD_BENCHMARKS=ON -DEMBER_BUILD_EXAMPLES=ON
+
+ember_log "building everything with $(ember_jobs) jobs"
+start=$SECONDS
+cmake --build "$build" -j"$(ember_jobs)"
+build_seconds=$((SECONDS - start))
+
+ember_log "running ctest"
+ctest_args=()
+if [ -n "${CTEST_ARGS:-}" ]; then
+  read -r -a ctest_args <<<"${CTEST_ARGS}"
+fi
+log="$build/ctest-output.log"
+start=$SECONDS
+set +e
+ctest --test-dir "$build" --output-on-failure "${ctest_args[@]}" 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+set -e
+test_seconds=$((SECONDS - start))
+
+summary="$(grep -E '^[0-9]+% tests passed' "$log" | tail -n 1 || true)"
+ember_log "build ${build_seconds}s, tests ${test_seconds}s"
+ember_log "ctest: ${summary:-no summary line (ctest exit status $status)}"
+exit "$status"

@@ -1,0 +1,39 @@
+// Helpers for the CUDA tests (tests/**/test_*.cu).
+//
+// EMBER_REQUIRE_CUDA_DEVICE() at the top of a TEST_CASE returns from it when no CUDA device is
+// usable, after printing "SKIPPED: no CUDA device (<reason>)". CTest's SKIP_REGULAR_EXPRESSION
+// (set in tests/CMakeLists.txt for every test labelled `cuda`) turns that line into "Skipped",
+// so a CI machine without a GPU compiles the CUDA tests and reports them as skipped, not passed.
+#pragma once
+
+#include <cstdio>
+#include <string>
+
+#include <ember/ember.hpp>
+
+namespace ember::testing {
+
+/// True when CUDA device 0 can be used; otherwise prints the skip line once per process and
+/// returns false.
+inline bool cuda_device_or_skip(const char* test_name) {
+  if (ember::cuda::available()) return true;
+  static bool printed = false;
+  if (!printed) {
+    printed = true;
+    std::printf("SKIPPED: no CUDA device (%s)\n", ember::cuda::unavailable_reason().c_str());
+  }
+  std::printf("  skipping: %s\n", test_name);
+  std::fflush(stdout);
+  return false;
+}
+
+}  // namespace ember::testing
+
+/// Returns from the enclosing TEST_CASE (or SECTION) unless a CUDA device is usable.
+#define EMBER_REQUIRE_CUDA_DEVICE()                                      \
+  do {                                                                   \
+    if (!::ember::testing::cuda_device_or_skip(                          \
+            ::Catch::getResultCapture().getCurrentTestName().c_str())) { \
+      return;                                                            \
+    }                                                                    \
+  } while (0)

@@ -1,0 +1,3 @@
+#include "app_main.hpp"
+
+int main() { return consumer_main("consumer_app_cuda"); }

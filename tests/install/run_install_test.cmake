@@ -1,0 +1,74 @@
+# The `install_find_package` test: install this build of ember into a scratch prefix, then
+# configure, build and run tests/install/ against it with find_package(ember CONFIG REQUIRED).
+#
+# Variables (-D): EMBER_BINARY_DIR, EMBER_CONSUMER_SOURCE, EMBER_SCRATCH, EMBER_WITH_CUDA,
+# EMBER_GENERATOR, EMBER_CXX_COMPILER, EMBER_CONFIG, and with CUDA EMBER_CUDA_COMPILER and
+# EMBER_CUDA_ARCHITECTURES.
+cmake_minimum_required(VERSION 3.25)
+
+foreach(var EMBER_BINARY_DIR EMBER_CONSUMER_SOURCE EMBER_SCRATCH)
+  if(NOT ${var})
+    message(FATAL_ERROR "run_install_test.cmake: ${var} is not set")
+  endif()
+endforeach()
+if(NOT EMBER_CONFIG)
+  set(EMBER_CONFIG Release)
+endif()
+
+set(prefix "${EMBER_SCRATCH}/prefix")
+set(build "${EMBER_SCRATCH}/consumer-build")
+file(REMOVE_RECURSE "${EMBER_SCRATCH}")
+file(MAKE_DIRECTORY "${EMBER_SCRATCH}")
+
+function(step what)
+  message(STATUS "install test: ${what}")
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+  if(NOT rc EQUAL 0)
+    message("${out}")
+    message(FATAL_ERROR "install test: ${what} failed (exit ${rc})")
+  endif()
+  set(step_output "${out}" PARENT_SCOPE)
+endfunction()
+
+step("cmake --install into ${prefix}"
+     "${CMAKE_COMMAND}" --install "${EMBER_BINARY_DIR}" --prefix "${prefix}" --config "${EMBER_CONFIG}")
+file(GLOB_RECURSE config_file "${prefix}/*/emberConfig.cmake")
+if(NOT config_file)
+  message(FATAL_ERROR "install test: no emberConfig.cmake under ${prefix}")
+endif()
+if(NOT EXISTS "${prefix}/include/ember/ember.hpp")
+  message(FATAL_ERROR "install test: include/ember/ember.hpp was not installed")
+endif()
+
+set(configure_args
+  -S "${EMBER_CONSUMER_SOURCE}" -B "${build}"
+  "-DCMAKE_PREFIX_PATH=${prefix}"
+  "-DCMAKE_BUILD_TYPE=${EMBER_CONFIG}")
+if(EMBER_GENERATOR)
+  list(APPEND configure_args -G "${EMBER_GENERATOR}")
+endif()
+if(EMBER_CXX_COMPILER)
+  list(APPEND configure_args "-DCMAKE_CXX_COMPILER=${EMBER_CXX_COMPILER}")
+endif()
+if(EMBER_WITH_CUDA)
+  list(APPEND configure_args "-DCMAKE_CUDA_COMPILER=${EMBER_CUDA_COMPILER}"
+                             "-DCMAKE_CUDA_ARCHITECTURES=${EMBER_CUDA_ARCHITECTURES}")
+endif()
+step("configure the consumer project" "${CMAKE_COMMAND}" ${configure_args})
+step("build the consumer project" "${CMAKE_COMMAND}" --build "${build}" --config "${EMBER_CONFIG}")
+
+set(apps consumer_app)
+if(EMBER_WITH_CUDA)
+  list(APPEND apps consumer_app_cuda)
+endif()
+foreach(app IN LISTS apps)
+  file(GLOB_RECURSE exe "${build}/${app}" "${build}/*/${app}" "${build}/${app}.exe"
+       "${build}/*/${app}.exe")
+  if(NOT exe)
+    message(FATAL_ERROR "install test: ${app} was not built")
+  endif()
+  list(GET exe 0 exe)
+  step("run ${app}" "${exe}")
+  message(STATUS "${step_output}")
+endforeach()
+message(STATUS "install test: passed")
