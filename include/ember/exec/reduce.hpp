@@ -272,4 +272,18 @@ EMBER_ARG_REDUCTION(argmax, true)
 EMBER_ARG_REDUCTION(argmin, false)
 #undef EMBER_ARG_REDUCTION
 
+namespace expr {
+// Reductions found by argument-dependent lookup on expressions, like the elementwise functions.
+using ember::argmax;
+using ember::argmin;
+using ember::logsumexp;
+using ember::max;
+using ember::mean;
+using ember::min;
+using ember::norm;
+using ember::prod;
+using ember::sum;
+using ember::var;
+}  // namespace expr
+
 }  // namespace ember

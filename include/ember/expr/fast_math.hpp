@@ -360,7 +360,7 @@ EMBER_FORCEINLINE float tanh(float x) {
   const float axc = detail::select(ax < 9.5f, ax, 9.5f);  // NaN takes the small path below
   std::int32_t k;
   const float r = detail::reduce_ln2(axc + axc, k);
-  const float q = r + detail::expm1_tail5(r);
+  const float q = r + detail::expm1_tail4(r);
   const float sk = detail::pow2i(k);
   const float big = 1.0f - 2.0f / ((sk + 1.0f) + sk * q);
   // The sign comes from x on both paths (so tanh(-0) = -0).

@@ -179,6 +179,45 @@ using ember::operator<;
 using ember::operator<=;
 using ember::operator>;
 using ember::operator>=;
+// ...and the functions, so `tanh(a * b)` works unqualified, without `using namespace ember`.
+using ember::abs;
+using ember::cast;
+using ember::ceil;
+using ember::clamp;
+using ember::cos;
+using ember::erf;
+using ember::exp;
+using ember::exp2;
+using ember::expm1;
+using ember::floor;
+using ember::gelu;
+using ember::gelu_tanh;
+using ember::isnan;
+using ember::leaky_relu;
+using ember::log;
+using ember::log1p;
+using ember::log2;
+using ember::logical_and;
+using ember::logical_not;
+using ember::logical_or;
+using ember::max;
+using ember::min;
+using ember::neg;
+using ember::pow;
+using ember::reciprocal;
+using ember::relu;
+using ember::round;
+using ember::rsqrt;
+using ember::sigmoid;
+using ember::sign;
+using ember::silu;
+using ember::sin;
+using ember::softplus;
+using ember::sqrt;
+using ember::square;
+using ember::tan;
+using ember::tanh;
+using ember::where;
 }  // namespace expr
 
 }  // namespace ember
