@@ -54,15 +54,15 @@ struct OutputSlot {
   }
   template <int V>
   EMBER_HD EMBER_FORCEINLINE void store_vec(std::int64_t base, const value_type (&vals)[V]) const {
+#if defined(EMBER_DEVICE_CODE)
+    // One aligned 16-byte store (and load, for += and friends) of V elements.
     struct alignas(sizeof(T) * V) Pack {
       T v[V];
     };
     auto* dst = reinterpret_cast<Pack*>(data + base);
     Pack out;
     if constexpr (Op != StoreOp::set) out = *dst;
-#if defined(__CUDACC__)
 #pragma unroll
-#endif
     for (int k = 0; k < V; ++k) {
       if constexpr (Op == StoreOp::set) {
         out.v[k] = to_storage<T>(vals[k]);
@@ -71,6 +71,11 @@ struct OutputSlot {
       }
     }
     *dst = out;
+#else
+    // Plain stores, which the compiler vectorises; staging a block in a local copy stalls
+    // store forwarding on the CPU.
+    for (int k = 0; k < V; ++k) store(data + base + k, vals[k]);
+#endif
   }
 };
 

@@ -24,26 +24,26 @@ struct Add {
   static constexpr Kind kind = Kind::arithmetic;
   static constexpr const char* name = "add";
   template <class X>
-  EMBER_HD X operator()(X a, X b) const { return a + b; }
+  EMBER_HD EMBER_FORCEINLINE X operator()(X a, X b) const { return a + b; }
 };
 struct Sub {
   static constexpr Kind kind = Kind::arithmetic;
   static constexpr const char* name = "sub";
   template <class X>
-  EMBER_HD X operator()(X a, X b) const { return a - b; }
+  EMBER_HD EMBER_FORCEINLINE X operator()(X a, X b) const { return a - b; }
 };
 struct Mul {
   static constexpr Kind kind = Kind::arithmetic;
   static constexpr const char* name = "mul";
   template <class X>
-  EMBER_HD X operator()(X a, X b) const { return a * b; }
+  EMBER_HD EMBER_FORCEINLINE X operator()(X a, X b) const { return a * b; }
 };
 struct Div {
   static constexpr Kind kind = Kind::arithmetic;
   static constexpr const char* name = "div";
   // Integer division truncates like C++; by zero it gives 0 instead of trapping.
   template <class X>
-  EMBER_HD X operator()(X a, X b) const {
+  EMBER_HD EMBER_FORCEINLINE X operator()(X a, X b) const {
     if constexpr (std::is_integral_v<X>) {
       return b == X(0) ? X(0) : X(a / b);
     } else {
@@ -55,13 +55,13 @@ struct Neg {
   static constexpr Kind kind = Kind::arithmetic;
   static constexpr const char* name = "neg";
   template <class X>
-  EMBER_HD X operator()(X a) const { return X(-a); }
+  EMBER_HD EMBER_FORCEINLINE X operator()(X a) const { return X(-a); }
 };
 struct Abs {
   static constexpr Kind kind = Kind::arithmetic;
   static constexpr const char* name = "abs";
   template <class X>
-  EMBER_HD X operator()(X a) const {
+  EMBER_HD EMBER_FORCEINLINE X operator()(X a) const {
     if constexpr (std::is_floating_point_v<X>) {
       return math::fabs(a);
     } else {
@@ -73,13 +73,13 @@ struct Square {
   static constexpr Kind kind = Kind::arithmetic;
   static constexpr const char* name = "square";
   template <class X>
-  EMBER_HD X operator()(X a) const { return a * a; }
+  EMBER_HD EMBER_FORCEINLINE X operator()(X a) const { return a * a; }
 };
 struct Sign {
   static constexpr Kind kind = Kind::arithmetic;
   static constexpr const char* name = "sign";
   template <class X>
-  EMBER_HD X operator()(X a) const {
+  EMBER_HD EMBER_FORCEINLINE X operator()(X a) const {
     return a > X(0) ? X(1) : (a < X(0) ? X(-1) : a);  // 0 stays 0, NaN stays NaN
   }
 };
@@ -88,7 +88,7 @@ struct Minimum {
   static constexpr Kind kind = Kind::arithmetic;
   static constexpr const char* name = "min";
   template <class X>
-  EMBER_HD X operator()(X a, X b) const {
+  EMBER_HD EMBER_FORCEINLINE X operator()(X a, X b) const {
     if (math::isnan(a)) return a;
     return (b < a || math::isnan(b)) ? b : a;
   }
@@ -97,7 +97,7 @@ struct Maximum {
   static constexpr Kind kind = Kind::arithmetic;
   static constexpr const char* name = "max";
   template <class X>
-  EMBER_HD X operator()(X a, X b) const {
+  EMBER_HD EMBER_FORCEINLINE X operator()(X a, X b) const {
     if (math::isnan(a)) return a;
     return (b > a || math::isnan(b)) ? b : a;
   }
@@ -107,7 +107,7 @@ struct Clamp {
   static constexpr Kind kind = Kind::arithmetic;
   static constexpr const char* name = "clamp";
   template <class X>
-  EMBER_HD X operator()(X x, X lo, X hi) const {
+  EMBER_HD EMBER_FORCEINLINE X operator()(X x, X lo, X hi) const {
     return Minimum{}(Maximum{}(x, lo), hi);
   }
 };
@@ -118,7 +118,7 @@ struct Clamp {
     static constexpr Kind kind = Kind::floating;   \
     static constexpr const char* name = fname;     \
     template <class X>                             \
-    EMBER_HD X operator()(X x) const { body }      \
+    EMBER_HD EMBER_FORCEINLINE X operator()(X x) const { body }      \
   };
 
 EMBER_FLOATING_FN(Exp, "exp", return math::exp(x);)
@@ -155,7 +155,7 @@ struct Gelu {
   static constexpr const char* name = "gelu";
   bool tanh_form = false;
   template <class X>
-  EMBER_HD X operator()(X x) const {
+  EMBER_HD EMBER_FORCEINLINE X operator()(X x) const {
     if (tanh_form) {
       const X inner = X(0.79788456080286535588) * (x + X(0.044715) * x * x * x);
       return X(0.5) * x * (X(1) + math::tanh(inner));
@@ -168,7 +168,7 @@ struct LeakyRelu {
   static constexpr const char* name = "leaky_relu";
   double slope = 0.01;
   template <class X>
-  EMBER_HD X operator()(X x) const { return x < X(0) ? x * X(slope) : x; }
+  EMBER_HD EMBER_FORCEINLINE X operator()(X x) const { return x < X(0) ? x * X(slope) : x; }
 };
 /// log(1 + exp(beta x)) / beta, linear above `threshold` as torch.nn.functional.softplus.
 struct Softplus {
@@ -177,7 +177,7 @@ struct Softplus {
   double beta = 1.0;
   double threshold = 20.0;
   template <class X>
-  EMBER_HD X operator()(X x) const {
+  EMBER_HD EMBER_FORCEINLINE X operator()(X x) const {
     const X bx = x * X(beta);
     return bx > X(threshold) ? x : math::log1p(math::exp(bx)) / X(beta);
   }
@@ -186,7 +186,7 @@ struct Pow {
   static constexpr Kind kind = Kind::floating;
   static constexpr const char* name = "pow";
   template <class X>
-  EMBER_HD X operator()(X x, X y) const { return math::pow(x, y); }
+  EMBER_HD EMBER_FORCEINLINE X operator()(X x, X y) const { return math::pow(x, y); }
 };
 
 // ---- predicates ----
@@ -195,7 +195,7 @@ struct Pow {
     static constexpr Kind kind = Kind::predicate;    \
     static constexpr const char* name = fname;       \
     template <class X>                               \
-    EMBER_HD bool operator()(X a, X b) const { return a op b; } \
+    EMBER_HD EMBER_FORCEINLINE bool operator()(X a, X b) const { return a op b; } \
   };
 EMBER_PREDICATE_FN(Equal, "eq", ==)
 EMBER_PREDICATE_FN(NotEqual, "ne", !=)
@@ -209,25 +209,25 @@ struct LogicalAnd {
   static constexpr Kind kind = Kind::predicate;
   static constexpr const char* name = "logical_and";
   template <class X>
-  EMBER_HD bool operator()(X a, X b) const { return a != X(0) && b != X(0); }
+  EMBER_HD EMBER_FORCEINLINE bool operator()(X a, X b) const { return a != X(0) && b != X(0); }
 };
 struct LogicalOr {
   static constexpr Kind kind = Kind::predicate;
   static constexpr const char* name = "logical_or";
   template <class X>
-  EMBER_HD bool operator()(X a, X b) const { return a != X(0) || b != X(0); }
+  EMBER_HD EMBER_FORCEINLINE bool operator()(X a, X b) const { return a != X(0) || b != X(0); }
 };
 struct LogicalNot {
   static constexpr Kind kind = Kind::predicate;
   static constexpr const char* name = "logical_not";
   template <class X>
-  EMBER_HD bool operator()(X a) const { return a == X(0); }
+  EMBER_HD EMBER_FORCEINLINE bool operator()(X a) const { return a == X(0); }
 };
 struct IsNan {
   static constexpr Kind kind = Kind::predicate;
   static constexpr const char* name = "isnan";
   template <class X>
-  EMBER_HD bool operator()(X a) const { return math::isnan(a); }
+  EMBER_HD EMBER_FORCEINLINE bool operator()(X a) const { return math::isnan(a); }
 };
 
 // ---- select ----
@@ -235,7 +235,7 @@ struct Where {
   static constexpr Kind kind = Kind::select;
   static constexpr const char* name = "where";
   template <class X>
-  EMBER_HD X operator()(bool c, X a, X b) const { return c ? a : b; }
+  EMBER_HD EMBER_FORCEINLINE X operator()(bool c, X a, X b) const { return c ? a : b; }
 };
 
 }  // namespace ember::fn

@@ -23,15 +23,18 @@ struct LeafPlan {
   }
   template <int V>
   EMBER_HD EMBER_FORCEINLINE void at_vec(std::int64_t base, acc_type (&out)[V]) const {
-    // One aligned load of V elements (the executor checked the alignment).
+#if defined(EMBER_DEVICE_CODE)
+    // One aligned 16-byte load of V elements (the executor checked the alignment).
     struct alignas(sizeof(T) * V) Pack {
       T v[V];
     };
     const Pack p = *reinterpret_cast<const Pack*>(data + base);
-#if defined(__CUDACC__)
 #pragma unroll
-#endif
     for (int k = 0; k < V; ++k) out[k] = to_acc(p.v[k]);
+#else
+    // Plain loads: the compiler turns the fixed-size loop into vector loads itself.
+    for (int k = 0; k < V; ++k) out[k] = to_acc(data[base + k]);
+#endif
   }
 };
 

@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "../core/config.hpp"
+#include "fast_math.hpp"
 
 namespace ember::math {
 
@@ -14,18 +15,29 @@ namespace ember::math {
   EMBER_HD EMBER_FORCEINLINE float name(float x) { return ::fname(x); }         \
   EMBER_HD EMBER_FORCEINLINE double name(double x) { return ::dname(x); }
 
-EMBER_MATH_UNARY(exp, expf, exp)
-EMBER_MATH_UNARY(exp2, exp2f, exp2)
-EMBER_MATH_UNARY(log, logf, log)
-EMBER_MATH_UNARY(log2, log2f, log2)
-EMBER_MATH_UNARY(log1p, log1pf, log1p)
-EMBER_MATH_UNARY(expm1, expm1f, expm1)
+// Float functions the CPU loops must vectorise: on the host, ember's own branch-free versions
+// (expr/fast_math.hpp, within 1 ulp); in device code, CUDA's math library.
+#if defined(EMBER_DEVICE_CODE)
+#define EMBER_MATH_UNARY_FAST(name, fname, dname) EMBER_MATH_UNARY(name, fname, dname)
+#else
+#define EMBER_MATH_UNARY_FAST(name, fname, dname)                               \
+  EMBER_HD EMBER_FORCEINLINE float name(float x) { return fast::name(x); }      \
+  EMBER_HD EMBER_FORCEINLINE double name(double x) { return ::dname(x); }
+#endif
+
+EMBER_MATH_UNARY_FAST(exp, expf, exp)
+EMBER_MATH_UNARY_FAST(exp2, exp2f, exp2)
+EMBER_MATH_UNARY_FAST(log, logf, log)
+EMBER_MATH_UNARY_FAST(log2, log2f, log2)
+EMBER_MATH_UNARY_FAST(log1p, log1pf, log1p)
+EMBER_MATH_UNARY_FAST(expm1, expm1f, expm1)
+EMBER_MATH_UNARY_FAST(tanh, tanhf, tanh)
+EMBER_MATH_UNARY_FAST(erf, erff, erf)
+#undef EMBER_MATH_UNARY_FAST
 EMBER_MATH_UNARY(sqrt, sqrtf, sqrt)
 EMBER_MATH_UNARY(sin, sinf, sin)
 EMBER_MATH_UNARY(cos, cosf, cos)
 EMBER_MATH_UNARY(tan, tanf, tan)
-EMBER_MATH_UNARY(tanh, tanhf, tanh)
-EMBER_MATH_UNARY(erf, erff, erf)
 EMBER_MATH_UNARY(floor, floorf, floor)
 EMBER_MATH_UNARY(ceil, ceilf, ceil)
 EMBER_MATH_UNARY(fabs, fabsf, fabs)
