@@ -369,3 +369,14 @@ TEST_CASE("bf16/half: printing shows the float value", "[bf16][half]") {
   CHECK(os.str() == expect.str());
   CHECK(os.str().substr(0, 11) == "1.5 -0.25 i");
 }
+
+TEST_CASE("bf16 and half round a double once", "[bf16][half]") {
+  // 1 + 2^-8 + 2^-40 is just above the midpoint between bf16's 1 and 1 + 2^-7; through float
+  // it would land exactly on the midpoint and tie to 1.
+  CHECK(float(ember::bf16(1 + 0x1p-8 + 0x1p-40)) == 1 + 0x1p-7f);
+  CHECK(float(ember::half(1 + 0x1p-11 + 0x1p-40)) == 1 + 0x1p-10f);
+  CHECK(float(ember::bf16(1 + 0x1p-8)) == 1.0f);  // an exact tie still goes to even
+  CHECK(float(ember::half(std::int64_t{65520})) == std::numeric_limits<float>::infinity());
+  CHECK(float(ember::bf16(std::int64_t{(1ll << 40) + (1ll << 32) + 1})) ==
+        float((1ll << 40) + (1ll << 33)));
+}

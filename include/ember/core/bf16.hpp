@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include "ember/core/config.hpp"
+#include "ember/core/float16_common.hpp"
 
 #if defined(__CUDACC__)
 #include <cuda_bf16.h>
@@ -61,15 +62,15 @@ EMBER_HD constexpr float bf16_bits_to_float(uint16_t b) {
 /// `bits` uninitialised (like float). Converts implicitly from and to float. Arithmetic between
 /// two bf16 gives bf16; mixing with another arithmetic type computes in float (or wider), like
 /// the built-in promotions.
-struct alignas(2) bf16 {
+struct alignas(2) bf16 : detail::Float16Operators<bf16> {
   uint16_t bits;
 
   bf16() = default;
   EMBER_HD constexpr bf16(float f) : bits(float_to_bf16_bits(f)) {}
-  /// Rounds to float first, then to bf16 (as a float -> bf16 store would).
-  EMBER_HD constexpr bf16(double d) : bf16(static_cast<float>(d)) {}
+  /// Rounds once (through float rounded to odd, which a second rounding cannot disturb).
+  EMBER_HD constexpr bf16(double d) : bf16(double_to_float_round_odd(d)) {}
   template <std::integral I>
-  EMBER_HD constexpr bf16(I i) : bf16(static_cast<float>(i)) {}
+  EMBER_HD constexpr bf16(I i) : bf16(static_cast<double>(i)) {}
 
   EMBER_HD static constexpr bf16 from_bits(uint16_t b) {
     bf16 r{};
@@ -87,61 +88,6 @@ struct alignas(2) bf16 {
     return __nv_bfloat16(r);
   }
 #endif
-
-  // Compound assignment computes in float and rounds once.
-  EMBER_HD constexpr bf16& operator+=(float o) { return *this = bf16(float(*this) + o); }
-  EMBER_HD constexpr bf16& operator-=(float o) { return *this = bf16(float(*this) - o); }
-  EMBER_HD constexpr bf16& operator*=(float o) { return *this = bf16(float(*this) * o); }
-  EMBER_HD constexpr bf16& operator/=(float o) { return *this = bf16(float(*this) / o); }
-
-  // Unary minus flips the sign bit (exact, like __hneg).
-  EMBER_HD friend constexpr bf16 operator-(bf16 a) {
-    return from_bits(static_cast<uint16_t>(a.bits ^ 0x8000u));
-  }
-  EMBER_HD friend constexpr bf16 operator+(bf16 a) { return a; }
-
-  // bf16 (op) bf16. Templates so that they take part only when both operands are exactly bf16:
-  // `a + 1.0f` then resolves to the built-in float addition instead of being ambiguous.
-  template <std::same_as<bf16> T>
-  EMBER_HD friend constexpr bf16 operator+(T a, T b) {
-    return bf16(float(a) + float(b));
-  }
-  template <std::same_as<bf16> T>
-  EMBER_HD friend constexpr bf16 operator-(T a, T b) {
-    return bf16(float(a) - float(b));
-  }
-  template <std::same_as<bf16> T>
-  EMBER_HD friend constexpr bf16 operator*(T a, T b) {
-    return bf16(float(a) * float(b));
-  }
-  template <std::same_as<bf16> T>
-  EMBER_HD friend constexpr bf16 operator/(T a, T b) {
-    return bf16(float(a) / float(b));
-  }
-  template <std::same_as<bf16> T>
-  EMBER_HD friend constexpr bool operator==(T a, T b) {
-    return float(a) == float(b);
-  }
-  template <std::same_as<bf16> T>
-  EMBER_HD friend constexpr bool operator!=(T a, T b) {
-    return float(a) != float(b);
-  }
-  template <std::same_as<bf16> T>
-  EMBER_HD friend constexpr bool operator<(T a, T b) {
-    return float(a) < float(b);
-  }
-  template <std::same_as<bf16> T>
-  EMBER_HD friend constexpr bool operator<=(T a, T b) {
-    return float(a) <= float(b);
-  }
-  template <std::same_as<bf16> T>
-  EMBER_HD friend constexpr bool operator>(T a, T b) {
-    return float(a) > float(b);
-  }
-  template <std::same_as<bf16> T>
-  EMBER_HD friend constexpr bool operator>=(T a, T b) {
-    return float(a) >= float(b);
-  }
 };
 
 static_assert(sizeof(bf16) == 2 && alignof(bf16) == 2);

@@ -129,27 +129,11 @@ struct promote {
 template <Storable A, Storable B>
 using promote_t = typename detail::promote<A, B>::type;
 
-/// double to float rounding to odd: truncate, then set the last bit if anything was lost.
-/// Rounding that float to any narrower format (bf16, half) to nearest even then gives the same
-/// answer as rounding the double directly: one rounding, not two.
-EMBER_HD EMBER_FORCEINLINE float double_to_float_round_odd(double v) {
-  const float f = static_cast<float>(v);
-  const double back = static_cast<double>(f);
-  if (back == v || v != v) return f;  // exact, or NaN
-  std::uint32_t bits = __builtin_bit_cast(std::uint32_t, f);
-  if ((back > v) == (v > 0.0)) --bits;  // rounded away from zero (or to inf): step back
-  bits |= 1u;
-  return __builtin_bit_cast(float, bits);
-}
-
 /// Converts a computed value to storage type T, rounding once (nearest even for floats).
 template <Storable T, class V>
 EMBER_HD EMBER_FORCEINLINE T to_storage(V v) {
-  if constexpr ((std::same_as<T, bf16> || std::same_as<T, half>) &&
-                (std::same_as<V, double> || std::is_integral_v<V>)) {
-    return T(double_to_float_round_odd(static_cast<double>(v)));
-  } else if constexpr (std::same_as<T, bf16> || std::same_as<T, half>) {
-    return T(static_cast<float>(v));
+  if constexpr (std::same_as<T, bf16> || std::same_as<T, half>) {
+    return T(v);  // from float, double or an integer: one rounding
   } else if constexpr (std::same_as<T, bool>) {
     return static_cast<bool>(v);
   } else {

@@ -15,6 +15,7 @@
 #include <type_traits>
 
 #include "ember/core/config.hpp"
+#include "ember/core/float16_common.hpp"
 
 #if defined(__CUDACC__)
 #include <cuda_fp16.h>
@@ -83,15 +84,15 @@ EMBER_HD constexpr float half_bits_to_float(uint16_t b) {
 /// leaves `bits` uninitialised (like float). Converts implicitly from and to float. Arithmetic
 /// between two half gives half; mixing with another arithmetic type computes in float (or wider),
 /// like the built-in promotions.
-struct alignas(2) half {
+struct alignas(2) half : detail::Float16Operators<half> {
   uint16_t bits;
 
   half() = default;
   EMBER_HD constexpr half(float f) : bits(float_to_half_bits(f)) {}
-  /// Rounds to float first, then to half (as a float -> half store would).
-  EMBER_HD constexpr half(double d) : half(static_cast<float>(d)) {}
+  /// Rounds once (through float rounded to odd, which a second rounding cannot disturb).
+  EMBER_HD constexpr half(double d) : half(double_to_float_round_odd(d)) {}
   template <std::integral I>
-  EMBER_HD constexpr half(I i) : half(static_cast<float>(i)) {}
+  EMBER_HD constexpr half(I i) : half(static_cast<double>(i)) {}
 
   EMBER_HD static constexpr half from_bits(uint16_t b) {
     half r{};
@@ -109,61 +110,6 @@ struct alignas(2) half {
     return __half(r);
   }
 #endif
-
-  // Compound assignment computes in float and rounds once.
-  EMBER_HD constexpr half& operator+=(float o) { return *this = half(float(*this) + o); }
-  EMBER_HD constexpr half& operator-=(float o) { return *this = half(float(*this) - o); }
-  EMBER_HD constexpr half& operator*=(float o) { return *this = half(float(*this) * o); }
-  EMBER_HD constexpr half& operator/=(float o) { return *this = half(float(*this) / o); }
-
-  // Unary minus flips the sign bit (exact, like __hneg).
-  EMBER_HD friend constexpr half operator-(half a) {
-    return from_bits(static_cast<uint16_t>(a.bits ^ 0x8000u));
-  }
-  EMBER_HD friend constexpr half operator+(half a) { return a; }
-
-  // half (op) half. Templates so that they take part only when both operands are exactly half:
-  // `a + 1.0f` then resolves to the built-in float addition instead of being ambiguous.
-  template <std::same_as<half> T>
-  EMBER_HD friend constexpr half operator+(T a, T b) {
-    return half(float(a) + float(b));
-  }
-  template <std::same_as<half> T>
-  EMBER_HD friend constexpr half operator-(T a, T b) {
-    return half(float(a) - float(b));
-  }
-  template <std::same_as<half> T>
-  EMBER_HD friend constexpr half operator*(T a, T b) {
-    return half(float(a) * float(b));
-  }
-  template <std::same_as<half> T>
-  EMBER_HD friend constexpr half operator/(T a, T b) {
-    return half(float(a) / float(b));
-  }
-  template <std::same_as<half> T>
-  EMBER_HD friend constexpr bool operator==(T a, T b) {
-    return float(a) == float(b);
-  }
-  template <std::same_as<half> T>
-  EMBER_HD friend constexpr bool operator!=(T a, T b) {
-    return float(a) != float(b);
-  }
-  template <std::same_as<half> T>
-  EMBER_HD friend constexpr bool operator<(T a, T b) {
-    return float(a) < float(b);
-  }
-  template <std::same_as<half> T>
-  EMBER_HD friend constexpr bool operator<=(T a, T b) {
-    return float(a) <= float(b);
-  }
-  template <std::same_as<half> T>
-  EMBER_HD friend constexpr bool operator>(T a, T b) {
-    return float(a) > float(b);
-  }
-  template <std::same_as<half> T>
-  EMBER_HD friend constexpr bool operator>=(T a, T b) {
-    return float(a) >= float(b);
-  }
 };
 
 static_assert(sizeof(half) == 2 && alignof(half) == 2);
