@@ -77,9 +77,103 @@ typename Red::state fold_range(const Red& red, const Plan& plan, const ReduceLay
   return s;
 }
 
+/// Outputs per task on the column path, and reduced rows per task (fixed: the result does not
+/// depend on the thread count).
+inline constexpr std::int64_t kColumnBlock = 256;
+inline constexpr std::int64_t kColumnChunk = 2048;
+
+/// True when neighbouring outputs read neighbouring elements (a sum over the batch axis): then
+/// walking one output at a time would stride through memory, and the column path walks rows.
+inline bool columns_are_dense(const ReduceLayout& L) {
+  if (L.kept == 0 || L.kept == L.ndim() || L.sizes[L.kept - 1] < 8) return false;
+  for (const Strides& s : L.arrays) {
+    if (s[L.kept - 1] > 1) return false;
+  }
+  return true;
+}
+
+// The column path: each task folds a block of adjacent outputs over a chunk of reduced rows,
+// reading each row's elements in memory order; the chunks' states combine in chunk order.
+template <class R, class Red, class Plan>
+void run_reduce_columns(const Red& red, const Plan& plan, const ReduceLayout& L, R* out) {
+  using A = typename Plan::acc_type;
+  using State = typename Red::state;
+  const int inner_dim = L.kept - 1;
+  const std::int64_t inner = L.sizes[inner_dim];
+  const std::int64_t rows = L.outputs / inner;  // outputs outside the innermost kept dim
+  const std::int64_t blocks = (inner + kColumnBlock - 1) / kColumnBlock;
+  const std::int64_t n = L.reduced;
+  const std::int64_t chunks = std::max<std::int64_t>(1, (n + kColumnChunk - 1) / kColumnChunk);
+  const std::int64_t tasks = rows * blocks * chunks;
+  std::vector<State> partial(static_cast<std::size_t>(tasks * kColumnBlock));
+
+#pragma omp parallel for schedule(static) if (L.outputs * n >= kParallelThreshold && tasks > 1)
+  for (std::int64_t t = 0; t < tasks; ++t) {
+    const std::int64_t chunk = t % chunks;
+    const std::int64_t block = (t / chunks) % blocks;
+    const std::int64_t row = t / (chunks * blocks);
+    const std::int64_t j0 = block * kColumnBlock;
+    const std::int64_t width = std::min(kColumnBlock, inner - j0);
+    State* states = partial.data() + t * kColumnBlock;
+    for (std::int64_t j = 0; j < width; ++j) states[j] = red.init();
+
+    expr::CoordIndex ix{};
+    std::int64_t rem = row;
+    for (int d = inner_dim - 1; d >= 0; --d) {
+      ix.c[d] = rem % L.sizes[d];
+      rem /= L.sizes[d];
+    }
+    const std::int64_t r0 = chunk * kColumnChunk;
+    const std::int64_t r1 = std::min(n, r0 + kColumnChunk);
+    rem = r0;
+    for (int d = L.ndim() - 1; d >= L.kept; --d) {
+      ix.c[d] = rem % L.sizes[d];
+      rem /= L.sizes[d];
+    }
+    const std::int64_t o0 = row * inner + j0;
+    for (std::int64_t r = r0; r < r1; ++r) {
+      if (L.dense_columns) {  // linear indexing: the compiler vectorises across outputs
+        const std::int64_t base = r * L.outputs + o0;
+        for (std::int64_t j = 0; j < width; ++j) {
+          states[j] = red.step(states[j], static_cast<A>(plan.at(expr::LinearIndex{base + j})), r);
+        }
+        continue;
+      }
+      for (std::int64_t j = 0; j < width; ++j) {
+        ix.c[inner_dim] = j0 + j;
+        states[j] = red.step(states[j], static_cast<A>(plan.at(ix)), r);
+      }
+      for (int d = L.ndim() - 1; d >= L.kept; --d) {
+        if (++ix.c[d] < L.sizes[d]) break;
+        ix.c[d] = 0;
+      }
+    }
+  }
+
+#pragma omp parallel for schedule(static) if (L.outputs >= kParallelThreshold)
+  for (std::int64_t o = 0; o < L.outputs; ++o) {
+    const std::int64_t row = o / inner, j = o % inner;
+    const std::int64_t block = j / kColumnBlock;
+    State s = red.init();
+    for (std::int64_t c = 0; c < chunks; ++c) {
+      const std::int64_t t = (row * blocks + block) * chunks + c;
+      s = red.combine(s, partial[static_cast<std::size_t>(t * kColumnBlock + j % kColumnBlock)]);
+    }
+    out[o] = to_storage<R>(red.finish(s, n));
+  }
+}
+
 template <class R, class Red, class Plan>
 void run_reduce(const Red& red, const Plan& plan, const ReduceLayout& L, R* out) {
   count_launch();
+  if (L.reduced == 0) {  // an empty range: every output is the reducer's identity, finished
+    for (std::int64_t o = 0; o < L.outputs; ++o) out[o] = to_storage<R>(red.finish(red.init(), 0));
+    return;
+  }
+  if (columns_are_dense(L)) {
+    run_reduce_columns(red, plan, L, out);
+    return;
+  }
   const std::int64_t n = L.reduced;
   const std::int64_t chunks = (n + kReduceChunk - 1) / kReduceChunk;
 #if defined(EMBER_OPENMP)

@@ -22,6 +22,9 @@ struct ReduceLayout {
   // Every leaf is dense in (kept..., reduced...) order: element r of output o sits at linear
   // index o * reduced + r, so the executors can index linearly.
   bool dense_rows = false;
+  // Every leaf is dense in (reduced..., kept...) order: element r of output o sits at linear
+  // index r * outputs + o (a sum over the batch axis of a dense tensor).
+  bool dense_columns = false;
   int ndim() const { return sizes.rank(); }
 };
 
@@ -51,6 +54,18 @@ inline ReduceLayout make_reduce_layout(const Shape& shape, const std::vector<boo
   const Strides dense = contiguous_strides(L.sizes);
   L.dense_rows = std::all_of(L.arrays.begin(), L.arrays.end(),
                              [&](const Strides& s) { return s == dense; });
+  Strides columns = Strides::filled(L.ndim(), 0);
+  std::int64_t step = 1;
+  auto dense_over = [&](int innermost, int outermost) {
+    for (int d = innermost; d >= outermost; --d) {
+      columns[d] = step;
+      step *= L.sizes[d];
+    }
+  };
+  dense_over(L.kept - 1, 0);         // the kept dimensions vary fastest,
+  dense_over(L.ndim() - 1, L.kept);  // then the reduced ones
+  L.dense_columns = std::all_of(L.arrays.begin(), L.arrays.end(),
+                                [&](const Strides& s) { return s == columns; });
   return L;
 }
 
