@@ -20,3 +20,6 @@
 #include "memory/stats.hpp"
 #include "tensor/factories.hpp"
 #include "tensor/tensor.hpp"
+
+// Autodiff sits on top of everything above.
+#include "autograd/autograd.hpp"

@@ -25,18 +25,24 @@ struct Add {
   static constexpr const char* name = "add";
   template <class X>
   EMBER_HD EMBER_FORCEINLINE X operator()(X a, X b) const { return a + b; }
+  template <int I, class X>
+  EMBER_HD EMBER_FORCEINLINE X partial(X, X, X) const { return X(1); }
 };
 struct Sub {
   static constexpr Kind kind = Kind::arithmetic;
   static constexpr const char* name = "sub";
   template <class X>
   EMBER_HD EMBER_FORCEINLINE X operator()(X a, X b) const { return a - b; }
+  template <int I, class X>
+  EMBER_HD EMBER_FORCEINLINE X partial(X, X, X) const { return I == 0 ? X(1) : X(-1); }
 };
 struct Mul {
   static constexpr Kind kind = Kind::arithmetic;
   static constexpr const char* name = "mul";
   template <class X>
   EMBER_HD EMBER_FORCEINLINE X operator()(X a, X b) const { return a * b; }
+  template <int I, class X>
+  EMBER_HD EMBER_FORCEINLINE X partial(X a, X b, X) const { return I == 0 ? b : a; }
 };
 struct Div {
   static constexpr Kind kind = Kind::arithmetic;
@@ -50,12 +56,16 @@ struct Div {
       return a / b;
     }
   }
+  template <int I, class X>
+  EMBER_HD EMBER_FORCEINLINE X partial(X, X b, X y) const { return I == 0 ? X(1) / b : -y / b; }
 };
 struct Neg {
   static constexpr Kind kind = Kind::arithmetic;
   static constexpr const char* name = "neg";
   template <class X>
   EMBER_HD EMBER_FORCEINLINE X operator()(X a) const { return X(-a); }
+  template <class X>
+  EMBER_HD EMBER_FORCEINLINE X derivative(X, X) const { return X(-1); }
 };
 struct Abs {
   static constexpr Kind kind = Kind::arithmetic;
@@ -68,12 +78,17 @@ struct Abs {
       return a < X(0) ? X(-a) : a;
     }
   }
+  // d|x|/dx = sign(x), 0 at 0 (as PyTorch).
+  template <class X>
+  EMBER_HD EMBER_FORCEINLINE X derivative(X x, X) const { return x > X(0) ? X(1) : (x < X(0) ? X(-1) : X(0)); }
 };
 struct Square {
   static constexpr Kind kind = Kind::arithmetic;
   static constexpr const char* name = "square";
   template <class X>
   EMBER_HD EMBER_FORCEINLINE X operator()(X a) const { return a * a; }
+  template <class X>
+  EMBER_HD EMBER_FORCEINLINE X derivative(X x, X) const { return X(2) * x; }
 };
 struct Sign {
   static constexpr Kind kind = Kind::arithmetic;
@@ -82,6 +97,8 @@ struct Sign {
   EMBER_HD EMBER_FORCEINLINE X operator()(X a) const {
     return a > X(0) ? X(1) : (a < X(0) ? X(-1) : a);  // 0 stays 0, NaN stays NaN
   }
+  template <class X>
+  EMBER_HD EMBER_FORCEINLINE X derivative(X, X) const { return X(0); }
 };
 // NaN-propagating elementwise min and max, as torch.minimum / torch.maximum.
 struct Minimum {
@@ -92,6 +109,12 @@ struct Minimum {
     if (math::isnan(a)) return a;
     return (b < a || math::isnan(b)) ? b : a;
   }
+  // Ties split the gradient evenly between the operands (as torch.minimum).
+  template <int I, class X>
+  EMBER_HD EMBER_FORCEINLINE X partial(X a, X b, X) const {
+    if (a == b) return X(0.5);
+    return (I == 0) == (a < b) ? X(1) : X(0);
+  }
 };
 struct Maximum {
   static constexpr Kind kind = Kind::arithmetic;
@@ -100,6 +123,12 @@ struct Maximum {
   EMBER_HD EMBER_FORCEINLINE X operator()(X a, X b) const {
     if (math::isnan(a)) return a;
     return (b > a || math::isnan(b)) ? b : a;
+  }
+  // Ties split the gradient evenly between the operands (as torch.maximum).
+  template <int I, class X>
+  EMBER_HD EMBER_FORCEINLINE X partial(X a, X b, X) const {
+    if (a == b) return X(0.5);
+    return (I == 0) == (a > b) ? X(1) : X(0);
   }
 };
 /// min(max(x, lo), hi), NaN propagating, as torch.clamp.
@@ -110,42 +139,58 @@ struct Clamp {
   EMBER_HD EMBER_FORCEINLINE X operator()(X x, X lo, X hi) const {
     return Minimum{}(Maximum{}(x, lo), hi);
   }
+  // x gets the gradient where lo <= x <= hi (boundaries included, as torch.clamp); lo where
+  // x < lo; hi where the result is hi and x > hi (hi wins when lo > hi).
+  template <int I, class X>
+  EMBER_HD EMBER_FORCEINLINE X partial(X x, X lo, X hi, X) const {
+    const bool above = x > hi, below = x < lo && !(lo > hi);
+    const bool hi_wins = above || lo > hi;
+    if constexpr (I == 0) return (!above && !below && !(lo > hi)) ? X(1) : X(0);
+    else if constexpr (I == 1) return (below && !hi_wins) ? X(1) : X(0);
+    else return hi_wins ? X(1) : X(0);
+  }
 };
 
 // ---- floating ----
-#define EMBER_FLOATING_FN(Type, fname, body)       \
+// `dbody` is dy/dx given the input x and the output y (reverse-mode autodiff).
+#define EMBER_FLOATING_FN(Type, fname, body, dbody) \
   struct Type {                                    \
     static constexpr Kind kind = Kind::floating;   \
     static constexpr const char* name = fname;     \
     template <class X>                             \
     EMBER_HD EMBER_FORCEINLINE X operator()(X x) const { body }      \
+    template <class X>                             \
+    EMBER_HD EMBER_FORCEINLINE X derivative([[maybe_unused]] X x, [[maybe_unused]] X y) const { dbody } \
   };
 
-EMBER_FLOATING_FN(Exp, "exp", return math::exp(x);)
-EMBER_FLOATING_FN(Exp2, "exp2", return math::exp2(x);)
-EMBER_FLOATING_FN(Log, "log", return math::log(x);)
-EMBER_FLOATING_FN(Log2, "log2", return math::log2(x);)
-EMBER_FLOATING_FN(Log1p, "log1p", return math::log1p(x);)
-EMBER_FLOATING_FN(Expm1, "expm1", return math::expm1(x);)
-EMBER_FLOATING_FN(Sqrt, "sqrt", return math::sqrt(x);)
-EMBER_FLOATING_FN(Rsqrt, "rsqrt", return math::rsqrt(x);)
-EMBER_FLOATING_FN(Sin, "sin", return math::sin(x);)
-EMBER_FLOATING_FN(Cos, "cos", return math::cos(x);)
-EMBER_FLOATING_FN(Tan, "tan", return math::tan(x);)
-EMBER_FLOATING_FN(Tanh, "tanh", return math::tanh(x);)
-EMBER_FLOATING_FN(Erf, "erf", return math::erf(x);)
-EMBER_FLOATING_FN(Floor, "floor", return math::floor(x);)
-EMBER_FLOATING_FN(Ceil, "ceil", return math::ceil(x);)
-EMBER_FLOATING_FN(Round, "round", return math::round_even(x);)
-EMBER_FLOATING_FN(Reciprocal, "reciprocal", return X(1) / x;)
+EMBER_FLOATING_FN(Exp, "exp", return math::exp(x);, return y;)
+EMBER_FLOATING_FN(Exp2, "exp2", return math::exp2(x);, return y * X(0.69314718055994530942);)
+EMBER_FLOATING_FN(Log, "log", return math::log(x);, return X(1) / x;)
+EMBER_FLOATING_FN(Log2, "log2", return math::log2(x);, return X(1.44269504088896340736) / x;)
+EMBER_FLOATING_FN(Log1p, "log1p", return math::log1p(x);, return X(1) / (X(1) + x);)
+EMBER_FLOATING_FN(Expm1, "expm1", return math::expm1(x);, return y + X(1);)
+EMBER_FLOATING_FN(Sqrt, "sqrt", return math::sqrt(x);, return X(0.5) / y;)
+EMBER_FLOATING_FN(Rsqrt, "rsqrt", return math::rsqrt(x);, return X(-0.5) * y * y * y;)
+EMBER_FLOATING_FN(Sin, "sin", return math::sin(x);, return math::cos(x);)
+EMBER_FLOATING_FN(Cos, "cos", return math::cos(x);, return -math::sin(x);)
+EMBER_FLOATING_FN(Tan, "tan", return math::tan(x);, return X(1) + y * y;)
+EMBER_FLOATING_FN(Tanh, "tanh", return math::tanh(x);, return X(1) - y * y;)
+EMBER_FLOATING_FN(Erf, "erf", return math::erf(x);, return X(1.12837916709551257390) * math::exp(-x * x);)
+EMBER_FLOATING_FN(Floor, "floor", return math::floor(x);, return X(0);)
+EMBER_FLOATING_FN(Ceil, "ceil", return math::ceil(x);, return X(0);)
+EMBER_FLOATING_FN(Round, "round", return math::round_even(x);, return X(0);)
+EMBER_FLOATING_FN(Reciprocal, "reciprocal", return X(1) / x;, return -y * y;)
 // Stable on both tails: never exp of a large positive number.
 EMBER_FLOATING_FN(Sigmoid, "sigmoid", {
   if (x >= X(0)) return X(1) / (X(1) + math::exp(-x));
   const X e = math::exp(x);
   return e / (X(1) + e);
+}, return y * (X(1) - y);)
+EMBER_FLOATING_FN(Relu, "relu", return x < X(0) ? X(0) : x;, return x > X(0) ? X(1) : X(0);)  // NaN passes through
+EMBER_FLOATING_FN(Silu, "silu", return x * Sigmoid{}(x);, {
+  const X s = Sigmoid{}(x);
+  return s * (X(1) + x * (X(1) - s));
 })
-EMBER_FLOATING_FN(Relu, "relu", return x < X(0) ? X(0) : x;)  // NaN passes through
-EMBER_FLOATING_FN(Silu, "silu", return x * Sigmoid{}(x);)
 #undef EMBER_FLOATING_FN
 
 /// GELU: 0.5 x (1 + erf(x / sqrt 2)) exactly (BERT's), or with `tanh_form` GPT-2's
@@ -162,6 +207,16 @@ struct Gelu {
     }
     return X(0.5) * x * (X(1) + math::erf(x * X(0.70710678118654752440)));
   }
+  template <class X>
+  EMBER_HD EMBER_FORCEINLINE X derivative(X x, X) const {
+    if (tanh_form) {
+      const X k = X(0.79788456080286535588);
+      const X t = math::tanh(k * (x + X(0.044715) * x * x * x));
+      return X(0.5) * (X(1) + t) + X(0.5) * x * (X(1) - t * t) * k * (X(1) + X(3 * 0.044715) * x * x);
+    }
+    const X cdf = X(0.5) * (X(1) + math::erf(x * X(0.70710678118654752440)));
+    return cdf + x * X(0.39894228040143267794) * math::exp(X(-0.5) * x * x);
+  }
 };
 struct LeakyRelu {
   static constexpr Kind kind = Kind::floating;
@@ -169,6 +224,8 @@ struct LeakyRelu {
   double slope = 0.01;
   template <class X>
   EMBER_HD EMBER_FORCEINLINE X operator()(X x) const { return x < X(0) ? x * X(slope) : x; }
+  template <class X>
+  EMBER_HD EMBER_FORCEINLINE X derivative(X x, X) const { return x < X(0) ? X(slope) : X(1); }
 };
 /// log(1 + exp(beta x)) / beta, linear above `threshold` as torch.nn.functional.softplus.
 struct Softplus {
@@ -181,12 +238,23 @@ struct Softplus {
     const X bx = x * X(beta);
     return bx > X(threshold) ? x : math::log1p(math::exp(bx)) / X(beta);
   }
+  template <class X>
+  EMBER_HD EMBER_FORCEINLINE X derivative(X x, X) const {
+    const X bx = x * X(beta);
+    return bx > X(threshold) ? X(1) : Sigmoid{}(bx);
+  }
 };
 struct Pow {
   static constexpr Kind kind = Kind::floating;
   static constexpr const char* name = "pow";
   template <class X>
   EMBER_HD EMBER_FORCEINLINE X operator()(X x, X y) const { return math::pow(x, y); }
+  // d/dx = y x^(y-1); d/dy = x^y log x (0 where x == 0, the limit for y > 0).
+  template <int I, class X>
+  EMBER_HD EMBER_FORCEINLINE X partial(X x, X e, X y) const {
+    if constexpr (I == 0) return e == X(0) ? X(0) : e * math::pow(x, e - X(1));
+    else return x == X(0) ? X(0) : y * math::log(x);
+  }
 };
 
 // ---- predicates ----
@@ -236,6 +304,12 @@ struct Where {
   static constexpr const char* name = "where";
   template <class X>
   EMBER_HD EMBER_FORCEINLINE X operator()(bool c, X a, X b) const { return c ? a : b; }
+  // The condition gets no gradient (I == 0 is never asked for).
+  template <int I, class X>
+  EMBER_HD EMBER_FORCEINLINE X partial(bool c, X, X, X) const {
+    if constexpr (I == 1) return c ? X(1) : X(0);
+    else return c ? X(0) : X(1);
+  }
 };
 
 }  // namespace ember::fn

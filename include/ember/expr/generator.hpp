@@ -25,6 +25,10 @@ struct GeneratedPlan {
   EMBER_HD EMBER_FORCEINLINE void at_vec(std::int64_t base, acc_type (&out)[V]) const {
     for (int k = 0; k < V; ++k) out[k] = gen(base + k);
   }
+  // ---- reverse mode: a generated operand is a leaf (it has a slot) with no gradient ----
+  static constexpr int num_leaves = 1;
+  template <int Base, class Ix, class Sink>
+  EMBER_HD EMBER_FORCEINLINE void backprop(const Ix&, acc_type, Sink&) const {}
 };
 
 template <Storable T, class Gen>

@@ -36,6 +36,12 @@ struct LeafPlan {
     for (int k = 0; k < V; ++k) out[k] = to_acc(data[base + k]);
 #endif
   }
+  // ---- reverse mode: a leaf hands its adjoint to the sink's slot Base ----
+  static constexpr int num_leaves = 1;
+  template <int Base, class Ix, class Sink>
+  EMBER_HD EMBER_FORCEINLINE void backprop(const Ix&, acc_type g, Sink& sink) const {
+    sink.template push<Base>(g);
+  }
 };
 
 template <Storable T>
@@ -87,6 +93,10 @@ struct ScalarPlan {
   EMBER_HD EMBER_FORCEINLINE void at_vec(std::int64_t, S (&out)[V]) const {
     for (int k = 0; k < V; ++k) out[k] = value;
   }
+  // ---- reverse mode: a number is a constant, and not a leaf ----
+  static constexpr int num_leaves = 0;
+  template <int Base, class Ix, class Sink>
+  EMBER_HD EMBER_FORCEINLINE void backprop(const Ix&, S, Sink&) const {}
 };
 
 template <class S>

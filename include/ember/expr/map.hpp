@@ -124,7 +124,53 @@ struct MapPlan {
     at_vec_impl<V>(base, out, std::index_sequence_for<Children...>{});
   }
 
+  // ---- reverse mode (autograd/) ----
+  /// Leaves below this node, in for_each_leaf order (scalars are not leaves).
+  static constexpr int num_leaves = (0 + ... + Children::num_leaves);
+
+  /// Given d(out)/d(this node) = g at element ix, recomputes the children's values, applies
+  /// the functor's local derivative and pushes the adjoints down; leaf k below this node adds
+  /// its adjoint to sink slot Base + k. Predicates and integer nodes pass nothing down.
+  template <int Base, class Ix, class Sink>
+  EMBER_HD EMBER_FORCEINLINE void backprop(const Ix& ix, acc_type g, Sink& sink) const {
+    if constexpr (std::is_floating_point_v<acc_type> && F::kind != fn::Kind::predicate) {
+      backprop_impl<Base>(ix, g, sink, std::index_sequence_for<Children...>{});
+    }
+  }
+
  private:
+  template <std::size_t I>
+  static constexpr int leaf_offset() {
+    constexpr int counts[] = {Children::num_leaves..., 0};
+    int o = 0;
+    for (std::size_t k = 0; k != I; ++k) o += counts[k];
+    return o;
+  }
+  template <int I, class... A>
+  EMBER_HD EMBER_FORCEINLINE auto local_partial(const A&... a) const {
+    if constexpr (sizeof...(Children) == 1) {
+      return f.derivative(a...);
+    } else {
+      return f.template partial<I>(a...);
+    }
+  }
+  template <int Base, class Ix, class Sink, std::size_t... I>
+  EMBER_HD EMBER_FORCEINLINE void backprop_impl(const Ix& ix, acc_type g, Sink& sink,
+                                                std::index_sequence<I...>) const {
+    const Pack<typename Types::template arg<I>...> xs(arg<I>(get<I>(children).at(ix))...);
+    const auto y = f(get<I>(xs)...);
+    (
+        [&] {
+          using Child = std::tuple_element_t<I, std::tuple<Children...>>;
+          if constexpr (Child::num_leaves > 0 && !std::is_same_v<typename Types::template arg<I>, bool>) {
+            const auto d = local_partial<static_cast<int>(I)>(get<I>(xs)..., y);
+            get<I>(children).template backprop<Base + leaf_offset<I>()>(
+                ix, static_cast<typename Child::acc_type>(g * d), sink);
+          }
+        }(),
+        ...);
+  }
+
   template <std::size_t I, class X>
   EMBER_HD static EMBER_FORCEINLINE auto arg(X x) {
     return static_cast<typename Types::template arg<I>>(x);
@@ -242,6 +288,15 @@ struct CastPlan {
     typename Child::acc_type in[V];
     child.template at_vec<V>(base, in);
     for (int k = 0; k < V; ++k) out[k] = to_acc(to_storage<U>(in[k]));
+  }
+  // ---- reverse mode: the cast passes the adjoint through (none into integer children) ----
+  static constexpr int num_leaves = Child::num_leaves;
+  template <int Base, class Ix, class Sink>
+  EMBER_HD EMBER_FORCEINLINE void backprop(const Ix& ix, acc_type g, Sink& sink) const {
+    if constexpr (std::is_floating_point_v<acc_type> &&
+                  std::is_floating_point_v<typename Child::acc_type>) {
+      child.template backprop<Base>(ix, static_cast<typename Child::acc_type>(g), sink);
+    }
   }
 };
 

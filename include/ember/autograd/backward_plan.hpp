@@ -1,0 +1,101 @@
+// The fused backward of one elementwise expression as a single multi-output launch.
+//
+// For each element, BackwardPlan reads the upstream gradient, asks the forward plan to push it
+// down the tree (MapPlan::backprop recomputes the intermediate values it needs instead of
+// storing them), and writes the adjoint of every leaf k that needs one to output slot k. Slots
+// whose leaf is the same Var as an earlier slot add into that slot (x * x). An output slot is
+// either the Var's gradient itself (same shape: stored with = or +=) or, for a broadcast leaf, a
+// temporary in the compute type that one reduction folds back to the leaf's shape.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+#include "../core/dtype.hpp"
+#include "../expr/leaf.hpp"
+#include "../expr/pack.hpp"
+#include "../expr/plan.hpp"
+
+namespace ember::autograd {
+
+/// Where slot k's adjoint goes.
+template <Storable T>
+struct SlotOut {
+  T* direct = nullptr;        // the gradient tensor itself (dense, expression shape)
+  acc_t<T>* wide = nullptr;   // or a compute-type temporary (broadcast leaves)
+  bool add = false;           // direct: accumulate into the existing gradient
+
+  template <class A>
+  EMBER_HD EMBER_FORCEINLINE void store(std::int64_t o, A v) const {
+    using C = acc_t<T>;
+    if (direct) {
+      direct[o] = add ? to_storage<T>(static_cast<C>(to_acc(direct[o]) + static_cast<C>(v)))
+                      : to_storage<T>(static_cast<C>(v));
+    } else if (wide) {
+      wide[o] = static_cast<C>(v);
+    }
+  }
+};
+
+/// A slot whose leaf gets no gradient (constants, integer tensors, generated operands).
+struct NoOut {
+  template <class A>
+  EMBER_HD EMBER_FORCEINLINE void store(std::int64_t, A) const {}
+};
+
+template <class A, int N>
+struct AdjointSink {
+  A v[N > 0 ? N : 1];
+  template <int K, class G>
+  EMBER_HD EMBER_FORCEINLINE void push(G g) {
+    v[K] += static_cast<A>(g);
+  }
+};
+
+template <class A, class Fwd, Storable GT, class... Outs>
+struct BackwardPlan {
+  static constexpr int N = static_cast<int>(sizeof...(Outs));
+  static_assert(Fwd::num_leaves == N, "ember: backward slots do not match the expression's leaves");
+  Fwd fwd;
+  expr::LeafPlan<GT> up;         // upstream gradient (may be broadcast)
+  expr::PlanStrides out_strides;  // every output slot is dense in the expression's shape
+  expr::Pack<Outs...> outs;
+  int dst[N > 0 ? N : 1];  // slot that receives slot k's adjoint (k itself, an earlier one, or -1)
+  A scale;
+
+  template <class Ix>
+  EMBER_HD EMBER_FORCEINLINE void at(const Ix& ix) const {
+    AdjointSink<A, N> sink;
+    for (int k = 0; k < N; ++k) sink.v[k] = A(0);
+    const A g = static_cast<A>(up.at(ix)) * scale;
+    fwd.template backprop<0>(ix, static_cast<typename Fwd::acc_type>(g), sink);
+    std::int64_t o;
+    if constexpr (std::is_same_v<Ix, expr::LinearIndex>) {
+      o = ix.i;
+    } else {
+      o = out_strides.offset(ix);
+    }
+    store_all(o, sink, std::make_integer_sequence<int, N>{});
+  }
+  template <int V>
+  EMBER_HD EMBER_FORCEINLINE void at_vec(std::int64_t base) const {
+    for (int k = 0; k < V; ++k) at(expr::LinearIndex{base + k});
+  }
+
+ private:
+  template <int K, int... J>
+  EMBER_HD EMBER_FORCEINLINE A gathered(const AdjointSink<A, N>& s,
+                                        std::integer_sequence<int, J...>) const {
+    return (A(0) + ... + (dst[J] == K ? s.v[J] : A(0)));
+  }
+  template <int... K>
+  EMBER_HD EMBER_FORCEINLINE void store_all(std::int64_t o, const AdjointSink<A, N>& s,
+                                            std::integer_sequence<int, K...>) const {
+    ((dst[K] == K ? expr::get<K>(outs).store(o, gathered<K>(s, std::make_integer_sequence<int, N>{}))
+                  : void()),
+     ...);
+  }
+};
+
+}  // namespace ember::autograd
