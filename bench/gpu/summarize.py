@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""Joins the JSON of bench_elementwise_gpu (ember) and torch_peer.py (PyTorch) into one results
+table, as markdown and JSON, with the ratios the issue asks for:
+
+  % copy        ember's bandwidth over the measured device-to-device copy (cudaMemcpy of 1 GiB,
+                bytes read + written); targets: elementwise chain >= 90 %, softmax and
+                layer norm >= 85 %
+  vs eager      torch eager's time over ember's, on the same expression   target >= 3x
+  vs builtin    torch's own fused kernel (F.softmax, F.layer_norm) over ember's (for reference)
+  vs compile    torch.compile's time over ember's                          target >= 1.0x
+
+  summarize.py --ember ember.json --torch torch.json --out PREFIX [--meta key=value ...]
+writes PREFIX.md and PREFIX.json and prints the markdown.
+"""
+import argparse
+import json
+import os
+import sys
+
+TARGET_COPY = {"chain": 0.90, "softmax": 0.85, "layernorm": 0.85}
+TARGET_EAGER = 3.0
+TARGET_COMPILE = 1.0
+
+
+def load(path):
+    if not path or not os.path.exists(path):
+        return {}, []
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except (OSError, json.JSONDecodeError) as e:
+        print(f"summarize.py: cannot read {path}: {e}", file=sys.stderr)
+        return {}, []
+    return doc, doc.get("records", [])
+
+
+def finite(o):
+    """The object with NaN and infinities replaced by None, so the JSON is standard."""
+    if isinstance(o, float):
+        return o if o == o and abs(o) != float("inf") else None
+    if isinstance(o, dict):
+        return {k: finite(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [finite(v) for v in o]
+    return o
+
+
+def gbps(r):
+    return r["bytes"] / (r["ms"] * 1e-3) / 1e9 if r and r.get("ms", 0) > 0 else float("nan")
+
+
+def ratio(other, mine):
+    return other["ms"] / mine["ms"] if other and mine and mine["ms"] > 0 else float("nan")
+
+
+def mark(value, target):
+    if value != value:
+        return ""
+    return " ✓" if value >= target else " ✗"
+
+
+def fmt_x(v, target=None):
+    if v != v:
+        return "–"
+    return f"{v:.2f}x" + (mark(v, target) if target else "")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--ember", required=True)
+    ap.add_argument("--torch")
+    ap.add_argument("--out", required=True, help="output prefix: writes PREFIX.md and PREFIX.json")
+    ap.add_argument("--meta", action="append", default=[], help="key=value lines for the header")
+    args = ap.parse_args()
+
+    meta = {}
+    for kv in args.meta:
+        k, _, v = kv.partition("=")
+        meta[k] = v
+    ember_doc, ember = load(args.ember)
+    torch_doc, torch_recs = load(args.torch)
+    if ember_doc:
+        meta.setdefault("device (ember)", f"{ember_doc.get('device')}, {ember_doc.get('sm_count')} SMs, "
+                                          f"L2 {ember_doc.get('l2_bytes', 0) >> 20} MiB")
+    if torch_doc:
+        meta.setdefault("torch", torch_doc.get("torch", "?"))
+
+    by = {}
+    for r in ember + torch_recs:
+        by[(r["bench"], r["shape"], r["impl"])] = r
+
+    copies = [r for r in ember if r["bench"].startswith("copy_") and r["impl"] == "cuda_memcpy"]
+    copy_ref = max(copies, key=gbps) if copies else None
+    copy_bw = gbps(copy_ref) if copy_ref else float("nan")
+
+    rows = []
+    for r in ember:
+        if r["bench"].startswith("copy_"):
+            continue
+        kind = r["bench"].split("_", 1)[0]
+        target_copy = TARGET_COPY.get(kind)
+        pc = gbps(r) / copy_bw if copy_bw == copy_bw else float("nan")
+        eager = by.get((r["bench"], r["shape"], "torch_eager"))
+        builtin = by.get((r["bench"], r["shape"], "torch_eager_builtin"))
+        comp = by.get((r["bench"], r["shape"], "torch_compile"))
+        rows.append({
+            "bench": r["bench"], "shape": r["shape"], "impl": r["impl"], "ms": r["ms"],
+            "gbps": gbps(r), "pct_copy": pc, "target_pct_copy": target_copy,
+            "vs_torch_eager": ratio(eager, r), "vs_torch_eager_builtin": ratio(builtin, r),
+            "vs_torch_compile": ratio(comp, r), "check": r.get("check", "?"),
+            "meets": {
+                "copy": (pc >= target_copy) if target_copy and pc == pc else None,
+                "eager": (ratio(eager, r) >= TARGET_EAGER) if eager else None,
+                "compile": (ratio(comp, r) >= TARGET_COMPILE) if comp else None,
+            },
+        })
+
+    md = []
+    md.append("# ember GPU benchmarks")
+    md.append("")
+    for k, v in meta.items():
+        md.append(f"- **{k}**: {v}")
+    if copy_ref:
+        md.append(f"- **device-to-device copy** (cudaMemcpyAsync, {copy_ref['shape']} bf16, read + write): "
+                  f"{copy_bw:.0f} GB/s ({copy_ref['ms']:.3f} ms)")
+    md.append("")
+    md.append("Times are medians of CUDA-event-timed runs after warm-up; GB/s counts the fewest bytes "
+              "that must move (inputs read once, output written once). `vs X` = X's time / ember's time "
+              f"(above 1: ember is faster). Targets: chain >= {100 * TARGET_COPY['chain']:.0f}% of copy, "
+              f"softmax/layer norm >= {100 * TARGET_COPY['softmax']:.0f}%, >= {TARGET_EAGER:.0f}x torch eager, "
+              f">= {TARGET_COMPILE:.1f}x torch.compile.")
+    md.append("")
+    md.append("| benchmark | shape | ember | ms | GB/s | % copy | vs eager | vs eager builtin | vs compile | check |")
+    md.append("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+    for x in rows:
+        pc = "–" if x["pct_copy"] != x["pct_copy"] else (
+            f"{100 * x['pct_copy']:.0f}%" + (mark(x["pct_copy"], x["target_pct_copy"]) if x["target_pct_copy"] else ""))
+        md.append(f"| {x['bench']} | {x['shape']} | {x['impl']} | {x['ms']:.3f} | {x['gbps']:.0f} | {pc} | "
+                  f"{fmt_x(x['vs_torch_eager'], TARGET_EAGER)} | {fmt_x(x['vs_torch_eager_builtin'])} | "
+                  f"{fmt_x(x['vs_torch_compile'], TARGET_COMPILE)} | {x['check']} |")
+    md.append("")
+    md.append("## Every measurement")
+    md.append("")
+    md.append("| benchmark | shape | implementation | ms (median) | min | max | GB/s | % copy | check |")
+    md.append("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |")
+    for r in sorted(ember + torch_recs, key=lambda r: (r["bench"], r["shape"], r["impl"])):
+        pc = gbps(r) / copy_bw if copy_bw == copy_bw else float("nan")
+        md.append(f"| {r['bench']} | {r['shape']} | {r['impl']} | {r['ms']:.3f} | {r.get('ms_min', 0):.3f} | "
+                  f"{r.get('ms_max', 0):.3f} | {gbps(r):.0f} | "
+                  f"{'–' if pc != pc else f'{100 * pc:.0f}%'} | {r.get('check', '?')} |")
+    if not torch_recs:
+        md.append("")
+        md.append("_No PyTorch numbers (torch_peer.py did not run or failed; see the log)._")
+    text = "\n".join(md) + "\n"
+
+    with open(args.out + ".md", "w") as f:
+        f.write(text)
+    with open(args.out + ".json", "w") as f:
+        json.dump(finite({"meta": meta, "copy_reference": copy_ref, "copy_gbps": copy_bw, "summary": rows,
+                          "ember": ember, "torch": torch_recs}), f, indent=1, default=str)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,260 @@
+#!/usr/bin/env python3
+"""Reads Google Benchmark JSON from bench_elementwise_cpu and prints the ratios the issue asks for.
+
+Benchmark names are "<group>/<variant>/<elements>[/...]". For every chain group
+(chain_<act>_<dtype>) and size it prints:
+  fused/copy   ember_fused bandwidth over the STREAM-style copy (copy_<dtype>/omp_copy), and
+               over the best copy measured (ember_copy, memcpy, omp_copy)   target >= 80 %
+  vs Eigen     Eigen's time over ember_fused's (above 1: ember is faster)    target >= 1.0x
+  vs op-by-op  ember_opbyop's time over ember_fused's                        target >= 3x
+and the same comparisons for the reductions (rowsum, softmax) against Eigen.
+
+Bandwidth is bytes_per_iter (the fewest bytes that must cross memory) over the real time.
+With repetitions, the median over repetitions is used (--stat min for the best run).
+
+  python3 bench/report.py bench/results/cpu-*.json [--stat median|min|mean] [--markdown]
+"""
+import argparse
+import json
+import statistics
+import sys
+from collections import defaultdict
+
+TARGET_COPY = 0.80
+TARGET_EIGEN = 1.0
+TARGET_OPBYOP = 3.0
+TIME_SCALE = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+
+
+def load(paths, stat, max_others, time_field=None):
+    """{(group, variant, n): {"t": seconds, "bytes": bytes per iteration}} and the context."""
+    runs = defaultdict(list)       # iteration runs, per key
+    aggregates = defaultdict(dict)  # aggregate name -> value, per key
+    errors = {}
+    context = {}
+    for path in paths:
+        with open(path) as f:
+            doc = json.load(f)
+        context = doc.get("context", context)
+        field = time_field or ("cpu_time" if context.get("time_measure") == "process_cpu" else "real_time")
+        if field == "cpu_time":
+            max_others = float("inf")  # CPU time is not inflated by other processes: keep every run
+        for b in doc.get("benchmarks", []):
+            name = b.get("run_name") or b["name"]
+            parts = name.split("/")
+            if len(parts) < 3:
+                continue
+            try:
+                key = (parts[0], parts[1], int(parts[2]))
+            except ValueError:
+                continue
+            if b.get("error_occurred"):
+                errors[key] = b.get("error_message", "error")
+                continue
+            seconds = b[field] * TIME_SCALE[b.get("time_unit", "ns")]
+            entry = {"t": seconds, "bytes": b.get("bytes_per_iter", 0.0), "others": b.get("others_cpu", 0.0)}
+            if b.get("run_type") == "aggregate":
+                aggregates[key][b.get("aggregate_name")] = entry
+            else:
+                runs[key].append(entry)
+    out = {}
+    for key in set(runs) | set(aggregates):
+        if runs.get(key):
+            # Repetitions during which other processes used the CPUs are dropped when clean ones exist.
+            clean = [r for r in runs[key] if r["others"] <= max_others]
+            used = clean or runs[key]
+            times = [r["t"] for r in used]
+            t = {"median": statistics.median, "min": min, "mean": statistics.fmean}[stat](times)
+            spread = (max(times) - min(times)) / t if len(times) > 1 and t > 0 else 0.0
+            out[key] = {"t": t, "bytes": used[0]["bytes"], "spread": spread, "used": len(used),
+                        "total": len(runs[key]), "noisy": not clean,
+                        "others": max(r["others"] for r in used)}
+        elif stat in aggregates[key]:
+            a = aggregates[key][stat]
+            out[key] = {"t": a["t"], "bytes": a["bytes"], "spread": float("nan"), "used": 0, "total": 0,
+                        "noisy": False, "others": a.get("others", 0.0)}
+    return out, errors, context
+
+
+def gbps(r):
+    return r["bytes"] / r["t"] / 1e9 if r and r["t"] > 0 else float("nan")
+
+
+def fmt_time(t):
+    if t < 1e-3:
+        return f"{t * 1e6:8.1f} us"
+    if t < 1.0:
+        return f"{t * 1e3:8.2f} ms"
+    return f"{t:8.3f} s "
+
+
+def size_label(n):
+    for shift in range(40, 9, -1):
+        if n == 1 << shift:
+            return f"2^{shift}"
+    return str(n)
+
+
+def fx(value, target=None):
+    """A ratio as '1.23x', with the verdict against target when given; '-' when unknown."""
+    if value != value:
+        return "-"
+    return f"{value:6.2f}x" + (verdict(value, target) if target else "")
+
+
+def pct(value, target=None):
+    if value != value:
+        return "-"
+    return f"{100 * value:5.0f}%" + (verdict(value, target) if target else "")
+
+
+def verdict(value, target):
+    if value != value:  # NaN
+        return "  n/a"
+    return " ok " if value >= target else " MISS"
+
+
+class Table:
+    def __init__(self, headers, markdown):
+        self.headers, self.rows, self.markdown = headers, [], markdown
+
+    def add(self, *cells):
+        self.rows.append([str(c) for c in cells])
+
+    def print(self):
+        if self.markdown:
+            print("| " + " | ".join(self.headers) + " |")
+            print("|" + "|".join(" --- " for _ in self.headers) + "|")
+            for r in self.rows:
+                print("| " + " | ".join(c.strip() for c in r) + " |")
+        else:
+            widths = [max(len(h), *(len(r[i]) for r in self.rows)) if self.rows else len(h)
+                      for i, h in enumerate(self.headers)]
+            line = "  ".join(h.ljust(w) for h, w in zip(self.headers, widths))
+            print(line)
+            print("-" * len(line))
+            for r in self.rows:
+                print("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))))
+        print()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("json", nargs="+")
+    ap.add_argument("--stat", choices=["median", "min", "mean"], default="median")
+    ap.add_argument("--markdown", action="store_true", help="print markdown tables")
+    ap.add_argument("--summary-only", action="store_true", help="only the ratio tables")
+    ap.add_argument("--time", choices=["real", "cpu"],
+                    help="which time to use (default: cpu when the run measured process CPU time, "
+                         "EMBER_BENCH_CPU_TIME=1, else real)")
+    ap.add_argument("--max-others", type=float, default=0.10,
+                    help="drop repetitions during which other processes used more than this share "
+                         "of the CPUs (counter others_cpu; default 0.10)")
+    args = ap.parse_args()
+
+    res, errors, ctx = load(args.json, args.stat, args.max_others,
+                            {"real": "real_time", "cpu": "cpu_time"}.get(args.time))
+    if not res and not errors:
+        sys.exit("report.py: no benchmarks in " + ", ".join(args.json))
+
+    measure = args.time or ("cpu" if ctx.get("time_measure") == "process_cpu" else "real")
+    print(f"# CPU benchmarks ({args.stat} of repetitions, {'process CPU' if measure == 'cpu' else 'wall-clock'} time)")
+    keys = ["host_name", "num_cpus", "mhz_per_cpu", "omp_threads", "time_measure", "isa", "arch_flags", "compiler",
+            "eigen_version", "commit", "load_average", "busy_percent_before", "date"]
+    if not args.summary_only:
+        print("  " + ", ".join(f"{k}={ctx[k]}" for k in keys if k in ctx))
+        caches = ctx.get("caches", [])
+        if caches:
+            print("  caches: " + ", ".join(f"L{c['level']} {c['type']} {c['size'] // 1024} KiB" for c in caches))
+    print()
+
+    groups = sorted({k[0] for k in res} | {k[0] for k in errors})
+    sizes = sorted({k[2] for k in res} | {k[2] for k in errors})
+
+    if not args.summary_only:
+        # ---- every measurement ----
+        t = Table(["benchmark", "elements", "time", "GB/s", "spread", "reps used", "others' CPU"], args.markdown)
+        for g in groups:
+            variants = sorted({k[1] for k in list(res) + list(errors) if k[0] == g})
+            for v in variants:
+                for n in sizes:
+                    key = (g, v, n)
+                    if key in errors:
+                        t.add(f"{g}/{v}", size_label(n), "ERROR", errors[key][:40], "", "", "")
+                    elif key in res:
+                        r = res[key]
+                        spread = "" if r["spread"] != r["spread"] else f"{100 * r['spread']:.0f}%"
+                        used = f"{r['used']}/{r['total']}" + (" NOISY" if r["noisy"] else "")
+                        t.add(f"{g}/{v}", size_label(n), fmt_time(r["t"]), f"{gbps(r):7.2f}", spread, used,
+                              f"{100 * r['others']:.0f}%")
+        print(f"## All measurements (bandwidth = fewest bytes that must move / {measure} time)\n")
+        if measure == "real":
+            print(f"  reps used: repetitions during which other processes took <= {100 * args.max_others:.0f}% "
+                  "of the CPUs (NOISY: none did, all used)\n")
+        else:
+            print("  process CPU time: every repetition is used; others' CPU is for information\n")
+        t.print()
+
+    # ---- chain ratios ----
+    def get(g, v, n):
+        return res.get((g, v, n))
+
+    def best_copy(dtype, n):
+        cands = [get(f"copy_{dtype}", v, n) for v in ("omp_copy", "memcpy", "ember_copy")]
+        cands = [c for c in cands if c]
+        return max(cands, key=gbps) if cands else None
+
+    def speedup(other, fused):
+        return other["t"] / fused["t"] if other and fused else float("nan")
+
+    chain_groups = [g for g in groups if g.startswith("chain_")]
+    if chain_groups:
+        t = Table(["chain", "elements", "fused GB/s", "% omp_copy", "% best copy", "vs Eigen",
+                   "vs op-by-op", "vs op-by-op (prealloc)", "vs loop_omp"], args.markdown)
+        for g in chain_groups:
+            dtype = g.rsplit("_", 1)[1]
+            for n in sizes:
+                fused = get(g, "ember_fused", n)
+                if not fused:
+                    continue
+                copy = get(f"copy_{dtype}", "omp_copy", n)
+                best = best_copy(dtype, n)
+                pc = gbps(fused) / gbps(copy) if copy else float("nan")
+                pb = gbps(fused) / gbps(best) if best else float("nan")
+                e = speedup(get(g, "eigen", n), fused)
+                o = speedup(get(g, "ember_opbyop", n), fused)
+                op = speedup(get(g, "ember_opbyop_prealloc", n), fused)
+                lp = speedup(get(g, "loop_omp", n), fused)
+                t.add(g, size_label(n), f"{gbps(fused):7.2f}", pct(pc, TARGET_COPY), pct(pb),
+                      fx(e, TARGET_EIGEN), fx(o, TARGET_OPBYOP), fx(op), fx(lp))
+        print(f"## Fused chain (targets: >= {100 * TARGET_COPY:.0f}% of copy bandwidth, "
+              f">= {TARGET_EIGEN:.1f}x Eigen, >= {TARGET_OPBYOP:.0f}x op by op)\n")
+        print("  vs X = X's time / ember_fused's time (above 1: ember_fused is faster)\n")
+        t.print()
+
+    # ---- reductions ----
+    red_groups = [g for g in groups if not g.startswith(("chain_", "copy_"))]
+    if red_groups:
+        t = Table(["reduction", "variant", "elements", "GB/s", "% omp_copy", "vs Eigen"], args.markdown)
+        for g in red_groups:
+            dtype = g.rsplit("_", 1)[1] if "_" in g else "f32"
+            for v in sorted({k[1] for k in res if k[0] == g and k[1] != "eigen"}):
+                for n in sizes:
+                    r = get(g, v, n)
+                    if not r:
+                        continue
+                    copy = get(f"copy_{dtype}", "omp_copy", n)
+                    pc = gbps(r) / gbps(copy) if copy else float("nan")
+                    e = speedup(get(g, "eigen", n), r)
+                    t.add(g, v, size_label(n), f"{gbps(r):7.2f}", pct(pc), fx(e, TARGET_EIGEN))
+        print("## Reductions over the last axis (rows x 1024, float)\n")
+        t.print()
+
+    if errors:
+        print("## Errors")
+        for k, m in sorted(errors.items()):
+            print(f"  {k[0]}/{k[1]}/{k[2]}: {m}")
+
+
+if __name__ == "__main__":
+    main()

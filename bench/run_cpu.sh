@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Builds ember's CPU benchmarks (CMake, Release) and runs bench_elementwise_cpu, writing Google
+# Benchmark's JSON to bench/results/cpu-<date>-<shortcommit>.json, then prints the ratio table
+# (bench/report.py): fused chain vs copy bandwidth, vs Eigen, vs op by op.
+#
+#   bench/run_cpu.sh                  # everything, 5 repetitions
+#   REPS=7 MIN_TIME=0.5 bench/run_cpu.sh
+#   FILTER='chain_relu|copy' bench/run_cpu.sh
+#
+# Environment:
+#   BUILD_DIR     build directory (default build-bench)
+#   ARCH_FLAGS    extra compiler flags (default -march=native: both ember and Eigen get the
+#                 machine's vector width; set ARCH_FLAGS= for a portable baseline build)
+#   REPS          repetitions of each benchmark (default 5), interleaved at random; report.py
+#                 takes the median of those no other process disturbed
+#   MIN_TIME      seconds each repetition runs at least (default 0.3)
+#   FILTER        --benchmark_filter regex (default: all)
+#   QUIET_WAIT    seconds to wait for other processes to leave the CPUs before starting
+#                 (default 300; 0: do not). The benchmark also waits before each measurement:
+#                 EMBER_BENCH_QUIET_WAIT (20 s each) and EMBER_BENCH_QUIET_TOTAL (900 s in all)
+#   OMP_NUM_THREADS  threads for OpenMP and for Eigen's pool (default: all cores)
+#   MODE          wall (default): wall-clock time on all cores. cpu: one thread, timed by the
+#                 process's CPU time, for a machine shared with other work (numbers per core,
+#                 not inflated by other processes; no waiting for quiet)
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${BUILD_DIR:-$root/build-bench}
+arch_flags=${ARCH_FLAGS--march=native}
+reps=${REPS:-5}
+min_time=${MIN_TIME:-0.3}
+filter=${FILTER:-.}
+quiet_wait=${QUIET_WAIT:-300}
+jobs=$(nproc)
+mode=${MODE:-wall}
+case "$mode" in
+  wall) export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$jobs} ;;
+  cpu)
+    export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} EMBER_BENCH_CPU_TIME=1
+    export EMBER_BENCH_QUIET_TOTAL=${EMBER_BENCH_QUIET_TOTAL:-0}
+    quiet_wait=0
+    ;;
+  *) echo "run_cpu.sh: MODE must be wall or cpu" >&2; exit 2 ;;
+esac
+
+say() { printf '== %s\n' "$*" >&2; }
+
+# ---- build ----------------------------------------------------------------------------------
+say "configuring $build (Release, CPU only, flags: ${arch_flags:-none})"
+mkdir -p "$build"
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DEMBER_CUDA=OFF \
+  -DEMBER_BUILD_TESTS=OFF -DEMBER_BUILD_EXAMPLES=OFF -DEMBER_BUILD_BENCHMARKS=ON \
+  -DEMBER_INSTALL=OFF "-DCMAKE_CXX_FLAGS=$arch_flags" >"$build/ember-configure.log" 2>&1 ||
+  { cat "$build/ember-configure.log" >&2; exit 1; }
+if ! cmake --build "$build" --target bench_elementwise_cpu -j "$jobs" >"$build/ember-build.log" 2>&1; then
+  tail -n 60 "$build/ember-build.log" >&2
+  say "build failed; if the target is unknown, Google Benchmark (libbenchmark-dev) or Eigen3 (libeigen3-dev) may be missing"
+  exit 1
+fi
+bin=$(find "$build" -type f -name bench_elementwise_cpu -perm -u+x | head -n 1)
+[[ -x "$bin" ]] || { say "bench_elementwise_cpu was not built"; exit 1; }
+
+# ---- wait for quiet CPUs --------------------------------------------------------------------
+# OpenMP's barriers spin: with another process on one of the cores a parallel region waits a
+# whole scheduler tick (4 ms) for its other thread, and the numbers are meaningless.
+busy_percent() {  # CPU use of the whole machine over one second, in percent
+  local a b
+  read -r -a a < <(grep '^cpu ' /proc/stat)
+  sleep 1
+  read -r -a b < <(grep '^cpu ' /proc/stat)
+  local idle=$(((b[4] + b[5]) - (a[4] + a[5]))) total=0 i
+  for i in 1 2 3 4 5 6 7 8; do total=$((total + b[i] - a[i])); done
+  ((total > 0)) || { echo 0; return; }
+  echo $((100 * (total - idle) / total))
+}
+busy=$(busy_percent)
+waited=0
+while ((busy > 15 && waited < quiet_wait)); do
+  ((waited == 0)) && say "other processes use ${busy}% of the CPUs; waiting up to ${quiet_wait}s for quiet"
+  sleep 5
+  waited=$((waited + 6))
+  busy=$(busy_percent)
+done
+[[ "$mode" == wall ]] && ((busy > 15)) && say "WARNING: CPUs still ${busy}% busy with other work; wall-clock numbers will be noisy (MODE=cpu is not)"
+
+# ---- run ------------------------------------------------------------------------------------
+commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo nocommit)
+if [[ -n "$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null)" ]]; then
+  commit="$commit-dirty"
+fi
+mkdir -p "$root/bench/results"
+suffix=""
+[[ "$mode" == cpu ]] && suffix="-${OMP_NUM_THREADS}thread-cputime"
+json="$root/bench/results/cpu-$(date -u +%Y%m%d-%H%M%S)-$commit$suffix.json"
+say "running $bin (threads $OMP_NUM_THREADS, $reps repetitions, min time ${min_time}s) -> $json"
+# Google Benchmark takes the context as one flag of key=value pairs joined by commas.
+ctx_value() { printf '%s' "$*" | tr '=, ' ':;_'; }
+context="busy_percent_before=$busy,commit=$(ctx_value "$commit"),arch_flags=$(ctx_value "${arch_flags:-none}")"
+context+=",load_average=$(ctx_value "$(cut -d' ' -f1-3 /proc/loadavg)")"
+"$bin" --benchmark_filter="$filter" --benchmark_repetitions="$reps" \
+  --benchmark_min_time="$min_time" --benchmark_out="$json" --benchmark_out_format=json \
+  --benchmark_context="$context" --benchmark_enable_random_interleaving=true \
+  --benchmark_report_aggregates_only=false --benchmark_display_aggregates_only=true
+
+say "ratios"
+python3 "$root/bench/report.py" "$json"
+# DRAM-bound runs on a shared (virtual) machine are often bimodal: the best repetition of each
+# benchmark is the fairer comparison there.
+python3 "$root/bench/report.py" --stat min --summary-only "$json"
