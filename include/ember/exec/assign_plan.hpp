@@ -77,6 +77,16 @@ struct OutputSlot {
     for (int k = 0; k < V; ++k) store(data + base + k, vals[k]);
 #endif
   }
+  template <int V>
+  EMBER_HD EMBER_FORCEINLINE void store_vec(const expr::RowBlock& b, const value_type (&vals)[V]) const {
+    T* p = data + strides.offset(b.ix);
+    const std::int64_t s = strides.inner();
+    if (s == 1) {
+      for (int k = 0; k < V; ++k) store(p + k, vals[k]);
+    } else {
+      for (int k = 0; k < V; ++k) store(p + k * s, vals[k]);
+    }
+  }
 };
 
 /// All outputs of one launch. Every output's value is computed before any is stored, so an
@@ -89,8 +99,8 @@ struct AssignPlan {
   EMBER_HD EMBER_FORCEINLINE void at(const Ix& ix) const {
     at_impl(ix, std::index_sequence_for<Slots...>{});
   }
-  template <int V>
-  EMBER_HD EMBER_FORCEINLINE void at_vec(std::int64_t base) const {
+  template <int V, class Block>
+  EMBER_HD EMBER_FORCEINLINE void at_vec(const Block& base) const {
     at_vec_impl<V>(base, std::index_sequence_for<Slots...>{});
   }
 
@@ -104,8 +114,8 @@ struct AssignPlan {
     const expr::Pack<typename Slots::value_type...> vals(expr::get<I>(slots).plan.at(ix)...);
     (expr::get<I>(slots).store_at(ix, expr::get<I>(vals)), ...);
   }
-  template <int V, std::size_t... I>
-  EMBER_HD EMBER_FORCEINLINE void at_vec_impl(std::int64_t base, std::index_sequence<I...>) const {
+  template <int V, class Block, std::size_t... I>
+  EMBER_HD EMBER_FORCEINLINE void at_vec_impl(const Block& base, std::index_sequence<I...>) const {
     expr::Pack<Buf<typename Slots::value_type, V>...> vals;
     (expr::get<I>(slots).plan.template at_vec<V>(base, expr::get<I>(vals).v), ...);
     (expr::get<I>(slots).template store_vec<V>(base, expr::get<I>(vals).v), ...);

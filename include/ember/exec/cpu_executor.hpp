@@ -27,7 +27,7 @@ void run_dense(const Plan& plan, std::int64_t n, bool vectorize) {
   }
 }
 
-template <class Plan>
+template <int V, class Plan>
 void run_strided(const Plan& plan, const IterLayout& L) {
   const int nd = L.ndim();
   const std::int64_t inner = L.sizes[nd - 1];
@@ -40,7 +40,14 @@ void run_strided(const Plan& plan, const IterLayout& L) {
       ix.c[d] = rem % L.sizes[d];
       rem /= L.sizes[d];
     }
-    for (std::int64_t j = 0; j < inner; ++j) {
+    std::int64_t j = 0;
+    if constexpr (V > 1 && requires { plan.template at_vec<V>(expr::RowBlock{}); }) {
+      for (; j + V <= inner; j += V) {
+        ix.c[nd - 1] = j;
+        plan.template at_vec<V>(expr::RowBlock{ix});
+      }
+    }
+    for (; j < inner; ++j) {
       ix.c[nd - 1] = j;
       plan.at(ix);
     }
@@ -55,7 +62,7 @@ void run(const Plan& plan, const IterLayout& L, bool vectorize) {
   if (L.dense) {
     run_dense<V>(plan, L.numel, vectorize);
   } else {
-    run_strided(plan, L);
+    run_strided<V>(plan, L);
   }
 }
 

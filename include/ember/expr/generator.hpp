@@ -25,6 +25,11 @@ struct GeneratedPlan {
   EMBER_HD EMBER_FORCEINLINE void at_vec(std::int64_t base, acc_type (&out)[V]) const {
     for (int k = 0; k < V; ++k) out[k] = gen(base + k);
   }
+  template <int V>
+  EMBER_HD EMBER_FORCEINLINE void at_vec(const RowBlock& b, acc_type (&out)[V]) const {
+    const std::int64_t base = strides.offset(b.ix), s = strides.inner();
+    for (int k = 0; k < V; ++k) out[k] = gen(base + k * s);
+  }
   // ---- reverse mode: a generated operand is a leaf (it has a slot) with no gradient ----
   static constexpr int num_leaves = 1;
   template <int Base, class Ix, class Sink>

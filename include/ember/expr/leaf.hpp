@@ -36,6 +36,20 @@ struct LeafPlan {
     for (int k = 0; k < V; ++k) out[k] = to_acc(data[base + k]);
 #endif
   }
+  template <int V>
+  EMBER_HD EMBER_FORCEINLINE void at_vec(const RowBlock& b, acc_type (&out)[V]) const {
+    const T* p = data + strides.offset(b.ix);
+    const std::int64_t s = strides.inner();
+    // Separate loops for the common strides, so each one vectorises.
+    if (s == 1) {
+      for (int k = 0; k < V; ++k) out[k] = to_acc(p[k]);
+    } else if (s == 0) {
+      const acc_type v = to_acc(*p);
+      for (int k = 0; k < V; ++k) out[k] = v;
+    } else {
+      for (int k = 0; k < V; ++k) out[k] = to_acc(p[k * s]);
+    }
+  }
   // ---- reverse mode: a leaf hands its adjoint to the sink's slot Base ----
   static constexpr int num_leaves = 1;
   template <int Base, class Ix, class Sink>
@@ -89,8 +103,8 @@ struct ScalarPlan {
   S value;
   EMBER_HD EMBER_FORCEINLINE S at(LinearIndex) const { return value; }
   EMBER_HD EMBER_FORCEINLINE S at(const CoordIndex&) const { return value; }
-  template <int V>
-  EMBER_HD EMBER_FORCEINLINE void at_vec(std::int64_t, S (&out)[V]) const {
+  template <int V, class Block>
+  EMBER_HD EMBER_FORCEINLINE void at_vec(const Block&, S (&out)[V]) const {
     for (int k = 0; k < V; ++k) out[k] = value;
   }
   // ---- reverse mode: a number is a constant, and not a leaf ----

@@ -119,8 +119,8 @@ struct MapPlan {
     return at_impl(ix, std::index_sequence_for<Children...>{});
   }
 
-  template <int V>
-  EMBER_HD EMBER_FORCEINLINE void at_vec(std::int64_t base, acc_type (&out)[V]) const {
+  template <int V, class Block>
+  EMBER_HD EMBER_FORCEINLINE void at_vec(const Block& base, acc_type (&out)[V]) const {
     at_vec_impl<V>(base, out, std::index_sequence_for<Children...>{});
   }
 
@@ -183,8 +183,8 @@ struct MapPlan {
   struct Buf {
     T v[V];
   };
-  template <int V, std::size_t... I>
-  EMBER_HD EMBER_FORCEINLINE void at_vec_impl(std::int64_t base, acc_type (&out)[V],
+  template <int V, class Block, std::size_t... I>
+  EMBER_HD EMBER_FORCEINLINE void at_vec_impl(const Block& base, acc_type (&out)[V],
                                               std::index_sequence<I...>) const {
     Pack<Buf<typename Children::acc_type, V>...> bufs;
     (get<I>(children).template at_vec<V>(base, get<I>(bufs).v), ...);
@@ -283,8 +283,8 @@ struct CastPlan {
   EMBER_HD EMBER_FORCEINLINE acc_type at(const Ix& ix) const {
     return to_acc(to_storage<U>(child.at(ix)));
   }
-  template <int V>
-  EMBER_HD EMBER_FORCEINLINE void at_vec(std::int64_t base, acc_type (&out)[V]) const {
+  template <int V, class Block>
+  EMBER_HD EMBER_FORCEINLINE void at_vec(const Block& base, acc_type (&out)[V]) const {
     typename Child::acc_type in[V];
     child.template at_vec<V>(base, in);
     for (int k = 0; k < V; ++k) out[k] = to_acc(to_storage<U>(in[k]));

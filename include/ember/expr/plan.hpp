@@ -33,6 +33,13 @@ struct CoordIndex {
   std::int64_t c[kMaxRank];
 };
 
+/// V consecutive elements along the innermost iteration dimension, starting at coordinates
+/// `ix` (the CPU's strided path): each operand advances by its own innermost stride, which for
+/// broadcast operands is 0 and for dense ones 1, so the block loops still vectorise.
+struct RowBlock {
+  CoordIndex ix;
+};
+
 /// What the executor needs to know about one leaf before planning.
 struct LeafInfo {
   Shape shape;
@@ -67,6 +74,9 @@ struct PlanStrides {
   PlanStrides(const Strides& strides, int n) : ndim(n) {
     for (int d = 0; d < n; ++d) s[d] = strides[d];
   }
+  /// The offset of element k of a block: linear (dense path) or along the innermost dimension.
+  EMBER_HD EMBER_FORCEINLINE std::int64_t inner() const { return ndim > 0 ? s[ndim - 1] : 0; }
+
   EMBER_HD EMBER_FORCEINLINE std::int64_t offset(const CoordIndex& ix) const {
     std::int64_t off = 0;
 #if defined(__CUDACC__)
