@@ -3,6 +3,8 @@
 // CUDA's own host implementations; round trips, numeric_limits, arithmetic and printing.
 #include <catch2/catch.hpp>
 
+#include "support/bits.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -25,17 +27,8 @@ namespace {
 using ember::bf16;
 // ember::half is spelt out: CUDA's headers declare a global `half` (typedef __half half).
 
-float float_from_bits(uint32_t x) {
-  float f;
-  std::memcpy(&f, &x, sizeof f);
-  return f;
-}
-
-uint32_t bits_of(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, sizeof x);
-  return x;
-}
+using ember::testing::bits_of;
+using ember::testing::float_from_bits;
 
 double pow2(int e) {  // 2^e, built from the exponent field (|e| < 1023)
   const uint64_t b = static_cast<uint64_t>(1023 + e) << 52;

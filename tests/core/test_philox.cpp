@@ -3,6 +3,8 @@
 // Box-Muller against double-precision libm.
 #include <catch2/catch.hpp>
 
+#include "support/bits.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -13,17 +15,8 @@
 
 namespace {
 
-float float_from_bits(uint32_t x) {
-  float f;
-  std::memcpy(&f, &x, sizeof f);
-  return f;
-}
-
-uint32_t bits_of(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, sizeof x);
-  return x;
-}
+using ember::testing::bits_of;
+using ember::testing::float_from_bits;
 
 bool same_block(const ember::PhiloxBlock& a, const ember::PhiloxBlock& b) {
   return std::equal(a.v, a.v + 4, b.v);
