@@ -164,11 +164,13 @@ struct DT<bf16> {
 static_assert(sizeof(bf16) == sizeof(Eigen::bfloat16));
 
 template <class T>
-using EMap = Eigen::TensorMap<Eigen::Tensor<typename DT<T>::eigen, 1, Eigen::RowMajor, std::int64_t>,
-                              Eigen::Aligned64>;
+using EMap =
+    Eigen::TensorMap<Eigen::Tensor<typename DT<T>::eigen, 1, Eigen::RowMajor, std::int64_t>,
+                     Eigen::Aligned64>;
 template <class T>
-using EMap2 = Eigen::TensorMap<Eigen::Tensor<typename DT<T>::eigen, 2, Eigen::RowMajor, std::int64_t>,
-                               Eigen::Aligned64>;
+using EMap2 =
+    Eigen::TensorMap<Eigen::Tensor<typename DT<T>::eigen, 2, Eigen::RowMajor, std::int64_t>,
+                     Eigen::Aligned64>;
 
 template <class T>
 EMap<T> emap(const Tensor<T>& t) {
@@ -370,7 +372,8 @@ void chain_loop_omp(benchmark::State& state) {
   const ContentionProbe probe;
   for (auto _ : state) {
 #pragma omp parallel for simd schedule(static)
-    for (std::int64_t i = 0; i < n; ++i) y[i] = T(chain_ref<A>(float(a[i]), float(b[i]), float(c[i])));
+    for (std::int64_t i = 0; i < n; ++i)
+      y[i] = T(chain_ref<A>(float(a[i]), float(b[i]), float(c[i])));
     benchmark::DoNotOptimize(y);
     benchmark::ClobberMemory();
   }
@@ -517,7 +520,8 @@ void softmax_ember(benchmark::State& state) {
     benchmark::ClobberMemory();
   }
   probe.finish(state);
-  if (!check_rows(state, ember::sum(m.y, {1}).data(), std::vector<double>(std::size_t(n / kCols), 1.0)))
+  if (!check_rows(state, ember::sum(m.y, {1}).data(),
+                  std::vector<double>(std::size_t(n / kCols), 1.0)))
     return;
   report_bytes<float>(state, 2 * n * 4, n);
 }
@@ -534,7 +538,8 @@ void softmax_ember_lse(benchmark::State& state) {
     benchmark::ClobberMemory();
   }
   probe.finish(state);
-  if (!check_rows(state, ember::sum(m.y, {1}).data(), std::vector<double>(std::size_t(n / kCols), 1.0)))
+  if (!check_rows(state, ember::sum(m.y, {1}).data(),
+                  std::vector<double>(std::size_t(n / kCols), 1.0)))
     return;
   report_bytes<float>(state, 2 * n * 4, n);
 }

@@ -38,14 +38,14 @@ using ember::Device;
 using ember::Shape;
 using ember::Tensor;
 
-#define CK(call)                                                                              \
-  do {                                                                                        \
-    cudaError_t st_ = (call);                                                                 \
-    if (st_ != cudaSuccess) {                                                                 \
-      std::fprintf(stderr, "CUDA error %s at %s:%d: %s\n", cudaGetErrorName(st_), __FILE__,    \
-                   __LINE__, cudaGetErrorString(st_));                                        \
-      std::exit(2);                                                                           \
-    }                                                                                         \
+#define CK(call)                                                                            \
+  do {                                                                                      \
+    cudaError_t st_ = (call);                                                               \
+    if (st_ != cudaSuccess) {                                                               \
+      std::fprintf(stderr, "CUDA error %s at %s:%d: %s\n", cudaGetErrorName(st_), __FILE__, \
+                   __LINE__, cudaGetErrorString(st_));                                      \
+      std::exit(2);                                                                         \
+    }                                                                                       \
   } while (0)
 
 struct Record {
@@ -100,7 +100,8 @@ Record time_it(const std::string& bench, const std::string& shape, const std::st
   rec.reps = g_reps;
   rec.ms_min = ms.front();
   rec.ms_max = ms.back();
-  rec.ms_median = ms.size() % 2 ? ms[ms.size() / 2] : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]);
+  rec.ms_median =
+      ms.size() % 2 ? ms[ms.size() / 2] : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]);
   std::printf("%-18s %-14s %-22s %9.3f ms  %8.1f GB/s  (min %.3f, max %.3f)\n", bench.c_str(),
               shape.c_str(), impl.c_str(), rec.ms_median, bytes / rec.ms_median / 1e6, rec.ms_min,
               rec.ms_max);
@@ -152,7 +153,8 @@ void run_elementwise(std::int64_t n) {
   // The device's copy bandwidth, two ways.
   y = kNaN;
   Record r = time_it("copy_bf16", shape, "cuda_memcpy", 2 * n * elem, [&] {
-    CK(cudaMemcpyAsync(y.data(), a.data(), std::size_t(n) * sizeof(bf16), cudaMemcpyDeviceToDevice, stream()));
+    CK(cudaMemcpyAsync(y.data(), a.data(), std::size_t(n) * sizeof(bf16), cudaMemcpyDeviceToDevice,
+                       stream()));
   });
   keep(r);
   y = kNaN;
@@ -160,7 +162,9 @@ void run_elementwise(std::int64_t n) {
   {
     const std::int64_t k = std::min<std::int64_t>(n, 1 << 20);
     const auto ya = host_floats(y.narrow(0, n - k, k)), aa = host_floats(a.narrow(0, n - k, k));
-    r.check = std::memcmp(ya.data(), aa.data(), ya.size() * sizeof(float)) == 0 ? "ok" : "FAIL: copy differs";
+    r.check = std::memcmp(ya.data(), aa.data(), ya.size() * sizeof(float)) == 0
+                  ? "ok"
+                  : "FAIL: copy differs";
   }
   keep(r);
 
@@ -216,7 +220,8 @@ void run_rows(std::int64_t rows, std::int64_t cols) {
       const auto ya = host_floats(y.narrow(0, start, k));
       const auto xa = host_floats(x.narrow(0, start, k));
       std::vector<double> want(ya.size());
-      for (std::int64_t r = 0; r < k; ++r) ref(&xa[std::size_t(r * cols)], &want[std::size_t(r * cols)]);
+      for (std::int64_t r = 0; r < k; ++r)
+        ref(&xa[std::size_t(r * cols)], &want[std::size_t(r * cols)]);
       worst = worse(worst, worst_error(ya, want, atol));
       if (worst != worst) break;
     }
@@ -235,7 +240,8 @@ void run_rows(std::int64_t rows, std::int64_t cols) {
     mu /= double(cols);
     for (std::int64_t j = 0; j < cols; ++j) v += (xr[j] - mu) * (xr[j] - mu);
     v /= double(cols);
-    for (std::int64_t j = 0; j < cols; ++j) out[j] = (xr[j] - mu) / std::sqrt(v + eps) * g[std::size_t(j)] + bt[std::size_t(j)];
+    for (std::int64_t j = 0; j < cols; ++j)
+      out[j] = (xr[j] - mu) / std::sqrt(v + eps) * g[std::size_t(j)] + bt[std::size_t(j)];
   };
 
   auto xf = ember::cast<float>(x);
@@ -276,16 +282,18 @@ void write_json(const char* path) {
   }
   cudaDeviceProp p{};
   CK(cudaGetDeviceProperties(&p, 0));
-  std::fprintf(f, "{\n  \"source\": \"ember\",\n  \"device\": \"%s\",\n  \"sm_count\": %d,\n"
-                  "  \"l2_bytes\": %d,\n  \"memory_bytes\": %zu,\n  \"records\": [\n",
+  std::fprintf(f,
+               "{\n  \"source\": \"ember\",\n  \"device\": \"%s\",\n  \"sm_count\": %d,\n"
+               "  \"l2_bytes\": %d,\n  \"memory_bytes\": %zu,\n  \"records\": [\n",
                p.name, p.multiProcessorCount, p.l2CacheSize, p.totalGlobalMem);
   for (std::size_t i = 0; i < records.size(); ++i) {
     const Record& r = records[i];
-    std::fprintf(f,
-                 "    {\"bench\": \"%s\", \"shape\": \"%s\", \"impl\": \"%s\", \"ms\": %.6f, "
-                 "\"ms_min\": %.6f, \"ms_max\": %.6f, \"bytes\": %.0f, \"reps\": %d, \"check\": \"%s\"}%s\n",
-                 r.bench.c_str(), r.shape.c_str(), r.impl.c_str(), r.ms_median, r.ms_min, r.ms_max,
-                 r.bytes, r.reps, r.check.c_str(), i + 1 < records.size() ? "," : "");
+    std::fprintf(
+        f,
+        "    {\"bench\": \"%s\", \"shape\": \"%s\", \"impl\": \"%s\", \"ms\": %.6f, "
+        "\"ms_min\": %.6f, \"ms_max\": %.6f, \"bytes\": %.0f, \"reps\": %d, \"check\": \"%s\"}%s\n",
+        r.bench.c_str(), r.shape.c_str(), r.impl.c_str(), r.ms_median, r.ms_min, r.ms_max, r.bytes,
+        r.reps, r.check.c_str(), i + 1 < records.size() ? "," : "");
   }
   std::fprintf(f, "  ]\n}\n");
   std::fclose(f);

@@ -70,11 +70,16 @@ TEST_CASE("gradcheck: unary functions", "[autograd][gradcheck]") {
       auto r = ember::gradcheck(
           [which](const Vars& v) {
             switch (which) {
-              case 0: return Var<double>(ember::relu(v[0]));
-              case 1: return Var<double>(ember::abs(v[0]));
-              case 2: return Var<double>(ember::leaky_relu(v[0], 0.1));
-              default: return Var<double>(ember::sign(v[0]) + ember::floor(v[0] * 10.0 + 0.5) +
-                                          ember::ceil(v[0] * 10.0 + 0.5) + ember::round(v[0] * 10.0 + 0.25));
+              case 0:
+                return Var<double>(ember::relu(v[0]));
+              case 1:
+                return Var<double>(ember::abs(v[0]));
+              case 2:
+                return Var<double>(ember::leaky_relu(v[0], 0.1));
+              default:
+                return Var<double>(ember::sign(v[0]) + ember::floor(v[0] * 10.0 + 0.5) +
+                                   ember::ceil(v[0] * 10.0 + 0.5) +
+                                   ember::round(v[0] * 10.0 + 0.25));
             }
           },
           {x});
@@ -83,8 +88,9 @@ TEST_CASE("gradcheck: unary functions", "[autograd][gradcheck]") {
     }
   }
   SECTION("softplus on both sides of its threshold") {
-    auto r = ember::gradcheck([](const Vars& v) { return Var<double>(ember::softplus(v[0], 2.0, 5.0)); },
-                              {rand_tensor(Shape{12}, -6, 6, 5)});
+    auto r =
+        ember::gradcheck([](const Vars& v) { return Var<double>(ember::softplus(v[0], 2.0, 5.0)); },
+                         {rand_tensor(Shape{12}, -6, 6, 5)});
     INFO(r);
     REQUIRE(r);
   }
@@ -101,13 +107,20 @@ TEST_CASE("gradcheck: binary functions with broadcasting", "[autograd][gradcheck
             const Var<double>& x = v[0];
             const Var<double>& y = v[1];
             switch (op) {
-              case 0: return Var<double>(x + y);
-              case 1: return Var<double>(x - y);
-              case 2: return Var<double>(x * y);
-              case 3: return Var<double>(x / y);
-              case 4: return Var<double>(ember::pow(x, y));
-              case 5: return Var<double>(ember::min(x, y * 1.1));
-              default: return Var<double>(ember::max(x, y * 1.1));
+              case 0:
+                return Var<double>(x + y);
+              case 1:
+                return Var<double>(x - y);
+              case 2:
+                return Var<double>(x * y);
+              case 3:
+                return Var<double>(x / y);
+              case 4:
+                return Var<double>(ember::pow(x, y));
+              case 5:
+                return Var<double>(ember::min(x, y * 1.1));
+              default:
+                return Var<double>(ember::max(x, y * 1.1));
             }
           },
           {a, b});
@@ -126,7 +139,9 @@ TEST_CASE("gradcheck: clamp, where, scalars, constants and composites", "[autogr
   INFO(r1);
   REQUIRE(r1);
   auto r2 = ember::gradcheck(
-      [](const Vars& v) { return Var<double>(ember::where(v[0] > v[1], v[0] * v[1], ember::exp(v[1]))); },
+      [](const Vars& v) {
+        return Var<double>(ember::where(v[0] > v[1], v[0] * v[1], ember::exp(v[1])));
+      },
       {x, lo});
   INFO(r2);
   REQUIRE(r2);
@@ -149,14 +164,20 @@ TEST_CASE("gradcheck: chains of materialised Vars and reductions", "[autograd][g
     auto r = ember::gradcheck(
         [which](const Vars& v) -> Var<double> {
           Var<double> h = ember::tanh(v[0] * v[1]);  // recorded node 1
-          Var<double> k = h * h + v[0];               // node 2 uses node 1 and an input
+          Var<double> k = h * h + v[0];              // node 2 uses node 1 and an input
           switch (which) {
-            case 0: return ember::sum(k);
-            case 1: return ember::mean(k);
-            case 2: return ember::sum(k, {1});
-            case 3: return ember::mean(k, {0, 2}, true);
-            case 4: return ember::sum(ember::exp(k) * v[1], {-1}, false);
-            default: return ember::mean(ember::mean(k, {2}) * 3.0);
+            case 0:
+              return ember::sum(k);
+            case 1:
+              return ember::mean(k);
+            case 2:
+              return ember::sum(k, {1});
+            case 3:
+              return ember::mean(k, {0, 2}, true);
+            case 4:
+              return ember::sum(ember::exp(k) * v[1], {-1}, false);
+            default:
+              return ember::mean(ember::mean(k, {2}) * 3.0);
           }
         },
         {x, w});

@@ -60,7 +60,8 @@ TEST_CASE("Var basics: param, value, grad, requires_grad", "[autograd]") {
   REQUIRE_THROWS_AS(y.backward(), ember::Error);  // not one element
 }
 
-TEST_CASE("fused backward: a 10-op expression over three inputs is one launch", "[autograd][fusion]") {
+TEST_CASE("fused backward: a 10-op expression over three inputs is one launch",
+          "[autograd][fusion]") {
   const Shape s{64, 33};
   auto a = ember::param(rand_tensor<float>(s, -1, 1, 1));
   auto b = ember::param(rand_tensor<float>(s, -1, 1, 2));
@@ -101,7 +102,8 @@ TEST_CASE("fused backward: one broadcast input adds one reduction", "[autograd][
   y64.backward(Tensor<double>(ember::cast<double>(seed)));
   const auto g = b.grad().to_vector();
   const auto g64 = b64.grad().to_vector();
-  for (std::size_t i = 0; i < g.size(); ++i) REQUIRE(g[i] == Approx(g64[i]).epsilon(1e-4).margin(1e-4));
+  for (std::size_t i = 0; i < g.size(); ++i)
+    REQUIRE(g[i] == Approx(g64[i]).epsilon(1e-4).margin(1e-4));
 }
 
 TEST_CASE("gradients accumulate across backward calls until zeroed", "[autograd]") {

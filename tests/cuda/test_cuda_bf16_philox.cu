@@ -57,7 +57,7 @@ TEST_CASE("cuda: Philox normals and uniforms equal the host's bit for bit", "[cu
   auto z = ember::empty<float>({n}, ember::Device::cuda(0));
   auto u = ember::empty<float>({n}, ember::Device::cuda(0));
   philox_streams<<<1024, 256, 0, ember::cuda::current_stream(0)>>>(z.data(), u.data(),
-                                                                     static_cast<std::uint64_t>(n));
+                                                                   static_cast<std::uint64_t>(n));
   ember::cuda::check(cudaGetLastError(), "philox_streams");
   const std::vector<float> zs = z.to_vector(), us = u.to_vector();
   std::int64_t zbad = 0, ubad = 0;

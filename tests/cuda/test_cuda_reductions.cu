@@ -23,7 +23,8 @@ void require_near(const Tensor<T>& gpu, const Tensor<T>& cpu, double rel) {
   std::size_t bad = 0;
   for (std::size_t i = 0; i < g.size(); ++i) {
     const double a = static_cast<double>(g[i]), b = static_cast<double>(c[i]);
-    if (!((std::isnan(a) && std::isnan(b)) || std::fabs(a - b) <= rel * (1.0 + std::fabs(b)))) ++bad;
+    if (!((std::isnan(a) && std::isnan(b)) || std::fabs(a - b) <= rel * (1.0 + std::fabs(b))))
+      ++bad;
   }
   CHECK(bad == 0);
 }

@@ -40,7 +40,8 @@ Cost cost_of(F&& f) {
 std::vector<double> vals(const auto& t) { return ref::values_of(t); }
 
 /// max |got - want| / (|want| + floor) style check with an explicit absolute tolerance.
-bool all_close(const std::vector<double>& got, const std::vector<double>& want, double rel, double abs_floor) {
+bool all_close(const std::vector<double>& got, const std::vector<double>& want, double rel,
+               double abs_floor) {
   if (got.size() != want.size()) return false;
   for (std::size_t i = 0; i < got.size(); ++i) {
     if (!(std::fabs(got[i] - want[i]) <= rel * std::fabs(want[i]) + abs_floor)) return false;
@@ -50,7 +51,8 @@ bool all_close(const std::vector<double>& got, const std::vector<double>& want, 
 
 }  // namespace
 
-TEST_CASE("a 10-op expression over four broadcast tensors is one launch and one allocation", "[fusion]") {
+TEST_CASE("a 10-op expression over four broadcast tensors is one launch and one allocation",
+          "[fusion]") {
   Tensor<float> a = ember::randn<float>({64, 128}, 1);
   Tensor<float> b = ember::randn<float>({128}, 2);
   Tensor<float> c = ember::randn<float>({64, 1}, 3);
@@ -61,8 +63,8 @@ TEST_CASE("a 10-op expression over four broadcast tensors is one launch and one 
   Tensor<float> y;
   // 16 operations: mul add tanh abs neg exp mul sub sigmoid mul add div add relu sub mul.
   const Cost cost = cost_of([&] {
-    y = ember::tanh(a * b + c) * ember::exp(-ember::abs(d)) + ember::sigmoid(a - c) / (b * b + 1.0) -
-        ember::relu(c) * d;
+    y = ember::tanh(a * b + c) * ember::exp(-ember::abs(d)) +
+        ember::sigmoid(a - c) / (b * b + 1.0) - ember::relu(c) * d;
   });
   CHECK(cost.launches == 1);
   CHECK(cost.allocations == 1);  // y itself
@@ -70,10 +72,10 @@ TEST_CASE("a 10-op expression over four broadcast tensors is one launch and one 
   std::vector<double> want;
   for (int i = 0; i < 64; ++i) {
     for (int j = 0; j < 128; ++j) {
-      const double x = av[static_cast<std::size_t>(i * 128 + j)], bb = bv[static_cast<std::size_t>(j)],
-                   cc = cv[static_cast<std::size_t>(i)];
-      want.push_back(std::tanh(x * bb + cc) * std::exp(-std::fabs(dv)) + 1 / (1 + std::exp(-(x - cc))) / (bb * bb + 1) -
-                     std::max(cc, 0.0) * dv);
+      const double x = av[static_cast<std::size_t>(i * 128 + j)],
+                   bb = bv[static_cast<std::size_t>(j)], cc = cv[static_cast<std::size_t>(i)];
+      want.push_back(std::tanh(x * bb + cc) * std::exp(-std::fabs(dv)) +
+                     1 / (1 + std::exp(-(x - cc))) / (bb * bb + 1) - std::max(cc, 0.0) * dv);
     }
   }
   // 16 float operations, each within 2 ulp of a quantity no larger than the sum of the
@@ -85,8 +87,8 @@ TEST_CASE("a 10-op expression over four broadcast tensors is one launch and one 
 
   // The same expression into the existing y: one launch, no allocation.
   const Cost again = cost_of([&] {
-    y = ember::tanh(a * b + c) * ember::exp(-ember::abs(d)) + ember::sigmoid(a - c) / (b * b + 1.0) -
-        ember::relu(c) * d;
+    y = ember::tanh(a * b + c) * ember::exp(-ember::abs(d)) +
+        ember::sigmoid(a - c) / (b * b + 1.0) - ember::relu(c) * d;
   });
   CHECK(again.launches == 1);
   CHECK(again.allocations == 0);
@@ -100,13 +102,14 @@ TEST_CASE("a 10-op expression over four broadcast tensors is one launch and one 
 TEST_CASE("fusion holds with views, casts and mixed dtypes", "[fusion]") {
   Tensor<bf16> a = ember::randn<bf16>({96, 40}, 4);
   Tensor<float> base = ember::randn<float>({40, 96}, 5);
-  Tensor<float> at = base.transpose(0, 1);                          // [96, 40], strided
+  Tensor<float> at = base.transpose(0, 1);                             // [96, 40], strided
   Tensor<fp16> h = ember::randn<fp16>({1, 81}, 6).slice(1, 0, 81, 2);  // [1, 41] -> step 2
-  Tensor<fp16> hs = h.slice(1, 0, 40);                               // [1, 40]
+  Tensor<fp16> hs = h.slice(1, 0, 40);                                 // [1, 40]
   Tensor<double> s = ember::full<double>({96, 1}, 0.25).expand({96, 40});
   Tensor<bf16> y;
   const Cost cost = cost_of([&] {
-    y = ember::cast<bf16>(ember::cast<float>(a) * at + ember::cast<float>(hs) * 2.0 - ember::cast<float>(s) +
+    y = ember::cast<bf16>(ember::cast<float>(a) * at + ember::cast<float>(hs) * 2.0 -
+                          ember::cast<float>(s) +
                           ember::sqrt(ember::abs(at)) * ember::exp2(ember::cast<float>(a)) / 3.0);
   });
   CHECK(cost.launches == 1);
@@ -115,13 +118,17 @@ TEST_CASE("fusion holds with views, casts and mixed dtypes", "[fusion]") {
   int bad = 0;
   for (int i = 0; i < 96; ++i) {
     for (int j = 0; j < 40; ++j) {
-      const double x = av[static_cast<std::size_t>(i * 40 + j)], t = atv[static_cast<std::size_t>(i * 40 + j)];
-      const double w = x * t + hv[static_cast<std::size_t>(j)] * 2 - 0.25 + std::sqrt(std::fabs(t)) * std::exp2(x) / 3;
+      const double x = av[static_cast<std::size_t>(i * 40 + j)],
+                   t = atv[static_cast<std::size_t>(i * 40 + j)];
+      const double w = x * t + hv[static_cast<std::size_t>(j)] * 2 - 0.25 +
+                       std::sqrt(std::fabs(t)) * std::exp2(x) / 3;
       const double mag = std::fabs(x * t) + std::fabs(hv[static_cast<std::size_t>(j)] * 2) + 0.25 +
                          std::sqrt(std::fabs(t)) * std::exp2(x) / 3;
       // ~10 float operations (<= 2 ulp each) relative to the sum of the absolute terms, then
       // one rounding to bf16 (<= eps(bf16) |w| with margin 2).
-      if (std::fabs(yv[static_cast<std::size_t>(i * 40 + j)] - w) > 20 * 0x1p-23 * mag + 0x1p-7 * std::fabs(w)) ++bad;
+      if (std::fabs(yv[static_cast<std::size_t>(i * 40 + j)] - w) >
+          20 * 0x1p-23 * mag + 0x1p-7 * std::fabs(w))
+        ++bad;
     }
   }
   CHECK(bad == 0);
@@ -139,7 +146,8 @@ TEST_CASE("fusion holds with views, casts and mixed dtypes", "[fusion]") {
   CHECK(vals(z) == std::vector<double>{1, 3, 5});
 }
 
-TEST_CASE("a reduction over an expression is one launch and allocates only its result", "[fusion][reduce]") {
+TEST_CASE("a reduction over an expression is one launch and allocates only its result",
+          "[fusion][reduce]") {
   Tensor<float> a = ember::randn<float>({50, 300}, 7);
   Tensor<float> b = ember::randn<float>({300}, 8);
   Tensor<float> c = ember::randn<float>({50, 1}, 9);
@@ -152,7 +160,8 @@ TEST_CASE("a reduction over an expression is one launch and allocates only its r
   std::vector<double> want(50, 0.0), mag(50, 0.0);
   for (int i = 0; i < 50; ++i) {
     for (int j = 0; j < 300; ++j) {
-      const double t = av[static_cast<std::size_t>(i * 300 + j)] * bv[static_cast<std::size_t>(j)] + cv[static_cast<std::size_t>(i)];
+      const double t = av[static_cast<std::size_t>(i * 300 + j)] * bv[static_cast<std::size_t>(j)] +
+                       cv[static_cast<std::size_t>(i)];
       want[static_cast<std::size_t>(i)] += t;
       mag[static_cast<std::size_t>(i)] += std::fabs(t) + std::fabs(cv[static_cast<std::size_t>(i)]);
     }
@@ -186,7 +195,8 @@ TEST_CASE("a reduction over an expression is one launch and allocates only its r
   one_launch("sum of a transposed view", [&] { (void)ember::sum(a.transpose(0, 1) * 2.0, {1}); });
 }
 
-TEST_CASE("compound assignment is one launch, allocates nothing, and is correct", "[fusion][assign]") {
+TEST_CASE("compound assignment is one launch, allocates nothing, and is correct",
+          "[fusion][assign]") {
   Tensor<float> a = ember::randn<float>({40, 70}, 10);
   Tensor<float> b = ember::rand<float>({70}, 11, Device::cpu(), 0.5, 2.0);
   const auto av = vals(a), bv = vals(b);
@@ -246,7 +256,8 @@ TEST_CASE("multi-output assign is one launch and correct", "[fusion][assign]") {
   const auto av = vals(a), bv = vals(b);
   Tensor<float> y1 = ember::empty<float>({33, 65});
   Tensor<bf16> y2 = ember::empty<bf16>({33, 65});
-  const Cost cost = cost_of([&] { ember::assign(std::tie(y1, y2), a * b + 1.0, ember::tanh(a - b)); });
+  const Cost cost =
+      cost_of([&] { ember::assign(std::tie(y1, y2), a * b + 1.0, ember::tanh(a - b)); });
   CHECK(cost.launches == 1);
   CHECK(cost.allocations == 0);
   std::vector<double> w1, w2;
@@ -262,7 +273,8 @@ TEST_CASE("multi-output assign is one launch and correct", "[fusion][assign]") {
   Tensor<float> y3 = big.transpose(0, 1);
   Tensor<double> y4 = ember::empty<double>({33, 65});
   Tensor<float> k = ember::full<float>({}, 3.0);
-  const Cost c3 = cost_of([&] { ember::assign(std::tie(y1, y3, y4), a * k, b - a, ember::cast<double>(a) * 0.5); });
+  const Cost c3 = cost_of(
+      [&] { ember::assign(std::tie(y1, y3, y4), a * k, b - a, ember::cast<double>(a) * 0.5); });
   CHECK(c3.launches == 1);
   CHECK(c3.allocations == 0);
   const auto v1 = vals(y1), v3 = vals(y3), v4 = vals(y4);
@@ -279,7 +291,8 @@ TEST_CASE("multi-output assign is one launch and correct", "[fusion][assign]") {
   CHECK_THROWS_AS(ember::assign(std::tie(y1, small), a, b), ember::Error);
 }
 
-TEST_CASE("multi-output assign reads every input before writing any output", "[fusion][assign][alias]") {
+TEST_CASE("multi-output assign reads every input before writing any output",
+          "[fusion][assign][alias]") {
   // x is both an output (slot 0) and an input of the second expression: y must see the old x.
   Tensor<float> x = ember::arange<float>(6);
   Tensor<float> y = ember::zeros<float>({6});
@@ -298,7 +311,9 @@ TEST_CASE("assignments that overlap their inputs give copy-first results", "[fus
     int bad = 0;
     for (std::int64_t i = 0; i < n; ++i) {
       for (std::int64_t j = 0; j < n; ++j) {
-        if (now[static_cast<std::size_t>(i * n + j)] != old[static_cast<std::size_t>(j * n + i)] + 1) ++bad;
+        if (now[static_cast<std::size_t>(i * n + j)] !=
+            old[static_cast<std::size_t>(j * n + i)] + 1)
+          ++bad;
       }
     }
     CHECK(bad == 0);
@@ -310,7 +325,8 @@ TEST_CASE("assignments that overlap their inputs give copy-first results", "[fus
     bad = 0;
     for (std::int64_t i = 0; i < n; ++i) {
       for (std::int64_t j = 0; j < n; ++j) {
-        if (sv[static_cast<std::size_t>(i * n + j)] != static_cast<double>(i * n + j + j * n + i)) ++bad;
+        if (sv[static_cast<std::size_t>(i * n + j)] != static_cast<double>(i * n + j + j * n + i))
+          ++bad;
       }
     }
     CHECK(bad == 0);

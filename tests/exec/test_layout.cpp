@@ -11,13 +11,30 @@ using exec::FastDivmod;
 
 TEST_CASE("fast division equals integer division below 2^31", "[exec][layout]") {
   std::mt19937_64 rng(1234);
-  std::vector<std::uint32_t> divisors = {1, 2, 3, 5, 7, 10, 255, 256, 257, 1000, 65535, 65536,
-                                         65537, (1u << 20) + 1, (1u << 30) - 1, 1u << 30,
-                                         (1u << 31) - 1, 1u << 31};
-  for (int i = 0; i < 200; ++i) divisors.push_back(static_cast<std::uint32_t>(rng() % (1u << 31)) + 1);
+  std::vector<std::uint32_t> divisors = {1,
+                                         2,
+                                         3,
+                                         5,
+                                         7,
+                                         10,
+                                         255,
+                                         256,
+                                         257,
+                                         1000,
+                                         65535,
+                                         65536,
+                                         65537,
+                                         (1u << 20) + 1,
+                                         (1u << 30) - 1,
+                                         1u << 30,
+                                         (1u << 31) - 1,
+                                         1u << 31};
+  for (int i = 0; i < 200; ++i)
+    divisors.push_back(static_cast<std::uint32_t>(rng() % (1u << 31)) + 1);
   for (std::uint32_t d : divisors) {
     const FastDivmod f(d);
-    std::vector<std::uint32_t> ns = {0, 1, d - 1, d, d + 1, 2 * d - 1, (1u << 31) - 1, (1u << 31) - 2};
+    std::vector<std::uint32_t> ns = {0,     1,         d - 1,          d,
+                                     d + 1, 2 * d - 1, (1u << 31) - 1, (1u << 31) - 2};
     for (int k = 0; k < 2000; ++k) ns.push_back(static_cast<std::uint32_t>(rng() % (1u << 31)));
     for (std::uint32_t n : ns) {
       if (n >= (1u << 31)) continue;

@@ -55,7 +55,22 @@ Out out_t(const Tensor<T>& t) {
 
 // ---- type-erased reductions ----
 
-enum class Red { sum, mean, max, min, prod, argmax, argmin, var, var0, norm2, norm1, norminf, norm3, lse };
+enum class Red {
+  sum,
+  mean,
+  max,
+  min,
+  prod,
+  argmax,
+  argmin,
+  var,
+  var0,
+  norm2,
+  norm1,
+  norminf,
+  norm3,
+  lse
+};
 
 struct Spec {
   Dims axes;  // used unless `all`
@@ -76,12 +91,18 @@ struct RFns {
   RFn<std::int64_t> i64 = nullptr;
   template <class T>
   RFn<T> get() const {
-    if constexpr (std::is_same_v<T, float>) return f32;
-    else if constexpr (std::is_same_v<T, double>) return f64;
-    else if constexpr (std::is_same_v<T, bf16>) return b16;
-    else if constexpr (std::is_same_v<T, fp16>) return f16;
-    else if constexpr (std::is_same_v<T, std::int32_t>) return i32;
-    else return i64;
+    if constexpr (std::is_same_v<T, float>)
+      return f32;
+    else if constexpr (std::is_same_v<T, double>)
+      return f64;
+    else if constexpr (std::is_same_v<T, bf16>)
+      return b16;
+    else if constexpr (std::is_same_v<T, fp16>)
+      return f16;
+    else if constexpr (std::is_same_v<T, std::int32_t>)
+      return i32;
+    else
+      return i64;
   }
 };
 
@@ -98,9 +119,9 @@ Out with_input(const Tensor<T>& x, const Tensor<T>& w, const Spec& s, F f) {
 
 // RED(call): `call` uses e (the input expression) and s (the Spec). The generic lambda is
 // converted to a function pointer per dtype.
-#define RED_LAMBDA(CALL)                                                                        \
-  [](const auto& x, const auto& w, const Spec& s) {                                             \
-    return with_input(x, w, s, [&](const auto& e) { return out_t(CALL); });                     \
+#define RED_LAMBDA(CALL)                                                    \
+  [](const auto& x, const auto& w, const Spec& s) {                         \
+    return with_input(x, w, s, [&](const auto& e) { return out_t(CALL); }); \
   }
 template <class G>
 RFns all_dtypes(G g) {
@@ -113,30 +134,50 @@ RFns float_dtypes(G g) {
 
 RFns fns_of(Red r) {
   switch (r) {
-    case Red::sum: return all_dtypes(RED_LAMBDA(s.all ? ember::sum(e) : ember::sum(e, s.axes, s.keepdim)));
-    case Red::mean: return float_dtypes(RED_LAMBDA(s.all ? ember::mean(e) : ember::mean(e, s.axes, s.keepdim)));
-    case Red::max: return all_dtypes(RED_LAMBDA(s.all ? ember::max(e) : ember::max(e, s.axes, s.keepdim)));
-    case Red::min: return all_dtypes(RED_LAMBDA(s.all ? ember::min(e) : ember::min(e, s.axes, s.keepdim)));
-    case Red::prod: return all_dtypes(RED_LAMBDA(s.all ? ember::prod(e) : ember::prod(e, s.axes, s.keepdim)));
+    case Red::sum:
+      return all_dtypes(RED_LAMBDA(s.all ? ember::sum(e) : ember::sum(e, s.axes, s.keepdim)));
+    case Red::mean:
+      return float_dtypes(RED_LAMBDA(s.all ? ember::mean(e) : ember::mean(e, s.axes, s.keepdim)));
+    case Red::max:
+      return all_dtypes(RED_LAMBDA(s.all ? ember::max(e) : ember::max(e, s.axes, s.keepdim)));
+    case Red::min:
+      return all_dtypes(RED_LAMBDA(s.all ? ember::min(e) : ember::min(e, s.axes, s.keepdim)));
+    case Red::prod:
+      return all_dtypes(RED_LAMBDA(s.all ? ember::prod(e) : ember::prod(e, s.axes, s.keepdim)));
     case Red::argmax:
-      return all_dtypes(RED_LAMBDA(s.all ? ember::argmax(e) : ember::argmax(e, static_cast<int>(s.axes[0]), s.keepdim)));
+      return all_dtypes(RED_LAMBDA(
+          s.all ? ember::argmax(e) : ember::argmax(e, static_cast<int>(s.axes[0]), s.keepdim)));
     case Red::argmin:
-      return all_dtypes(RED_LAMBDA(s.all ? ember::argmin(e) : ember::argmin(e, static_cast<int>(s.axes[0]), s.keepdim)));
-    case Red::var: return float_dtypes(RED_LAMBDA(s.all ? ember::var(e) : ember::var(e, s.axes, s.keepdim)));
-    case Red::var0: return float_dtypes(RED_LAMBDA(ember::var(e, s.all ? Dims{} : s.axes, s.keepdim, 0.0)));
-    case Red::norm2: return float_dtypes(RED_LAMBDA(s.all ? ember::norm(e) : ember::norm(e, s.axes, s.keepdim)));
-    case Red::norm1: return float_dtypes(RED_LAMBDA(s.all ? ember::norm(e, 1.0) : ember::norm(e, s.axes, s.keepdim, 1.0)));
+      return all_dtypes(RED_LAMBDA(
+          s.all ? ember::argmin(e) : ember::argmin(e, static_cast<int>(s.axes[0]), s.keepdim)));
+    case Red::var:
+      return float_dtypes(RED_LAMBDA(s.all ? ember::var(e) : ember::var(e, s.axes, s.keepdim)));
+    case Red::var0:
+      return float_dtypes(RED_LAMBDA(ember::var(e, s.all ? Dims{} : s.axes, s.keepdim, 0.0)));
+    case Red::norm2:
+      return float_dtypes(RED_LAMBDA(s.all ? ember::norm(e) : ember::norm(e, s.axes, s.keepdim)));
+    case Red::norm1:
+      return float_dtypes(
+          RED_LAMBDA(s.all ? ember::norm(e, 1.0) : ember::norm(e, s.axes, s.keepdim, 1.0)));
     case Red::norminf:
-      return float_dtypes(RED_LAMBDA(s.all ? ember::norm(e, kInf) : ember::norm(e, s.axes, s.keepdim, kInf)));
-    case Red::norm3: return float_dtypes(RED_LAMBDA(s.all ? ember::norm(e, 3.0) : ember::norm(e, s.axes, s.keepdim, 3.0)));
-    case Red::lse: return float_dtypes(RED_LAMBDA(s.all ? ember::logsumexp(e) : ember::logsumexp(e, s.axes, s.keepdim)));
+      return float_dtypes(
+          RED_LAMBDA(s.all ? ember::norm(e, kInf) : ember::norm(e, s.axes, s.keepdim, kInf)));
+    case Red::norm3:
+      return float_dtypes(
+          RED_LAMBDA(s.all ? ember::norm(e, 3.0) : ember::norm(e, s.axes, s.keepdim, 3.0)));
+    case Red::lse:
+      return float_dtypes(
+          RED_LAMBDA(s.all ? ember::logsumexp(e) : ember::logsumexp(e, s.axes, s.keepdim)));
   }
   return {};
 }
 
 const char* red_name(Red r) {
-  static const char* names[] = {"sum", "mean", "max", "min", "prod", "argmax", "argmin",
-                                "var", "var(correction 0)", "norm", "norm(p=1)", "norm(p=inf)", "norm(p=3)", "logsumexp"};
+  static const char* names[] = {"sum",       "mean",      "max",
+                                "min",       "prod",      "argmax",
+                                "argmin",    "var",       "var(correction 0)",
+                                "norm",      "norm(p=1)", "norm(p=inf)",
+                                "norm(p=3)", "logsumexp"};
   return names[static_cast<int>(r)];
 }
 bool is_arg(Red r) { return r == Red::argmax || r == Red::argmin; }
@@ -160,8 +201,8 @@ struct RefResult {
 /// Reduces terms[] (in row-major order of the reduced dimensions) as ember should; returns
 /// value and absolute tolerance. pe: 1 when each term carries one rounding of the producer
 /// (x * w is exact, w a power of 2; the subtraction rounds once), else 0.
-std::pair<double, double> reduce_terms(Red r, const std::vector<double>& t, const ref::Prec& p, double pe,
-                                       bool integral) {
+std::pair<double, double> reduce_terms(Red r, const std::vector<double>& t, const ref::Prec& p,
+                                       double pe, bool integral) {
   const auto n = static_cast<std::int64_t>(t.size());
   const double eps = p.eps_acc, m = m_of(n);
   double sum = 0, abs_sum = 0, maxabs = 0;
@@ -176,17 +217,20 @@ std::pair<double, double> reduce_terms(Red r, const std::vector<double>& t, cons
   auto store = [&](double v) { return p.eps_store * std::fabs(v) + p.tiny; };
   if (integral) {
     switch (r) {
-      case Red::sum: return {sum, 0};
+      case Red::sum:
+        return {sum, 0};
       case Red::prod: {
         double pr = 1;
         for (double v : t) pr *= v;
         return {pr, 0};
       }
-      default: break;
+      default:
+        break;
     }
   }
   switch (r) {
-    case Red::sum: return {sum, (m + pe + 1) * eps * abs_sum + store(sum)};
+    case Red::sum:
+      return {sum, (m + pe + 1) * eps * abs_sum + store(sum)};
     case Red::mean: {
       const double mean = sum / static_cast<double>(n);
       return {mean, (m + pe + 2) * eps * abs_sum / static_cast<double>(n) + store(mean)};
@@ -211,7 +255,7 @@ std::pair<double, double> reduce_terms(Red r, const std::vector<double>& t, cons
     case Red::argmin: {
       std::size_t bi = 0;
       for (std::size_t i = 0; i < t.size(); ++i) {
-        if (std::isnan(t[i])) return {static_cast<double>(i), 0};  // the first NaN wins
+        if (std::isnan(t[i])) return {static_cast<double>(i), 0};    // the first NaN wins
         if (r == Red::argmax ? t[i] > t[bi] : t[i] < t[bi]) bi = i;  // strict: first on ties
       }
       return {static_cast<double>(bi), 0};
@@ -241,15 +285,18 @@ std::pair<double, double> reduce_terms(Red r, const std::vector<double>& t, cons
       // Sum of squares: positive terms, relative m(n) + 1 (square) + 2 pe; sqrt halves it.
       return {nv, ((m + 1 + 2 * pe) / 2 + 2) * eps * nv + store(nv)};
     }
-    case Red::norm1: return {abs_sum, (m + pe + 1) * eps * abs_sum + store(abs_sum)};
-    case Red::norminf: return {has_nan ? kNaN : maxabs, pe * eps * maxabs + store(maxabs)};
+    case Red::norm1:
+      return {abs_sum, (m + pe + 1) * eps * abs_sum + store(abs_sum)};
+    case Red::norminf:
+      return {has_nan ? kNaN : maxabs, pe * eps * maxabs + store(maxabs)};
     case Red::norm3: {
       double s3 = 0;
       for (double v : t) s3 += std::fabs(v) * std::fabs(v) * std::fabs(v);
       const double nv = std::cbrt(s3);
       // |t|^3 by powf (2 ulp) + 3 pe, the sum m(n); s^(1/p) with 1/3 rounded in float moves
       // the result by |ln s| eps, powf 2 ulp more.
-      return {nv, ((m + 2 + 3 * pe) / 3 + 2 + std::fabs(std::log(s3 > 0 ? s3 : 1)) + 2) * eps * nv + store(nv)};
+      return {nv, ((m + 2 + 3 * pe) / 3 + 2 + std::fabs(std::log(s3 > 0 ? s3 : 1)) + 2) * eps * nv +
+                      store(nv)};
     }
     case Red::lse: {
       if (has_nan) return {kNaN, 0};
@@ -270,8 +317,8 @@ std::pair<double, double> reduce_terms(Red r, const std::vector<double>& t, cons
   return {0, 0};
 }
 
-RefResult reference(Red r, const ref::RefView& x, const ref::RefView& w, const Spec& s, bool integral,
-                    const ref::Prec& p) {
+RefResult reference(Red r, const ref::RefView& x, const ref::RefView& w, const Spec& s,
+                    bool integral, const ref::Prec& p) {
   const int rank = x.rank();
   std::vector<bool> red(static_cast<std::size_t>(rank), s.all);
   if (!s.all) {
@@ -298,7 +345,9 @@ RefResult reference(Red r, const ref::RefView& x, const ref::RefView& w, const S
   ref::for_each_index(x.shape, [&](const Idx& ix) {
     std::size_t o = 0;
     for (int d = 0; d < rank; ++d) {
-      if (!red[static_cast<std::size_t>(d)]) o = o * static_cast<std::size_t>(x.shape[static_cast<std::size_t>(d)]) + static_cast<std::size_t>(ix[static_cast<std::size_t>(d)]);
+      if (!red[static_cast<std::size_t>(d)])
+        o = o * static_cast<std::size_t>(x.shape[static_cast<std::size_t>(d)]) +
+            static_cast<std::size_t>(ix[static_cast<std::size_t>(d)]);
     }
     double v = x.at(ix);
     if (s.producer) v = v * w.at_broadcast(ix) - shift;
@@ -342,8 +391,8 @@ const std::vector<ShapeCase>& shape_cases() {
       {{5, 1, 3}, {{1}, {0, 1}}},
       {{3, 0, 4}, {{1}, {0}, {0, 2}, {2}}},
       {{0}, {{0}}},
-      {{64, 700}, {{1}, {0}}, false},   // many outputs, 44800 elements: parallel over outputs
-      {{3, 40000}, {{1}}, false},       // few outputs: each split across threads in chunks
+      {{64, 700}, {{1}, {0}}, false},  // many outputs, 44800 elements: parallel over outputs
+      {{3, 40000}, {{1}}, false},      // few outputs: each split across threads in chunks
   };
   return cases;
 }
@@ -367,10 +416,13 @@ Domain domain_for(Red r, bool integral) {
     case Red::norminf:
       // Multiples of 1/8: frequent ties, and x * w - 0.25 stays exact, so indices are exact.
       return Domain::set({-4, -2.5, -1, -0.125, 0, 0.25, 0.375, 1, 3, 3.875});
-    case Red::prod: return Domain::slogr(0.8, 1.25);  // products of ~100 terms stay in range
+    case Red::prod:
+      return Domain::slogr(0.8, 1.25);  // products of ~100 terms stay in range
     case Red::var:
-    case Red::var0: return Domain::range(96, 104);  // an offset mean tests the stable update
-    default: return Domain::range(-4, 4);
+    case Red::var0:
+      return Domain::range(96, 104);  // an offset mean tests the stable update
+    default:
+      return Domain::range(-4, 4);
   }
 }
 
@@ -380,8 +432,10 @@ void run_reduction(Red r) {
   const RFn<T> fn = fns_of(r).get<T>();
   if (!fn) return;
   const ref::Prec p = [] {
-    if constexpr (integral) return ref::Prec{0, 0, 0, "int"};  // integer results are exact
-    else return ref::prec_of<T>();
+    if constexpr (integral)
+      return ref::Prec{0, 0, 0, "int"};  // integer results are exact
+    else
+      return ref::prec_of<T>();
   }();
   const char* dtype = integral ? (sizeof(T) == 4 ? "int32" : "int64") : p.name;
   std::mt19937_64 rng(seed_of(red_name(r)) + static_cast<std::uint64_t>(ember::dtype_of<T>));
@@ -411,14 +465,17 @@ void run_reduction(Red r) {
           ++ci;
           s.producer = producer;
           const ViewKind kind =
-              variant == 0 ? ViewKind::contiguous : static_cast<ViewKind>(1 + ci % (static_cast<int>(ViewKind::count) - 1));
+              variant == 0
+                  ? ViewKind::contiguous
+                  : static_cast<ViewKind>(1 + ci % (static_cast<int>(ViewKind::count) - 1));
           auto x = ref::make_pair<T>(sc.shape, kind, [&] { return dom.draw(rng); });
           const Idx wshape = sc.shape.empty() ? Idx{} : Idx{sc.shape.back()};
           auto w = ref::make_pair<T>(wshape, ViewKind::contiguous, [&] { return wdom.draw(rng); });
           const RefResult want = reference(r, x.v, w.v, s, integral, p);
           std::string axes = s.all ? std::string("all") : s.axes.str();
-          INFO(red_name(r) << " [" << dtype << "] of " << (producer ? "x * w - shift" : "x") << ", x " << ref::str(sc.shape)
-                           << " " << ref::view_name(kind) << ", axes " << axes << ", keepdim " << s.keepdim);
+          INFO(red_name(r) << " [" << dtype << "] of " << (producer ? "x * w - shift" : "x")
+                           << ", x " << ref::str(sc.shape) << " " << ref::view_name(kind)
+                           << ", axes " << axes << ", keepdim " << s.keepdim);
           if (want.throws) {
             CHECK_THROWS_AS(fn(x.t, w.t, s), ember::Error);
             continue;
@@ -452,12 +509,24 @@ void run_all_reductions() {
 
 }  // namespace
 
-TEST_CASE("reductions match a float64 reference: float32", "[reduce]") { run_all_reductions<float>(); }
-TEST_CASE("reductions match a float64 reference: float64", "[reduce]") { run_all_reductions<double>(); }
-TEST_CASE("reductions match a float64 reference: bfloat16", "[reduce]") { run_all_reductions<bf16>(); }
-TEST_CASE("reductions match a float64 reference: float16", "[reduce]") { run_all_reductions<fp16>(); }
-TEST_CASE("reductions match a float64 reference: int32", "[reduce]") { run_all_reductions<std::int32_t>(); }
-TEST_CASE("reductions match a float64 reference: int64", "[reduce]") { run_all_reductions<std::int64_t>(); }
+TEST_CASE("reductions match a float64 reference: float32", "[reduce]") {
+  run_all_reductions<float>();
+}
+TEST_CASE("reductions match a float64 reference: float64", "[reduce]") {
+  run_all_reductions<double>();
+}
+TEST_CASE("reductions match a float64 reference: bfloat16", "[reduce]") {
+  run_all_reductions<bf16>();
+}
+TEST_CASE("reductions match a float64 reference: float16", "[reduce]") {
+  run_all_reductions<fp16>();
+}
+TEST_CASE("reductions match a float64 reference: int32", "[reduce]") {
+  run_all_reductions<std::int32_t>();
+}
+TEST_CASE("reductions match a float64 reference: int64", "[reduce]") {
+  run_all_reductions<std::int64_t>();
+}
 
 TEST_CASE("reductions over empty ranges and rank 0", "[reduce][empty]") {
   Tensor<float> e0 = ember::zeros<float>({0});
@@ -511,9 +580,11 @@ TEST_CASE("reductions reject bad axes with ember::Error", "[reduce][errors]") {
   CHECK_THROWS_AS(ember::argmax(x, 5), ember::Error);
 }
 
-TEST_CASE("max, min, argmax and argmin propagate NaN; argmax ties pick the first index", "[reduce][nan]") {
+TEST_CASE("max, min, argmax and argmin propagate NaN; argmax ties pick the first index",
+          "[reduce][nan]") {
   const double n = kNaN;
-  Tensor<float> x = ember::from_vector<float>({1, float(n), 3, float(n), float(n), 2, 4, 5, 6, 7, 7, 1}, {4, 3});
+  Tensor<float> x =
+      ember::from_vector<float>({1, float(n), 3, float(n), float(n), 2, 4, 5, 6, 7, 7, 1}, {4, 3});
   CHECK(ref::values_of(ember::argmax(x, 1)) == std::vector<double>{1, 0, 2, 0});
   CHECK(ref::values_of(ember::argmin(x, 1)) == std::vector<double>{1, 0, 0, 2});
   const auto mx = ref::values_of(ember::max(x, {1}));
@@ -552,7 +623,8 @@ TEST_CASE("max, min, argmax and argmin propagate NaN; argmax ties pick the first
   Tensor<float> flat = ember::full<float>({3, 200000}, 1.0);
   CHECK(ref::values_of(ember::argmax(flat, 1)) == std::vector<double>{0, 0, 0});
   CHECK(ember::argmax(flat).item() == 0);
-  Tensor<float> late = ember::where(ember::arange<float>(200000) >= 150000, 3.0, ember::arange<float>(200000) * 0.0);
+  Tensor<float> late =
+      ember::where(ember::arange<float>(200000) >= 150000, 3.0, ember::arange<float>(200000) * 0.0);
   CHECK(ember::argmax(late).item() == 150000);
   CHECK(ember::argmin(ember::from_vector<float>(std::vector<float>(100003, -2.0f))).item() == 0);
 }
@@ -598,7 +670,8 @@ void check_softmax(const Idx& shape, int axis, ViewKind kind) {
     tol.push_back((std::fabs(v - mx) + m_of(n) + 8) * p.eps_acc * r + 2 * p.eps_store * r + p.tiny);
   });
   const auto got = ref::values_of(y);
-  INFO("softmax [" << p.name << "] of " << ref::str(shape) << " " << ref::view_name(kind) << " along " << axis);
+  INFO("softmax [" << p.name << "] of " << ref::str(shape) << " " << ref::view_name(kind)
+                   << " along " << axis);
   CHECK(ref::compare_abs(got, want, tol, p.name, p.overflow) == "");
   // The probabilities sum to 1 along the axis: each is within tol_i = rel_i * y_i, so the
   // sum within max(rel_i) * 1, plus the float sum's own m(n) + 1 eps.
@@ -614,14 +687,18 @@ void check_layer_norm(const Idx& shape, ViewKind kind) {
   std::mt19937_64 rng(seed_of("layernorm"));
   const std::int64_t d = shape.back();
   auto x = ref::make_pair<T>(shape, kind, [&] { return Domain::range(-3, 5).draw(rng); });
-  auto g = ref::make_pair<T>({d}, ViewKind::contiguous, [&] { return Domain::range(0.5, 1.5).draw(rng); });
-  auto b = ref::make_pair<T>({d}, ViewKind::contiguous, [&] { return Domain::range(-1, 1).draw(rng); });
+  auto g = ref::make_pair<T>({d}, ViewKind::contiguous,
+                             [&] { return Domain::range(0.5, 1.5).draw(rng); });
+  auto b =
+      ref::make_pair<T>({d}, ViewKind::contiguous, [&] { return Domain::range(-1, 1).draw(rng); });
   const double eps_ln = 1e-5;
   // Two spellings: mean of squared deviations, and var with correction 0.
   Tensor<T> mu = ember::mean(x.t, {-1}, true);
   Tensor<T> var = ember::mean(ember::square(x.t - mu), {-1}, true);
   Tensor<T> y = (x.t - mu) * ember::rsqrt(var + eps_ln) * g.t + b.t;
-  Tensor<T> y2 = (x.t - ember::mean(x.t, {-1}, true)) * ember::rsqrt(ember::var(x.t, {-1}, true, 0.0) + eps_ln) * g.t + b.t;
+  Tensor<T> y2 = (x.t - ember::mean(x.t, {-1}, true)) *
+                     ember::rsqrt(ember::var(x.t, {-1}, true, 0.0) + eps_ln) * g.t +
+                 b.t;
   std::vector<double> want, tol;
   std::map<Idx, std::pair<double, double>> rows;  // (mean, population variance) per row
   ref::for_each_index(shape, [&](const Idx& ix) {
@@ -645,15 +722,15 @@ void check_layer_norm(const Idx& shape, ViewKind kind) {
     // mean and var carry m(d) + 4 eps(acc) of relative error plus one rounding to T each, and
     // an error in the mean moves x - mu by |mean| times that; the normalised value is then
     // off by that over sigma, plus |xhat| times var's relative error (halved by the sqrt);
-    // the remaining 6 operations add 8 eps(acc) (with margin) relative to |xhat g| + |b|, the result one
-    // rounding to T.
-    // (var's error grows with the condition number kappa = sqrt(1 + mean^2 / var) for the
-    // one-pass Welford spelling.)
+    // the remaining 6 operations add 8 eps(acc) (with margin) relative to |xhat g| + |b|, the
+    // result one rounding to T. (var's error grows with the condition number kappa = sqrt(1 +
+    // mean^2 / var) for the one-pass Welford spelling.)
     const double kappa = std::sqrt(1 + mean * mean / var_ref);
     const double rel = (m_of(d) + 8) * p.eps_acc + p.eps_store;
     const double rel_var = (m_of(d) + 8) * kappa * p.eps_acc + p.eps_store;
     tol.push_back(std::fabs(gv) * (std::fabs(mean) / sigma * rel + std::fabs(xhat) * rel_var) +
-                  8 * p.eps_acc * (std::fabs(xhat * gv) + std::fabs(bv)) + p.eps_store * std::fabs(xhat * gv + bv) + p.tiny);
+                  8 * p.eps_acc * (std::fabs(xhat * gv) + std::fabs(bv)) +
+                  p.eps_store * std::fabs(xhat * gv + bv) + p.tiny);
   });
   INFO("layer norm [" << p.name << "] of " << ref::str(shape) << " " << ref::view_name(kind));
   CHECK(ref::compare_abs(ref::values_of(y), want, tol, p.name, p.overflow) == "");
@@ -662,7 +739,8 @@ void check_layer_norm(const Idx& shape, ViewKind kind) {
 
 }  // namespace
 
-TEMPLATE_TEST_CASE("softmax written as expressions matches the reference", "[reduce][softmax]", float, double, bf16, fp16) {
+TEMPLATE_TEST_CASE("softmax written as expressions matches the reference", "[reduce][softmax]",
+                   float, double, bf16, fp16) {
   check_softmax<TestType>({8, 33}, 1, ViewKind::contiguous);
   check_softmax<TestType>({8, 33}, -1, ViewKind::transposed);
   check_softmax<TestType>({5, 17, 3}, 1, ViewKind::stepped);
@@ -670,7 +748,8 @@ TEMPLATE_TEST_CASE("softmax written as expressions matches the reference", "[red
   check_softmax<TestType>({4, 5000}, 1, ViewKind::contiguous);
 }
 
-TEMPLATE_TEST_CASE("layer norm written as expressions matches the reference", "[reduce][layernorm]", float, double, bf16, fp16) {
+TEMPLATE_TEST_CASE("layer norm written as expressions matches the reference", "[reduce][layernorm]",
+                   float, double, bf16, fp16) {
   check_layer_norm<TestType>({16, 64}, ViewKind::contiguous);
   check_layer_norm<TestType>({3, 5, 48}, ViewKind::transposed);
   check_layer_norm<TestType>({7, 40}, ViewKind::stepped_transposed);
@@ -682,7 +761,8 @@ TEMPLATE_TEST_CASE("layer norm written as expressions matches the reference", "[
 namespace {
 
 template <class T>
-std::pair<Tensor<T>, std::vector<double>> random_tensor(std::int64_t n, double lo, double hi, std::uint64_t seed) {
+std::pair<Tensor<T>, std::vector<double>> random_tensor(std::int64_t n, double lo, double hi,
+                                                        std::uint64_t seed) {
   Tensor<T> t = ember::rand<T>({n}, seed, ember::Device::cpu(), lo, hi);
   std::vector<double> v;
   v.reserve(static_cast<std::size_t>(n));
@@ -692,8 +772,8 @@ std::pair<Tensor<T>, std::vector<double>> random_tensor(std::int64_t n, double l
 
 }  // namespace
 
-TEMPLATE_TEST_CASE("reductions of 10^6 elements accumulate in float (double for double)", "[reduce][large]", float, bf16,
-                   fp16, double) {
+TEMPLATE_TEST_CASE("reductions of 10^6 elements accumulate in float (double for double)",
+                   "[reduce][large]", float, bf16, fp16, double) {
   using T = TestType;
   const ref::Prec p = ref::prec_of<T>();
   const std::int64_t n = 1000000;
@@ -711,12 +791,15 @@ TEMPLATE_TEST_CASE("reductions of 10^6 elements accumulate in float (double for 
   const double m = m_of(n);  // 10^4: 10 sqrt(n)
   INFO("dtype " << p.name << ", n " << n << ", m(n) " << m);
   const double s_got = ref::to_d<T>(ember::sum(x).item());
-  INFO("sum " << s_got << " vs " << sum << ": |error| / sum|x| = " << std::fabs(s_got - sum) / abs_sum);
+  INFO("sum " << s_got << " vs " << sum
+              << ": |error| / sum|x| = " << std::fabs(s_got - sum) / abs_sum);
   CHECK(std::fabs(s_got - sum) <= (m + 1) * p.eps_acc * abs_sum + p.eps_store * std::fabs(sum));
   const double mean_got = ref::to_d<T>(ember::mean(x).item());
-  CHECK(std::fabs(mean_got - mean) <= (m + 2) * p.eps_acc * abs_sum / static_cast<double>(n) + p.eps_store * std::fabs(mean));
+  CHECK(std::fabs(mean_got - mean) <=
+        (m + 2) * p.eps_acc * abs_sum / static_cast<double>(n) + p.eps_store * std::fabs(mean));
   const double n2 = ref::to_d<T>(ember::norm(x).item());
-  CHECK(std::fabs(n2 - std::sqrt(sq)) <= ((m + 1) / 2 + 2) * p.eps_acc * std::sqrt(sq) + p.eps_store * std::sqrt(sq));
+  CHECK(std::fabs(n2 - std::sqrt(sq)) <=
+        ((m + 1) / 2 + 2) * p.eps_acc * std::sqrt(sq) + p.eps_store * std::sqrt(sq));
   const double var_got = ref::to_d<T>(ember::var(x).item()), var = ss / static_cast<double>(n - 1);
   const double kappa = std::sqrt(1 + static_cast<double>(n) * mean * mean / ss);
   CHECK(std::fabs(var_got - var) <= (m + 8) * p.eps_acc * var * kappa + p.eps_store * var);
@@ -739,8 +822,12 @@ TEMPLATE_TEST_CASE("reductions of 10^6 elements accumulate in float (double for 
       ca += std::fabs(v[static_cast<std::size_t>(j * 1000 + i)]);
     }
     const double mm = m_of(1000);
-    if (std::fabs(rows[static_cast<std::size_t>(i)] - rs) > (mm + 1) * p.eps_acc * ra + p.eps_store * std::fabs(rs) + p.tiny) ++bad;
-    if (std::fabs(cols[static_cast<std::size_t>(i)] - cs) > (mm + 1) * p.eps_acc * ca + p.eps_store * std::fabs(cs) + p.tiny) ++bad;
+    if (std::fabs(rows[static_cast<std::size_t>(i)] - rs) >
+        (mm + 1) * p.eps_acc * ra + p.eps_store * std::fabs(rs) + p.tiny)
+      ++bad;
+    if (std::fabs(cols[static_cast<std::size_t>(i)] - cs) >
+        (mm + 1) * p.eps_acc * ca + p.eps_store * std::fabs(cs) + p.tiny)
+      ++bad;
   }
   CHECK(bad == 0);
   // max / argmax over the whole tensor.
@@ -752,7 +839,8 @@ TEMPLATE_TEST_CASE("reductions of 10^6 elements accumulate in float (double for 
   CHECK(ref::to_d<T>(ember::max(x).item()) == v[best]);
 }
 
-TEST_CASE("reductions are deterministic: run to run and across thread counts", "[reduce][determinism]") {
+TEST_CASE("reductions are deterministic: run to run and across thread counts",
+          "[reduce][determinism]") {
   const std::int64_t n = 1 << 20;
   Tensor<float> x = ember::randn<float>({n}, 5);
   Tensor<bf16> xb = ember::randn<bf16>({n}, 6);

@@ -94,9 +94,9 @@ Ref skip() { return {Ref::kSkip}; }
 
 struct Stats {
   uint32_t max_ulp = 0;
-  uint32_t worst = 0;     // bit pattern of the first input at max_ulp
-  int64_t off_by_1 = 0;   // inputs whose result is not the rounded reference
-  int64_t off_by_2 = 0;   // ... and is 2 ulp or more away
+  uint32_t worst = 0;    // bit pattern of the first input at max_ulp
+  int64_t off_by_1 = 0;  // inputs whose result is not the rounded reference
+  int64_t off_by_2 = 0;  // ... and is 2 ulp or more away
   int64_t libm_calls = 0;
   void add(const Stats& o) {
     if (o.max_ulp > max_ulp || (o.max_ulp == max_ulp && o.worst < worst)) {
@@ -122,21 +122,26 @@ __attribute__((always_inline)) inline void chunk_body(Fast fast_fn, uint32_t b0,
   const double cd = r.c;
   const double* tab = r.table ? r.table + (b0 & 0x7fffffu) : nullptr;
   const double recip = r.plus_reciprocal ? 1.0 : 0.0;
-#define EMBER_SWEEP_LOOP(REF)                                                 \
-  _Pragma("omp simd reduction(max : dmax) reduction(+ : n1, n2)")             \
-  for (int64_t i = 0; i < kChunk; ++i) {                                      \
-    const float x = from_bits(b0 + static_cast<uint32_t>(i));                 \
-    const uint32_t d = ulp_distance(fast_fn(x), (REF));                       \
-    dmax = d > dmax ? d : dmax;                                               \
-    n1 += d >= 1;                                                             \
-    n2 += d >= 2;                                                             \
+#define EMBER_SWEEP_LOOP(REF)                                                                     \
+  _Pragma("omp simd reduction(max : dmax) reduction(+ : n1, n2)") for (int64_t i = 0; i < kChunk; \
+                                                                       ++i) {                     \
+    const float x = from_bits(b0 + static_cast<uint32_t>(i));                                     \
+    const uint32_t d = ulp_distance(fast_fn(x), (REF));                                           \
+    dmax = d > dmax ? d : dmax;                                                                   \
+    n1 += d >= 1;                                                                                 \
+    n2 += d >= 2;                                                                                 \
   }
   switch (r.kind) {
-    case Ref::kSkip: return;
-    case Ref::kConst: EMBER_SWEEP_LOOP(c) break;
-    case Ref::kScaled: EMBER_SWEEP_LOOP(static_cast<float>(cd * x)) break;
-    case Ref::kTable: EMBER_SWEEP_LOOP(static_cast<float>(tab[i] + cd + recip / x)) break;
-    case Ref::kLibm: EMBER_SWEEP_LOOP(sign * ref[i]) break;
+    case Ref::kSkip:
+      return;
+    case Ref::kConst:
+      EMBER_SWEEP_LOOP(c) break;
+    case Ref::kScaled:
+      EMBER_SWEEP_LOOP(static_cast<float>(cd * x)) break;
+    case Ref::kTable:
+      EMBER_SWEEP_LOOP(static_cast<float>(tab[i] + cd + recip / x)) break;
+    case Ref::kLibm:
+      EMBER_SWEEP_LOOP(sign * ref[i]) break;
   }
 #undef EMBER_SWEEP_LOOP
   st.off_by_1 += n1;
@@ -165,13 +170,12 @@ __attribute__((target("avx512f"))) void chunk_avx512(Fast f, uint32_t b0, const 
   chunk_body(f, b0, r, ref, sign, st);
 }
 template <class Fast>
-__attribute__((target("avx2"))) void chunk_avx2(Fast f, uint32_t b0, const Ref& r,
-                                                const float* ref, float sign, Stats& st) {
+__attribute__((target("avx2"))) void chunk_avx2(Fast f, uint32_t b0, const Ref& r, const float* ref,
+                                                float sign, Stats& st) {
   chunk_body(f, b0, r, ref, sign, st);
 }
 template <class Fast>
-void chunk_plain(Fast f, uint32_t b0, const Ref& r, const float* ref, float sign,
-                 Stats& st) {
+void chunk_plain(Fast f, uint32_t b0, const Ref& r, const float* ref, float sign, Stats& st) {
   chunk_body(f, b0, r, ref, sign, st);
 }
 
@@ -183,7 +187,7 @@ enum class Sym { kNone, kOdd, kEven };
 struct Sweep : Stats {
   double seconds = 0;      // wall clock
   double cpu_seconds = 0;  // all threads
-  int64_t checked = 0;  // inputs compared with the reference
+  int64_t checked = 0;     // inputs compared with the reference
 };
 
 // Sweeps the bit patterns [lo, hi) (whole chunks). fast: the function under test (always
@@ -240,8 +244,7 @@ Sweep sweep(Fast fast_fn, LibmRef ref_fn, Classify classify, uint64_t lo = 0,
 #pragma omp critical
     total.add(mine);
   }
-  total.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  total.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   total.cpu_seconds = static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
   total.checked = (chunks - skipped) * kChunk * (sym == Sym::kNone ? 1 : 2);
   return total;
@@ -262,13 +265,14 @@ void check_all_floats(const char* name, Fast fast_fn, LibmRef ref_fn, Classify c
       static_cast<long long>(s.off_by_2), static_cast<double>(s.checked),
       static_cast<double>(s.libm_calls), s.seconds, s.cpu_seconds);
   std::fflush(stdout);
-  INFO("fast::" << name << ": worst input " << w << " (bits 0x" << std::hex << s.worst
-                << std::dec << "), max " << s.max_ulp << " ulp");
+  INFO("fast::" << name << ": worst input " << w << " (bits 0x" << std::hex << s.worst << std::dec
+                << "), max " << s.max_ulp << " ulp");
   CHECK(s.max_ulp <= bound);
 }
 
 // The function under test as an always-inlined lambda, so it is compiled into each ISA kernel.
-#define FAST(fn) [](float x) __attribute__((always_inline)) { return fast::fn(x); }
+#define FAST(fn) \
+  [](float x) __attribute__((always_inline)) { return fast::fn(x); }
 
 }  // namespace
 
@@ -289,8 +293,7 @@ TEST_CASE("fast::exp is within 2 ulp for all floats", "[fast_math][exhaustive]")
 
 TEST_CASE("fast::exp2 is within 2 ulp for all floats", "[fast_math][exhaustive]") {
   check_all_floats(
-      "exp2", FAST(exp2),
-      [](float x) { return std::exp2(double(x)); },
+      "exp2", FAST(exp2), [](float x) { return std::exp2(double(x)); },
       [](float amin, float amax, bool neg) {
         // |x| < 2^-25: 2^x lies within (1 - 2^-25, 1 + 2^-25) and rounds to 1.
         if (amax < 0x1p-25f) return constant(1.0);
@@ -302,8 +305,7 @@ TEST_CASE("fast::exp2 is within 2 ulp for all floats", "[fast_math][exhaustive]"
 
 TEST_CASE("fast::expm1 is within 2 ulp for all floats", "[fast_math][exhaustive]") {
   check_all_floats(
-      "expm1", FAST(expm1),
-      [](float x) { return std::expm1(double(x)); },
+      "expm1", FAST(expm1), [](float x) { return std::expm1(double(x)); },
       [](float amin, float amax, bool neg) {
         // |x| < 2^-25: expm1(x) = x (1 + x/2 + ...) is within 2^-25 |x| of x, below half an
         // ulp of x (at least 2^-25 |x| on the side away from zero, 2^-25 |x| at a power of 2
@@ -442,22 +444,28 @@ void check_trig(const char* name, Fast fast_fn, LibmRef ref_fn, bool even, bool 
 }
 
 TEST_CASE("fast::sin is within 2 ulp (sampled sweep)", "[fast_math][exhaustive]") {
-  check_trig("sin", FAST(sin), [](float x) { return std::sin(double(x)); }, false, false);
+  check_trig(
+      "sin", FAST(sin), [](float x) { return std::sin(double(x)); }, false, false);
 }
 TEST_CASE("fast::cos is within 2 ulp (sampled sweep)", "[fast_math][exhaustive]") {
-  check_trig("cos", FAST(cos), [](float x) { return std::cos(double(x)); }, true, false);
+  check_trig(
+      "cos", FAST(cos), [](float x) { return std::cos(double(x)); }, true, false);
 }
 TEST_CASE("fast::tan is within 2 ulp (sampled sweep)", "[fast_math][exhaustive]") {
-  check_trig("tan", FAST(tan), [](float x) { return std::tan(double(x)); }, false, false);
+  check_trig(
+      "tan", FAST(tan), [](float x) { return std::tan(double(x)); }, false, false);
 }
 TEST_CASE("fast::sin is within 2 ulp for all floats", "[.fast_math_full]") {
-  check_trig("sin", FAST(sin), [](float x) { return std::sin(double(x)); }, false, true);
+  check_trig(
+      "sin", FAST(sin), [](float x) { return std::sin(double(x)); }, false, true);
 }
 TEST_CASE("fast::cos is within 2 ulp for all floats", "[.fast_math_full]") {
-  check_trig("cos", FAST(cos), [](float x) { return std::cos(double(x)); }, true, true);
+  check_trig(
+      "cos", FAST(cos), [](float x) { return std::cos(double(x)); }, true, true);
 }
 TEST_CASE("fast::tan is within 2 ulp for all floats", "[.fast_math_full]") {
-  check_trig("tan", FAST(tan), [](float x) { return std::tan(double(x)); }, false, true);
+  check_trig(
+      "tan", FAST(tan), [](float x) { return std::tan(double(x)); }, false, true);
 }
 
 TEST_CASE("fast::sqrt is correctly rounded and fast::rsqrt within 1 ulp", "[fast_math]") {
@@ -465,11 +473,13 @@ TEST_CASE("fast::sqrt is correctly rounded and fast::rsqrt within 1 ulp", "[fast
   // every case of the rounding (and rsqrt's results stay normal).
   for (const auto& range : {std::pair<uint64_t, uint64_t>{0x3f800000u, 0x40800000u},
                             std::pair<uint64_t, uint64_t>{0x00000000u, 0x00800000u}}) {
-    const auto sq = sweep(FAST(sqrt), [](float x) { return std::sqrt(double(x)); },
-                          [](float, float, bool) { return libm(); }, range.first, range.second);
+    const auto sq = sweep(
+        FAST(sqrt), [](float x) { return std::sqrt(double(x)); },
+        [](float, float, bool) { return libm(); }, range.first, range.second);
     CHECK(sq.max_ulp == 0);
-    const auto rs = sweep(FAST(rsqrt), [](float x) { return 1.0 / std::sqrt(double(x)); },
-                          [](float, float, bool) { return libm(); }, range.first, range.second);
+    const auto rs = sweep(
+        FAST(rsqrt), [](float x) { return 1.0 / std::sqrt(double(x)); },
+        [](float, float, bool) { return libm(); }, range.first, range.second);
     CHECK(rs.max_ulp <= 1);
   }
 }
@@ -510,17 +520,35 @@ TEST_CASE("fast::exp, exp2, expm1: special values", "[fast_math]") {
   const float tiny = std::numeric_limits<float>::denorm_min();
   const float big = std::numeric_limits<float>::max();
   check_exact("exp", FAST(exp),
-              {{0.0f, 1.0f}, {-0.0f, 1.0f}, {kInf, kInf}, {-kInf, 0.0f}, {kNaN, kNaN},
-               {-kNaN, kNaN}, {89.0f, kInf}, {big, kInf}, {-104.0f, 0.0f}, {-big, 0.0f},
-               {tiny, 1.0f}, {-tiny, 1.0f}});
+              {{0.0f, 1.0f},
+               {-0.0f, 1.0f},
+               {kInf, kInf},
+               {-kInf, 0.0f},
+               {kNaN, kNaN},
+               {-kNaN, kNaN},
+               {89.0f, kInf},
+               {big, kInf},
+               {-104.0f, 0.0f},
+               {-big, 0.0f},
+               {tiny, 1.0f},
+               {-tiny, 1.0f}});
   // The last finite results, the normal/subnormal boundary and deep subnormal results.
   check_near("exp", FAST(exp), [](double x) { return std::exp(x); },
              {88.72283f, 88.7228394f, -87.33654f, -87.336548f, -88.0f, -100.0f, -103.0f,
               -103.27892f, -103.9f, -103.972f, 1.0f, -1.0f, 0.5f});
   check_exact("exp2", FAST(exp2),
-              {{0.0f, 1.0f}, {-0.0f, 1.0f}, {kInf, kInf}, {-kInf, 0.0f}, {kNaN, kNaN},
-               {128.0f, kInf}, {127.0f, 0x1p127f}, {-149.0f, 0x1p-149f}, {-150.0f, 0.0f},
-               {-149.5f, 0x1p-149f}, {-126.0f, 0x1p-126f}, {-127.0f, 0x1p-127f}});
+              {{0.0f, 1.0f},
+               {-0.0f, 1.0f},
+               {kInf, kInf},
+               {-kInf, 0.0f},
+               {kNaN, kNaN},
+               {128.0f, kInf},
+               {127.0f, 0x1p127f},
+               {-149.0f, 0x1p-149f},
+               {-150.0f, 0.0f},
+               {-149.5f, 0x1p-149f},
+               {-126.0f, 0x1p-126f},
+               {-127.0f, 0x1p-127f}});
   for (int k = -149; k <= 127; ++k) {
     INFO("2^" << k);
     CHECK(same(fast::exp2(static_cast<float>(k)), std::ldexp(1.0f, k)));
@@ -528,9 +556,18 @@ TEST_CASE("fast::exp, exp2, expm1: special values", "[fast_math]") {
   check_near("exp2", FAST(exp2), [](double x) { return std::exp2(x); },
              {127.99999f, -126.5f, -140.3f, -148.9f, 0.5f, -0.5f});
   check_exact("expm1", FAST(expm1),
-              {{0.0f, 0.0f}, {-0.0f, -0.0f}, {kInf, kInf}, {-kInf, -1.0f}, {kNaN, kNaN},
-               {89.0f, kInf}, {-50.0f, -1.0f}, {-big, -1.0f}, {tiny, tiny}, {-tiny, -tiny},
-               {1e-10f, 1e-10f}, {-1e-10f, -1e-10f}});
+              {{0.0f, 0.0f},
+               {-0.0f, -0.0f},
+               {kInf, kInf},
+               {-kInf, -1.0f},
+               {kNaN, kNaN},
+               {89.0f, kInf},
+               {-50.0f, -1.0f},
+               {-big, -1.0f},
+               {tiny, tiny},
+               {-tiny, -tiny},
+               {1e-10f, 1e-10f},
+               {-1e-10f, -1e-10f}});
   check_near("expm1", FAST(expm1), [](double x) { return std::expm1(x); },
              {88.72283f, 1e-5f, -1e-5f, 0.3465f, -0.3466f, 0.7f, -0.7f, -17.0f, 20.0f});
 }
@@ -539,13 +576,25 @@ TEST_CASE("fast::log, log2, log1p: special values", "[fast_math]") {
   const float tiny = std::numeric_limits<float>::denorm_min();
   const float big = std::numeric_limits<float>::max();
   check_exact("log", FAST(log),
-              {{1.0f, 0.0f}, {0.0f, -kInf}, {-0.0f, -kInf}, {kInf, kInf}, {-kInf, kNaN},
-               {-1.0f, kNaN}, {-tiny, kNaN}, {kNaN, kNaN}, {-kNaN, kNaN}});
+              {{1.0f, 0.0f},
+               {0.0f, -kInf},
+               {-0.0f, -kInf},
+               {kInf, kInf},
+               {-kInf, kNaN},
+               {-1.0f, kNaN},
+               {-tiny, kNaN},
+               {kNaN, kNaN},
+               {-kNaN, kNaN}});
   check_near("log", FAST(log), [](double x) { return std::log(x); },
              {tiny, 0x1p-127f, 0x1p-126f, big, 2.7182817f, 0.99999994f, 1.0000001f, 2.0f, 0.5f});
   check_exact("log2", FAST(log2),
-              {{1.0f, 0.0f}, {0.0f, -kInf}, {-0.0f, -kInf}, {kInf, kInf}, {-kInf, kNaN},
-               {-1.0f, kNaN}, {kNaN, kNaN}});
+              {{1.0f, 0.0f},
+               {0.0f, -kInf},
+               {-0.0f, -kInf},
+               {kInf, kInf},
+               {-kInf, kNaN},
+               {-1.0f, kNaN},
+               {kNaN, kNaN}});
   for (int k = -149; k <= 127; ++k) {
     INFO("log2(2^" << k << ")");
     CHECK(same(fast::log2(std::ldexp(1.0f, k)), static_cast<float>(k)));
@@ -553,8 +602,15 @@ TEST_CASE("fast::log, log2, log1p: special values", "[fast_math]") {
   check_near("log2", FAST(log2), [](double x) { return std::log2(x); },
              {big, 3.0f, 0.99999994f, 1.0000001f, 0x1.8p-140f});
   check_exact("log1p", FAST(log1p),
-              {{0.0f, 0.0f}, {-0.0f, -0.0f}, {-1.0f, -kInf}, {-1.5f, kNaN}, {-kInf, kNaN},
-               {kInf, kInf}, {kNaN, kNaN}, {tiny, tiny}, {-tiny, -tiny}});
+              {{0.0f, 0.0f},
+               {-0.0f, -0.0f},
+               {-1.0f, -kInf},
+               {-1.5f, kNaN},
+               {-kInf, kNaN},
+               {kInf, kInf},
+               {kNaN, kNaN},
+               {tiny, tiny},
+               {-tiny, -tiny}});
   check_near("log1p", FAST(log1p), [](double x) { return std::log1p(x); },
              {big, -0.99999994f, -0.5f, -0.29289f, 0.41421f, 1e-5f, -1e-5f, 0x1p24f, 0x1p25f,
               16777215.0f});
@@ -564,19 +620,42 @@ TEST_CASE("fast::tanh, sigmoid, erf: special values", "[fast_math]") {
   const float tiny = std::numeric_limits<float>::denorm_min();
   const float big = std::numeric_limits<float>::max();
   check_exact("tanh", FAST(tanh),
-              {{0.0f, 0.0f}, {-0.0f, -0.0f}, {kInf, 1.0f}, {-kInf, -1.0f}, {kNaN, kNaN},
-               {10.0f, 1.0f}, {-10.0f, -1.0f}, {big, 1.0f}, {-big, -1.0f}, {tiny, tiny},
+              {{0.0f, 0.0f},
+               {-0.0f, -0.0f},
+               {kInf, 1.0f},
+               {-kInf, -1.0f},
+               {kNaN, kNaN},
+               {10.0f, 1.0f},
+               {-10.0f, -1.0f},
+               {big, 1.0f},
+               {-big, -1.0f},
+               {tiny, tiny},
                {-tiny, -tiny}});
   check_near("tanh", FAST(tanh), [](double x) { return std::tanh(x); },
              {0.6249999f, 0.625f, -0.625f, 9.0f, -9.0f, 1e-3f});
   check_exact("sigmoid", FAST(sigmoid),
-              {{0.0f, 0.5f}, {-0.0f, 0.5f}, {kInf, 1.0f}, {-kInf, 0.0f}, {kNaN, kNaN},
-               {20.0f, 1.0f}, {big, 1.0f}, {-200.0f, 0.0f}, {-big, 0.0f}});
+              {{0.0f, 0.5f},
+               {-0.0f, 0.5f},
+               {kInf, 1.0f},
+               {-kInf, 0.0f},
+               {kNaN, kNaN},
+               {20.0f, 1.0f},
+               {big, 1.0f},
+               {-200.0f, 0.0f},
+               {-big, 0.0f}});
   check_near("sigmoid", FAST(sigmoid), [](double x) { return 1.0 / (1.0 + std::exp(-x)); },
              {-87.0f, -88.0f, -100.0f, -103.5f, 16.0f, 17.0f, 1.0f, -1.0f});
   check_exact("erf", FAST(erf),
-              {{0.0f, 0.0f}, {-0.0f, -0.0f}, {kInf, 1.0f}, {-kInf, -1.0f}, {kNaN, kNaN},
-               {4.0f, 1.0f}, {-5.0f, -1.0f}, {big, 1.0f}, {tiny, tiny}, {-tiny, -tiny}});
+              {{0.0f, 0.0f},
+               {-0.0f, -0.0f},
+               {kInf, 1.0f},
+               {-kInf, -1.0f},
+               {kNaN, kNaN},
+               {4.0f, 1.0f},
+               {-5.0f, -1.0f},
+               {big, 1.0f},
+               {tiny, tiny},
+               {-tiny, -tiny}});
   check_near("erf", FAST(erf), [](double x) { return std::erf(x); },
              {0.99999994f, 1.0f, -1.0f, 3.9f, 0x1p-130f, -0x1p-140f});
 }
@@ -585,25 +664,41 @@ TEST_CASE("fast::sin, cos, tan, sqrt, rsqrt: special values", "[fast_math]") {
   const float tiny = std::numeric_limits<float>::denorm_min();
   const float big = std::numeric_limits<float>::max();
   check_exact("sin", FAST(sin),
-              {{0.0f, 0.0f}, {-0.0f, -0.0f}, {kInf, kNaN}, {-kInf, kNaN}, {kNaN, kNaN},
-               {tiny, tiny}, {-tiny, -tiny}});
-  check_exact("cos", FAST(cos),
-              {{0.0f, 1.0f}, {-0.0f, 1.0f}, {kInf, kNaN}, {-kInf, kNaN}, {kNaN, kNaN},
-               {tiny, 1.0f}});
+              {{0.0f, 0.0f},
+               {-0.0f, -0.0f},
+               {kInf, kNaN},
+               {-kInf, kNaN},
+               {kNaN, kNaN},
+               {tiny, tiny},
+               {-tiny, -tiny}});
+  check_exact(
+      "cos", FAST(cos),
+      {{0.0f, 1.0f}, {-0.0f, 1.0f}, {kInf, kNaN}, {-kInf, kNaN}, {kNaN, kNaN}, {tiny, 1.0f}});
   check_exact("tan", FAST(tan),
-              {{0.0f, 0.0f}, {-0.0f, -0.0f}, {kInf, kNaN}, {-kInf, kNaN}, {kNaN, kNaN},
-               {tiny, tiny}, {-tiny, -tiny}});
+              {{0.0f, 0.0f},
+               {-0.0f, -0.0f},
+               {kInf, kNaN},
+               {-kInf, kNaN},
+               {kNaN, kNaN},
+               {tiny, tiny},
+               {-tiny, -tiny}});
   // The float closest to a multiple of pi/2 in range, huge arguments, the largest float.
-  for (const float x : {big, -big, 0x1.921fb6p+0f, 0x1.921fb6p+1f, 1e5f, 1e10f, 1e20f,
-                        0x1.4p+100f, 0x1.2d97c8p+3f, 0x1.5fdbbep+22f}) {
+  for (const float x : {big, -big, 0x1.921fb6p+0f, 0x1.921fb6p+1f, 1e5f, 1e10f, 1e20f, 0x1.4p+100f,
+                        0x1.2d97c8p+3f, 0x1.5fdbbep+22f}) {
     check_near("sin", FAST(sin), [](double v) { return std::sin(v); }, {x});
     check_near("cos", FAST(cos), [](double v) { return std::cos(v); }, {x});
     check_near("tan", FAST(tan), [](double v) { return std::tan(v); }, {x});
   }
   check_exact("sqrt", FAST(sqrt),
-              {{0.0f, 0.0f}, {-0.0f, -0.0f}, {kInf, kInf}, {-1.0f, kNaN}, {-kInf, kNaN},
-               {kNaN, kNaN}, {4.0f, 2.0f}, {0x1p-148f, 0x1p-74f}});
-  check_exact("rsqrt", FAST(rsqrt),
-              {{0.0f, kInf}, {-0.0f, -kInf}, {kInf, 0.0f}, {-1.0f, kNaN}, {kNaN, kNaN},
-               {4.0f, 0.5f}});
+              {{0.0f, 0.0f},
+               {-0.0f, -0.0f},
+               {kInf, kInf},
+               {-1.0f, kNaN},
+               {-kInf, kNaN},
+               {kNaN, kNaN},
+               {4.0f, 2.0f},
+               {0x1p-148f, 0x1p-74f}});
+  check_exact(
+      "rsqrt", FAST(rsqrt),
+      {{0.0f, kInf}, {-0.0f, -kInf}, {kInf, 0.0f}, {-1.0f, kNaN}, {kNaN, kNaN}, {4.0f, 0.5f}});
 }

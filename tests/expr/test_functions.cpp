@@ -64,10 +64,14 @@ struct Fns {
   EmFn<fp16> f16;
   template <class T>
   EmFn<T> get() const {
-    if constexpr (std::is_same_v<T, float>) return f32;
-    else if constexpr (std::is_same_v<T, double>) return f64;
-    else if constexpr (std::is_same_v<T, bf16>) return b16;
-    else return f16;
+    if constexpr (std::is_same_v<T, float>)
+      return f32;
+    else if constexpr (std::is_same_v<T, double>)
+      return f64;
+    else if constexpr (std::is_same_v<T, bf16>)
+      return b16;
+    else
+      return f16;
   }
 };
 // A captureless generic lambda converts to a function pointer for each dtype.
@@ -75,19 +79,23 @@ template <class G>
 Fns fns(G g) {
   return {g, g, g, g};
 }
-#define EM1(BODY) fns([](const auto& in) { const auto& a = in[0]; return out_of(BODY); })
-#define EM2(BODY)                  \
-  fns([](const auto& in) {         \
-    const auto& a = in[0];         \
-    const auto& b = in[1];         \
-    return out_of(BODY);           \
+#define EM1(BODY)          \
+  fns([](const auto& in) { \
+    const auto& a = in[0]; \
+    return out_of(BODY);   \
   })
-#define EM3(BODY)                  \
-  fns([](const auto& in) {         \
-    const auto& a = in[0];         \
-    const auto& b = in[1];         \
-    const auto& c = in[2];         \
-    return out_of(BODY);           \
+#define EM2(BODY)          \
+  fns([](const auto& in) { \
+    const auto& a = in[0]; \
+    const auto& b = in[1]; \
+    return out_of(BODY);   \
+  })
+#define EM3(BODY)          \
+  fns([](const auto& in) { \
+    const auto& a = in[0]; \
+    const auto& b = in[1]; \
+    const auto& c = in[2]; \
+    return out_of(BODY);   \
   })
 
 using RefFn = double (*)(const double* x);
@@ -97,18 +105,22 @@ struct Case {
   std::string name;
   int arity;
   RefFn ref;
-  std::vector<Domain> dom;  // one per input
-  double c;                 // allowed compute error, in eps(acc) units of `scale`
-  ScaleFn scale;            // nullptr: |ref|
-  bool predicate;           // result is bool
-  bool signed_zero;         // a zero result must have the reference's sign
+  std::vector<Domain> dom;                    // one per input
+  double c;                                   // allowed compute error, in eps(acc) units of `scale`
+  ScaleFn scale;                              // nullptr: |ref|
+  bool predicate;                             // result is bool
+  bool signed_zero;                           // a zero result must have the reference's sign
   std::vector<std::vector<double>> specials;  // each: one value per input
   Fns f;
 };
 
 // ---- reference helpers (plain C++ on doubles) ----
-double nan_max(double a, double b) { return std::isnan(a) || std::isnan(b) ? kNaN : std::max(a, b); }
-double nan_min(double a, double b) { return std::isnan(a) || std::isnan(b) ? kNaN : std::min(a, b); }
+double nan_max(double a, double b) {
+  return std::isnan(a) || std::isnan(b) ? kNaN : std::max(a, b);
+}
+double nan_min(double a, double b) {
+  return std::isnan(a) || std::isnan(b) ? kNaN : std::min(a, b);
+}
 bool truthy(double x) { return x != 0; }  // NaN is nonzero, so true (as static_cast<bool>)
 
 const Domain kDefault = Domain::range(-4, 4);
@@ -289,15 +301,31 @@ std::vector<Case> make_cases() {
 /// and sizes above the executor's parallel threshold (2^15 elements).
 const std::vector<std::vector<Idx>>& shape_sets(int arity) {
   static const std::vector<std::vector<Idx>> unary = {
-      {{}}, {{1}}, {{0}}, {{7}}, {{3, 5}}, {{2, 0, 3}}, {{4, 1, 6}}, {{2, 3, 4, 5}}, {{1, 1, 3, 1, 2}}, {{40001}},
-      {{181, 191}}};
-  static const std::vector<std::vector<Idx>> binary = {
-      {{}, {}},          {{}, {2, 3}},        {{5}, {}},           {{4, 1}, {1, 5}},   {{3, 1, 5}, {4, 1}},
-      {{0, 3}, {1, 3}},  {{2, 0, 1}, {1, 4}}, {{1}, {0}},          {{6, 7}, {6, 7}},   {{2, 3, 4, 5}, {5}},
-      {{2, 1, 4, 1}, {3, 1, 6}}, {{1, 1}, {}}, {{200, 171}, {171}}, {{40001}, {40001}}};
-  static const std::vector<std::vector<Idx>> ternary = {
-      {{}, {}, {}},          {{3, 1}, {1, 4}, {}},   {{2, 3, 4}, {3, 1}, {4}}, {{0, 2}, {1, 2}, {2}},
-      {{5}, {5}, {5}},       {{1}, {2, 1, 3}, {1, 1}}, {{180, 200}, {200}, {180, 1}}};
+      {{}},        {{1}},          {{0}},
+      {{7}},       {{3, 5}},       {{2, 0, 3}},
+      {{4, 1, 6}}, {{2, 3, 4, 5}}, {{1, 1, 3, 1, 2}},
+      {{40001}},   {{181, 191}}};
+  static const std::vector<std::vector<Idx>> binary = {{{}, {}},
+                                                       {{}, {2, 3}},
+                                                       {{5}, {}},
+                                                       {{4, 1}, {1, 5}},
+                                                       {{3, 1, 5}, {4, 1}},
+                                                       {{0, 3}, {1, 3}},
+                                                       {{2, 0, 1}, {1, 4}},
+                                                       {{1}, {0}},
+                                                       {{6, 7}, {6, 7}},
+                                                       {{2, 3, 4, 5}, {5}},
+                                                       {{2, 1, 4, 1}, {3, 1, 6}},
+                                                       {{1, 1}, {}},
+                                                       {{200, 171}, {171}},
+                                                       {{40001}, {40001}}};
+  static const std::vector<std::vector<Idx>> ternary = {{{}, {}, {}},
+                                                        {{3, 1}, {1, 4}, {}},
+                                                        {{2, 3, 4}, {3, 1}, {4}},
+                                                        {{0, 2}, {1, 2}, {2}},
+                                                        {{5}, {5}, {5}},
+                                                        {{1}, {2, 1, 3}, {1, 1}},
+                                                        {{180, 200}, {200}, {180, 1}}};
   return arity == 1 ? unary : arity == 2 ? binary : ternary;
 }
 
@@ -327,7 +355,8 @@ std::string check_once(const Case& c, const Out& got, ember::DType want_dtype,
     if (!ref::broadcast(shape, v.shape, next)) return "reference: shapes do not broadcast";
     shape = next;
   }
-  if (got.shape != shape) return "result shape " + ref::str(got.shape) + ", want " + ref::str(shape);
+  if (got.shape != shape)
+    return "result shape " + ref::str(got.shape) + ", want " + ref::str(shape);
   const auto n = static_cast<std::size_t>(ref::numel(shape));
   std::vector<double> want(n), scale(n), args(n * views.size());
   std::size_t i = 0;
@@ -363,10 +392,12 @@ void run_case(const Case& c) {
       for (int k = 0; k < c.arity; ++k) {
         const ViewKind kind = kind_for(variant, k, static_cast<int>(si));
         const Domain& d = c.dom[static_cast<std::size_t>(k)];
-        auto pair = ref::make_pair<T>(sets[si][static_cast<std::size_t>(k)], kind, [&] { return d.draw(rng); });
+        auto pair = ref::make_pair<T>(sets[si][static_cast<std::size_t>(k)], kind,
+                                      [&] { return d.draw(rng); });
         ins.push_back(pair.t);
         views.push_back(pair.v);
-        layout += (k ? ", " : "") + ref::str(sets[si][static_cast<std::size_t>(k)]) + " " + ref::view_name(kind);
+        layout += (k ? ", " : "") + ref::str(sets[si][static_cast<std::size_t>(k)]) + " " +
+                  ref::view_name(kind);
       }
       std::string msg;
       try {
@@ -385,8 +416,9 @@ void run_case(const Case& c) {
     const Idx shape{static_cast<std::int64_t>(c.specials.size())};
     for (int k = 0; k < c.arity; ++k) {
       std::size_t next = 0;
-      auto pair = ref::make_pair<T>(shape, ViewKind::contiguous,
-                                    [&] { return c.specials[next++][static_cast<std::size_t>(k)]; });
+      auto pair = ref::make_pair<T>(shape, ViewKind::contiguous, [&] {
+        return c.specials[next++][static_cast<std::size_t>(k)];
+      });
       ins.push_back(pair.t);
       views.push_back(pair.v);
     }
@@ -413,10 +445,18 @@ void run_all() {
 
 }  // namespace
 
-TEST_CASE("elementwise functions match a float64 reference: float32", "[expr][functions]") { run_all<float>(); }
-TEST_CASE("elementwise functions match a float64 reference: float64", "[expr][functions]") { run_all<double>(); }
-TEST_CASE("elementwise functions match a float64 reference: bfloat16", "[expr][functions]") { run_all<bf16>(); }
-TEST_CASE("elementwise functions match a float64 reference: float16", "[expr][functions]") { run_all<fp16>(); }
+TEST_CASE("elementwise functions match a float64 reference: float32", "[expr][functions]") {
+  run_all<float>();
+}
+TEST_CASE("elementwise functions match a float64 reference: float64", "[expr][functions]") {
+  run_all<double>();
+}
+TEST_CASE("elementwise functions match a float64 reference: bfloat16", "[expr][functions]") {
+  run_all<bf16>();
+}
+TEST_CASE("elementwise functions match a float64 reference: float16", "[expr][functions]") {
+  run_all<fp16>();
+}
 
 // ---- casts ----
 
@@ -444,7 +484,8 @@ void check_cast(const std::vector<double>& in, double (*expect)(double), const c
     stored.push_back(ref::to_t<From>(v));
     held.push_back(ref::to_d<From>(stored.back()));
   }
-  Tensor<From> x = ember::from_vector<From>(stored, ember::Shape{static_cast<std::int64_t>(in.size())});
+  Tensor<From> x =
+      ember::from_vector<From>(stored, ember::Shape{static_cast<std::int64_t>(in.size())});
   Tensor<To> y = ember::cast<To>(x);
   // A strided input too (every other element of a doubled tensor).
   std::vector<From> doubled;
@@ -452,13 +493,15 @@ void check_cast(const std::vector<double>& in, double (*expect)(double), const c
     doubled.push_back(s);
     doubled.push_back(ref::to_t<From>(0.0));
   }
-  Tensor<From> xd = ember::from_vector<From>(doubled, ember::Shape{static_cast<std::int64_t>(doubled.size())});
+  Tensor<From> xd =
+      ember::from_vector<From>(doubled, ember::Shape{static_cast<std::int64_t>(doubled.size())});
   Tensor<To> ys = ember::cast<To>(xd.slice(0, 0, static_cast<std::int64_t>(doubled.size()), 2));
   const std::vector<double> got = ref::values_of(y), got_s = ref::values_of(ys);
   REQUIRE(got.size() == in.size());
   for (std::size_t i = 0; i < in.size(); ++i) {
     const double want = expect(held[i]);
-    INFO(what << ": input " << held[i] << " -> got " << got[i] << " (strided " << got_s[i] << "), want " << want);
+    INFO(what << ": input " << held[i] << " -> got " << got[i] << " (strided " << got_s[i]
+              << "), want " << want);
     const bool same = (std::isnan(want) && std::isnan(got[i])) ||
                       (got[i] == want && std::signbit(got[i]) == std::signbit(want));
     CHECK(same);
@@ -468,40 +511,80 @@ void check_cast(const std::vector<double>& in, double (*expect)(double), const c
 
 }  // namespace
 
-TEST_CASE("cast rounds to nearest even, truncates to integers, and maps nonzero to true", "[expr][cast]") {
+TEST_CASE("cast rounds to nearest even, truncates to integers, and maps nonzero to true",
+          "[expr][cast]") {
   // Ties, values just off ties, subnormals, overflow and specials for the 2-byte formats.
-  const std::vector<double> floats = {0.0, -0.0, 1.0, -1.5, 1 + 0x1p-8, 1 + 0x1p-8 + 0x1p-23, 1 + 3 * 0x1p-8,
-                                      1 + 0x1p-11, 1 + 3 * 0x1p-11, 1 + 0x1p-11 + 0x1p-20, 65504, 65519.99, 65520,
-                                      1e5, 0x1p-24, 0x1p-25, 0x1.8p-25, 0x1p-26, 1e-6, 3.4e38, 0x1.FFp127, 1e-40,
-                                      -0x1p-149, kInf, -kInf, kNaN, 0.1, -7.3, 123456.789};
+  const std::vector<double> floats = {0.0,
+                                      -0.0,
+                                      1.0,
+                                      -1.5,
+                                      1 + 0x1p-8,
+                                      1 + 0x1p-8 + 0x1p-23,
+                                      1 + 3 * 0x1p-8,
+                                      1 + 0x1p-11,
+                                      1 + 3 * 0x1p-11,
+                                      1 + 0x1p-11 + 0x1p-20,
+                                      65504,
+                                      65519.99,
+                                      65520,
+                                      1e5,
+                                      0x1p-24,
+                                      0x1p-25,
+                                      0x1.8p-25,
+                                      0x1p-26,
+                                      1e-6,
+                                      3.4e38,
+                                      0x1.FFp127,
+                                      1e-40,
+                                      -0x1p-149,
+                                      kInf,
+                                      -kInf,
+                                      kNaN,
+                                      0.1,
+                                      -7.3,
+                                      123456.789};
   check_cast<float, bf16>(floats, round_bf16, "float -> bf16");
   check_cast<float, fp16>(floats, round_half, "float -> half");
-  check_cast<float, double>(floats, [](double v) { return v; }, "float -> double (exact)");
-  check_cast<double, float>({0.1, -1e-50, 1e39, 1 + 0x1p-24, 1 + 0x1p-24 + 0x1p-40, kNaN, -0.0},
-                            [](double v) { return static_cast<double>(static_cast<float>(v)); }, "double -> float");
+  check_cast<float, double>(
+      floats, [](double v) { return v; }, "float -> double (exact)");
+  check_cast<double, float>(
+      {0.1, -1e-50, 1e39, 1 + 0x1p-24, 1 + 0x1p-24 + 0x1p-40, kNaN, -0.0},
+      [](double v) { return static_cast<double>(static_cast<float>(v)); }, "double -> float");
   check_cast<bf16, fp16>({1.0, 1 + 0x1p-7, 3e38, 1e-6, 0x1p-25, -0.0, kInf, kNaN, 65536, 0x1.FEp15},
                          round_half, "bf16 -> half");
   check_cast<fp16, bf16>({1.0, 1 + 0x1p-10, 1 + 0x1p-8 + 0x1p-10, 65504, 0x1p-24, -0.0, kInf, kNaN},
                          round_bf16, "half -> bf16");
   // Values whose double -> float rounding does not land on a bf16/half tie round the same
   // whether ember goes through float or not.
-  check_cast<double, bf16>({0.1, 1 + 0x1p-8 + 0x1p-20, -3.3, 1e-40, 4e38}, round_bf16, "double -> bf16");
-  check_cast<double, fp16>({0.1, 1 + 0x1p-11 + 0x1p-20, -3.3, 1e-7, 7e4}, round_half, "double -> half");
+  check_cast<double, bf16>({0.1, 1 + 0x1p-8 + 0x1p-20, -3.3, 1e-40, 4e38}, round_bf16,
+                           "double -> bf16");
+  check_cast<double, fp16>({0.1, 1 + 0x1p-11 + 0x1p-20, -3.3, 1e-7, 7e4}, round_half,
+                           "double -> half");
   // Floating to integer truncates toward zero; to bool, nonzero (NaN too) is true.
   const std::vector<double> ints = {0.0, -0.0, 2.7, -2.7, 100.5, -100.5, 1e6 + 0.5};
-  check_cast<float, std::int32_t>(ints, [](double v) { return std::trunc(v) + 0.0; }, "float -> int32");
-  check_cast<double, std::int64_t>({3e12 + 0.9, -3e12 - 0.9, 0.5}, [](double v) { return std::trunc(v) + 0.0; },
-                                   "double -> int64");
-  check_cast<bf16, std::int32_t>({-2.5, 255, 3.75}, [](double v) { return std::trunc(v) + 0.0; }, "bf16 -> int32");
-  check_cast<float, std::uint8_t>({0.0, 1.9, 200.5, 255}, [](double v) { return std::trunc(v); }, "float -> uint8");
-  check_cast<float, bool>({0.0, -0.0, 0.1, -3, kNaN, kInf}, [](double v) { return v != 0 ? 1.0 : 0.0; }, "float -> bool");
+  check_cast<float, std::int32_t>(
+      ints, [](double v) { return std::trunc(v) + 0.0; }, "float -> int32");
+  check_cast<double, std::int64_t>(
+      {3e12 + 0.9, -3e12 - 0.9, 0.5}, [](double v) { return std::trunc(v) + 0.0; },
+      "double -> int64");
+  check_cast<bf16, std::int32_t>(
+      {-2.5, 255, 3.75}, [](double v) { return std::trunc(v) + 0.0; }, "bf16 -> int32");
+  check_cast<float, std::uint8_t>(
+      {0.0, 1.9, 200.5, 255}, [](double v) { return std::trunc(v); }, "float -> uint8");
+  check_cast<float, bool>(
+      {0.0, -0.0, 0.1, -3, kNaN, kInf}, [](double v) { return v != 0 ? 1.0 : 0.0; },
+      "float -> bool");
   // Integer to floating rounds to nearest even.
   check_cast<std::int32_t, bf16>({257, 259, -257, 1 << 20, 0}, round_bf16, "int32 -> bf16");
-  check_cast<std::int64_t, float>({double((1ll << 40) + 1), double((1ll << 24) + 1), -3}, [](double v) {
-    return static_cast<double>(static_cast<float>(static_cast<std::int64_t>(v)));
-  }, "int64 -> float");
+  check_cast<std::int64_t, float>(
+      {double((1ll << 40) + 1), double((1ll << 24) + 1), -3},
+      [](double v) {
+        return static_cast<double>(static_cast<float>(static_cast<std::int64_t>(v)));
+      },
+      "int64 -> float");
   check_cast<std::int32_t, fp16>({2049, 2051, 65519, 65520, 100000}, round_half, "int32 -> half");
-  check_cast<std::uint8_t, float>({0, 255, 128}, [](double v) { return v; }, "uint8 -> float");
+  check_cast<std::uint8_t, float>(
+      {0, 255, 128}, [](double v) { return v; }, "uint8 -> float");
 }
 
 TEST_CASE("cast from float64 to a 2-byte type rounds once", "[expr][cast]") {
@@ -550,12 +633,15 @@ TEST_CASE("binary operations promote dtypes as PyTorch does", "[expr][promotion]
   Tensor<std::int32_t> i = ember::from_vector<std::int32_t>({7, -7});
   Tensor<std::int64_t> l = ember::from_vector<std::int64_t>({1ll << 40, 3});
   Tensor<std::uint8_t> u = ember::from_vector<std::uint8_t>({200, 255});
-  static_assert(std::is_same_v<decltype(hb + hh)::value_type, float>, "bf16 with half promotes to float");
+  static_assert(std::is_same_v<decltype(hb + hh)::value_type, float>,
+                "bf16 with half promotes to float");
   static_assert(std::is_same_v<decltype(hb * f)::value_type, float>);
   static_assert(std::is_same_v<decltype(d - hb)::value_type, double>);
-  static_assert(std::is_same_v<decltype(hb * 0.5)::value_type, bf16>, "a number keeps the tensor's dtype");
+  static_assert(std::is_same_v<decltype(hb * 0.5)::value_type, bf16>,
+                "a number keeps the tensor's dtype");
   static_assert(std::is_same_v<decltype(i * 2)::value_type, std::int32_t>);
-  static_assert(std::is_same_v<decltype(i * 0.5)::value_type, float>, "an int tensor times a float number is float");
+  static_assert(std::is_same_v<decltype(i * 0.5)::value_type, float>,
+                "an int tensor times a float number is float");
   static_assert(std::is_same_v<decltype(i + l)::value_type, std::int64_t>);
   static_assert(std::is_same_v<decltype(i + f)::value_type, float>);
   static_assert(std::is_same_v<decltype(i < f)::value_type, bool>);
@@ -588,17 +674,20 @@ TEST_CASE("bool tensors work as masks and conditions", "[expr][bool]") {
   Tensor<float> a = ember::from_vector<float>({1, 2, 3, 4});
   CHECK(ref::values_of(m) == std::vector<double>{1, 0, 1, 0});
   CHECK(ref::values_of(Tensor<float>(ember::where(m, a, -a))) == std::vector<double>{1, -2, 3, -4});
-  CHECK(ref::values_of(Tensor<float>(ember::where(ember::logical_not(m), a, 0.0))) == std::vector<double>{0, 2, 0, 4});
+  CHECK(ref::values_of(Tensor<float>(ember::where(ember::logical_not(m), a, 0.0))) ==
+        std::vector<double>{0, 2, 0, 4});
   // bool with a number: int64 (as PyTorch), and sums of masks count.
   static_assert(std::is_same_v<decltype(m + 1)::value_type, std::int64_t>);
   CHECK(ref::values_of(Tensor<std::int64_t>(m + 1)) == std::vector<double>{2, 1, 2, 1});
   CHECK(ember::sum(m).item() == 2);
   // A bool mask broadcast against a matrix.
   Tensor<float> x = ember::arange<float>(8).reshape({2, 4});
-  CHECK(ref::values_of(Tensor<float>(ember::where(m, x, 0.0))) == std::vector<double>{0, 0, 2, 0, 4, 0, 6, 0});
+  CHECK(ref::values_of(Tensor<float>(ember::where(m, x, 0.0))) ==
+        std::vector<double>{0, 0, 2, 0, 4, 0, 6, 0});
 }
 
-TEST_CASE("broadcast mismatches throw ember::Error naming the op and both shapes", "[expr][errors]") {
+TEST_CASE("broadcast mismatches throw ember::Error naming the op and both shapes",
+          "[expr][errors]") {
   Tensor<float> a = ember::zeros<float>({3});
   Tensor<float> b = ember::zeros<float>({4});
   Tensor<float> m = ember::zeros<float>({2, 3});

@@ -71,7 +71,9 @@ std::uint64_t mix(std::uint64_t x) {  // splitmix64: independent seeds per tree
   return x ^ (x >> 31);
 }
 int pick(Rng& rng, int n) { return static_cast<int>(rng() % static_cast<std::uint64_t>(n)); }
-double uni(Rng& rng, double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); }
+double uni(Rng& rng, double lo, double hi) {
+  return std::uniform_real_distribution<double>(lo, hi)(rng);
+}
 
 // ---- dtypes at run time ----
 enum Dt { F32, F64, BF16, F16, NDT };
@@ -81,10 +83,14 @@ const char* dt_name(int d) {
 }
 ref::Prec prec_rt(int d) {
   switch (d) {
-    case F32: return ref::prec_of<float>();
-    case F64: return ref::prec_of<double>();
-    case BF16: return ref::prec_of<bf16>();
-    default: return ref::prec_of<fp16>();
+    case F32:
+      return ref::prec_of<float>();
+    case F64:
+      return ref::prec_of<double>();
+    case BF16:
+      return ref::prec_of<bf16>();
+    default:
+      return ref::prec_of<fp16>();
   }
 }
 /// Bound on the relative error of rounding to dtype d (an ulp is at most eps |x|; margin 2).
@@ -98,22 +104,50 @@ bool exact_widening(int from, int to) {
 }
 template <class T>
 constexpr int dt_of() {
-  if constexpr (std::is_same_v<T, float>) return F32;
-  else if constexpr (std::is_same_v<T, double>) return F64;
-  else if constexpr (std::is_same_v<T, bf16>) return BF16;
-  else return F16;
+  if constexpr (std::is_same_v<T, float>)
+    return F32;
+  else if constexpr (std::is_same_v<T, double>)
+    return F64;
+  else if constexpr (std::is_same_v<T, bf16>)
+    return BF16;
+  else
+    return F16;
 }
 using AnyT = std::variant<Tensor<float>, Tensor<double>, Tensor<bf16>, Tensor<fp16>>;
 
 // ---- the operation table (reference side) ----
-enum UOp { NEG, ABS, SQUARE, EXP, TANH, SIGMOID, SIN, COS, ERF, RELU, SILU, GELU, GELU_TANH, SOFTPLUS, LEAKY,
-           EXPM1, FLOOR, ROUND, CLAMP, RECIP, SIGN, EXP2, NU };
+enum UOp {
+  NEG,
+  ABS,
+  SQUARE,
+  EXP,
+  TANH,
+  SIGMOID,
+  SIN,
+  COS,
+  ERF,
+  RELU,
+  SILU,
+  GELU,
+  GELU_TANH,
+  SOFTPLUS,
+  LEAKY,
+  EXPM1,
+  FLOOR,
+  ROUND,
+  CLAMP,
+  RECIP,
+  SIGN,
+  EXP2,
+  NU
+};
 enum BOp { ADD, SUB, MUL, MAX, MIN, DIV, WHERE_GT, NB };
 
 const char* u_name(int op) {
-  static const char* n[] = {"neg", "abs", "square", "exp", "tanh", "sigmoid", "sin", "cos", "erf", "relu", "silu", "gelu",
-                            "gelu_tanh", "softplus", "leaky_relu", "expm1", "floor", "round", "clamp(-1,2)",
-                            "reciprocal", "sign", "exp2"};
+  static const char* n[] = {"neg",         "abs",        "square",     "exp",   "tanh",  "sigmoid",
+                            "sin",         "cos",        "erf",        "relu",  "silu",  "gelu",
+                            "gelu_tanh",   "softplus",   "leaky_relu", "expm1", "floor", "round",
+                            "clamp(-1,2)", "reciprocal", "sign",       "exp2"};
   return n[op];
 }
 const char* b_name(int op) {
@@ -129,28 +163,50 @@ struct Prop {
 
 double u_exact(int op, double x) {
   switch (op) {
-    case NEG: return -x;
-    case ABS: return std::fabs(x);
-    case SQUARE: return x * x;
-    case EXP: return std::exp(x);
-    case TANH: return std::tanh(x);
-    case SIGMOID: return 1 / (1 + std::exp(-x));
-    case SIN: return std::sin(x);
-    case COS: return std::cos(x);
-    case ERF: return std::erf(x);
-    case RELU: return x < 0 ? 0.0 : x;
-    case SILU: return x / (1 + std::exp(-x));
-    case GELU: return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
-    case GELU_TANH: return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
-    case SOFTPLUS: return x > 20 ? x : std::log1p(std::exp(x));
-    case LEAKY: return x < 0 ? 0.01 * x : x;
-    case EXPM1: return std::expm1(x);
-    case FLOOR: return std::floor(x);
-    case ROUND: return std::nearbyint(x);
-    case CLAMP: return std::min(std::max(x, -1.0), 2.0);
-    case RECIP: return 1 / x;
-    case SIGN: return x > 0 ? 1.0 : x < 0 ? -1.0 : x;
-    case EXP2: return std::exp2(x);
+    case NEG:
+      return -x;
+    case ABS:
+      return std::fabs(x);
+    case SQUARE:
+      return x * x;
+    case EXP:
+      return std::exp(x);
+    case TANH:
+      return std::tanh(x);
+    case SIGMOID:
+      return 1 / (1 + std::exp(-x));
+    case SIN:
+      return std::sin(x);
+    case COS:
+      return std::cos(x);
+    case ERF:
+      return std::erf(x);
+    case RELU:
+      return x < 0 ? 0.0 : x;
+    case SILU:
+      return x / (1 + std::exp(-x));
+    case GELU:
+      return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+    case GELU_TANH:
+      return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+    case SOFTPLUS:
+      return x > 20 ? x : std::log1p(std::exp(x));
+    case LEAKY:
+      return x < 0 ? 0.01 * x : x;
+    case EXPM1:
+      return std::expm1(x);
+    case FLOOR:
+      return std::floor(x);
+    case ROUND:
+      return std::nearbyint(x);
+    case CLAMP:
+      return std::min(std::max(x, -1.0), 2.0);
+    case RECIP:
+      return 1 / x;
+    case SIGN:
+      return x > 0 ? 1.0 : x < 0 ? -1.0 : x;
+    case EXP2:
+      return std::exp2(x);
   }
   return kNaN;
 }
@@ -164,7 +220,8 @@ double underflow(double eps) { return eps < 0x1p-40 ? 2 * 0x1p-1074 : 2 * 0x1p-1
 /// error bound of the compute type's overflow threshold may be infinite there (and then make
 /// NaNs downstream) while the float64 reference stays finite.
 Prop finish(Prop r, double eps) {
-  const double top = eps < 0x1p-40 ? std::numeric_limits<double>::max() : std::numeric_limits<float>::max();
+  const double top =
+      eps < 0x1p-40 ? std::numeric_limits<double>::max() : std::numeric_limits<float>::max();
   r.e += underflow(eps);
   if (!std::isfinite(r.v) || !std::isfinite(r.e) || std::fabs(r.v) + r.e >= top) r.bad = true;
   return r;
@@ -178,21 +235,58 @@ Prop apply_u(int op, Prop x, double eps) {
   const double a = std::fabs(x.v), d = x.e;
   double lip = 1, c = 4, scale = std::fabs(r.v);
   switch (op) {
-    case NEG: case ABS: case RELU: case CLAMP: c = 0; break;
-    case SQUARE: lip = 2 * (a + d); c = 1; break;
-    case EXP: case EXPM1: lip = std::exp(x.v + d); break;
-    case EXP2: lip = M_LN2 * std::exp2(x.v + d); break;
-    case TANH: case SOFTPLUS: case SIN: case COS: break;                 // |f'| <= 1, c = 4 (one call)
-    case ERF: lip = 1.13; break;                                         // 2/sqrt(pi)
-    case SIGMOID: lip = 0.25; c = 8; break;
-    case SILU: lip = 1.1; c = 10; r.e = underflow(eps) * a; break;  // x * (sigmoid's underflow)
-    case GELU: case GELU_TANH: lip = 1.13; c = 8; scale = a; break;      // error relative to |x|
-    case LEAKY: c = 2; break;
-    case FLOOR: case ROUND: case SIGN: {
+    case NEG:
+    case ABS:
+    case RELU:
+    case CLAMP:
+      c = 0;
+      break;
+    case SQUARE:
+      lip = 2 * (a + d);
+      c = 1;
+      break;
+    case EXP:
+    case EXPM1:
+      lip = std::exp(x.v + d);
+      break;
+    case EXP2:
+      lip = M_LN2 * std::exp2(x.v + d);
+      break;
+    case TANH:
+    case SOFTPLUS:
+    case SIN:
+    case COS:
+      break;  // |f'| <= 1, c = 4 (one call)
+    case ERF:
+      lip = 1.13;
+      break;  // 2/sqrt(pi)
+    case SIGMOID:
+      lip = 0.25;
+      c = 8;
+      break;
+    case SILU:
+      lip = 1.1;
+      c = 10;
+      r.e = underflow(eps) * a;
+      break;  // x * (sigmoid's underflow)
+    case GELU:
+    case GELU_TANH:
+      lip = 1.13;
+      c = 8;
+      scale = a;
+      break;  // error relative to |x|
+    case LEAKY:
+      c = 2;
+      break;
+    case FLOOR:
+    case ROUND:
+    case SIGN: {
       // Exact, but discontinuous: at integers (floor), half-integers (round), zero (sign).
       lip = 0;
       c = 0;
-      const double jump = op == FLOOR ? x.v - std::round(x.v) : op == ROUND ? x.v - (std::floor(x.v) + 0.5) : x.v;
+      const double jump = op == FLOOR   ? x.v - std::round(x.v)
+                          : op == ROUND ? x.v - (std::floor(x.v) + 0.5)
+                                        : x.v;
       if (d > 0 && std::fabs(jump) <= d) r.bad = true;
       break;
     }
@@ -210,14 +304,26 @@ Prop apply_b(int op, Prop a, Prop b, double eps) {
   Prop r;
   r.bad = a.bad || b.bad || !std::isfinite(a.v) || !std::isfinite(b.v);
   switch (op) {
-    case ADD: r.v = a.v + b.v; r.e = a.e + b.e + eps * std::fabs(r.v); break;
-    case SUB: r.v = a.v - b.v; r.e = a.e + b.e + eps * std::fabs(r.v); break;
+    case ADD:
+      r.v = a.v + b.v;
+      r.e = a.e + b.e + eps * std::fabs(r.v);
+      break;
+    case SUB:
+      r.v = a.v - b.v;
+      r.e = a.e + b.e + eps * std::fabs(r.v);
+      break;
     case MUL:
       r.v = a.v * b.v;
       r.e = std::fabs(b.v) * a.e + std::fabs(a.v) * b.e + a.e * b.e + eps * std::fabs(r.v);
       break;
-    case MAX: r.v = std::max(a.v, b.v); r.e = std::max(a.e, b.e); break;
-    case MIN: r.v = std::min(a.v, b.v); r.e = std::max(a.e, b.e); break;
+    case MAX:
+      r.v = std::max(a.v, b.v);
+      r.e = std::max(a.e, b.e);
+      break;
+    case MIN:
+      r.v = std::min(a.v, b.v);
+      r.e = std::max(a.e, b.e);
+      break;
     case DIV: {
       r.v = a.v / b.v;
       const double bb = std::fabs(b.v);
@@ -256,40 +362,98 @@ Prop store(Prop p, int d, bool rounds) {
 template <class T>
 void apply_unary(int op, Tensor<T>& out, const Tensor<T>& a) {
   switch (op) {
-    case NEG: out = -a; break;
-    case ABS: out = ember::abs(a); break;
-    case SQUARE: out = ember::square(a); break;
-    case EXP: out = ember::exp(a); break;
-    case TANH: out = ember::tanh(a); break;
-    case SIGMOID: out = ember::sigmoid(a); break;
-    case SIN: out = ember::sin(a); break;
-    case COS: out = ember::cos(a); break;
-    case ERF: out = ember::erf(a); break;
-    case RELU: out = ember::relu(a); break;
-    case SILU: out = ember::silu(a); break;
-    case GELU: out = ember::gelu(a); break;
-    case GELU_TANH: out = ember::gelu_tanh(a); break;
-    case SOFTPLUS: out = ember::softplus(a); break;
-    case LEAKY: out = ember::leaky_relu(a); break;
-    case EXPM1: out = ember::expm1(a); break;
-    case FLOOR: out = ember::floor(a); break;
-    case ROUND: out = ember::round(a); break;
-    case CLAMP: out = ember::clamp(a, -1.0, 2.0); break;
-    case RECIP: out = ember::reciprocal(a); break;
-    case SIGN: out = ember::sign(a); break;
-    case EXP2: out = ember::exp2(a); break;
+    case NEG:
+      out = -a;
+      break;
+    case ABS:
+      out = ember::abs(a);
+      break;
+    case SQUARE:
+      out = ember::square(a);
+      break;
+    case EXP:
+      out = ember::exp(a);
+      break;
+    case TANH:
+      out = ember::tanh(a);
+      break;
+    case SIGMOID:
+      out = ember::sigmoid(a);
+      break;
+    case SIN:
+      out = ember::sin(a);
+      break;
+    case COS:
+      out = ember::cos(a);
+      break;
+    case ERF:
+      out = ember::erf(a);
+      break;
+    case RELU:
+      out = ember::relu(a);
+      break;
+    case SILU:
+      out = ember::silu(a);
+      break;
+    case GELU:
+      out = ember::gelu(a);
+      break;
+    case GELU_TANH:
+      out = ember::gelu_tanh(a);
+      break;
+    case SOFTPLUS:
+      out = ember::softplus(a);
+      break;
+    case LEAKY:
+      out = ember::leaky_relu(a);
+      break;
+    case EXPM1:
+      out = ember::expm1(a);
+      break;
+    case FLOOR:
+      out = ember::floor(a);
+      break;
+    case ROUND:
+      out = ember::round(a);
+      break;
+    case CLAMP:
+      out = ember::clamp(a, -1.0, 2.0);
+      break;
+    case RECIP:
+      out = ember::reciprocal(a);
+      break;
+    case SIGN:
+      out = ember::sign(a);
+      break;
+    case EXP2:
+      out = ember::exp2(a);
+      break;
   }
 }
 template <class T>
 void apply_binary(int op, Tensor<T>& out, const Tensor<T>& a, const Tensor<T>& b) {
   switch (op) {
-    case ADD: out = a + b; break;
-    case SUB: out = a - b; break;
-    case MUL: out = a * b; break;
-    case MAX: out = ember::max(a, b); break;
-    case MIN: out = ember::min(a, b); break;
-    case DIV: out = a / b; break;
-    case WHERE_GT: out = ember::where(a > b, a, b); break;
+    case ADD:
+      out = a + b;
+      break;
+    case SUB:
+      out = a - b;
+      break;
+    case MUL:
+      out = a * b;
+      break;
+    case MAX:
+      out = ember::max(a, b);
+      break;
+    case MIN:
+      out = ember::min(a, b);
+      break;
+    case DIV:
+      out = a / b;
+      break;
+    case WHERE_GT:
+      out = ember::where(a > b, a, b);
+      break;
   }
 }
 
@@ -315,10 +479,14 @@ const char* layout_name(int l) {
 
 AnyT alloc_any(int dt, const Idx& shape, int layout) {
   switch (dt) {
-    case F32: return alloc_out<float>(shape, layout);
-    case F64: return alloc_out<double>(shape, layout);
-    case BF16: return alloc_out<bf16>(shape, layout);
-    default: return alloc_out<fp16>(shape, layout);
+    case F32:
+      return alloc_out<float>(shape, layout);
+    case F64:
+      return alloc_out<double>(shape, layout);
+    case BF16:
+      return alloc_out<bf16>(shape, layout);
+    default:
+      return alloc_out<fp16>(shape, layout);
   }
 }
 std::vector<double> values_any(const AnyT& t) {
@@ -358,7 +526,8 @@ Idx random_shape(Rng& rng, int max_rank = 4) {
 }
 /// A shape that broadcasts to s: some leading dimensions dropped, some dimensions set to 1.
 Idx sub_shape(Rng& rng, const Idx& s) {
-  const std::size_t drop = pick(rng, 3) == 0 ? static_cast<std::size_t>(pick(rng, static_cast<int>(s.size()) + 1)) : 0;
+  const std::size_t drop =
+      pick(rng, 3) == 0 ? static_cast<std::size_t>(pick(rng, static_cast<int>(s.size()) + 1)) : 0;
   Idx r(s.begin() + static_cast<std::ptrdiff_t>(drop), s.end());
   for (auto& d : r) {
     if (pick(rng, 3) == 0) d = 1;
@@ -389,7 +558,8 @@ struct Stats {
 
 /// Compares ember's values with reference props; returns "" or a description.
 std::string check_props(const std::vector<double>& got, const std::vector<Prop>& want, Stats& st) {
-  if (got.size() != want.size()) return "size " + std::to_string(got.size()) + " vs " + std::to_string(want.size());
+  if (got.size() != want.size())
+    return "size " + std::to_string(got.size()) + " vs " + std::to_string(want.size());
   std::string msg;
   int bad = 0;
   for (std::size_t i = 0; i < got.size(); ++i) {
@@ -403,13 +573,15 @@ std::string check_props(const std::vector<double>& got, const std::vector<Prop>&
     if (std::isnan(got[i]) || !(std::fabs(got[i] - p.v) <= tol)) {
       if (bad++ < 4) {
         char buf[160];
-        std::snprintf(buf, sizeof buf, "  [%zu] got %.17g want %.17g (|diff| %.3g, bound %.3g)\n", i, got[i], p.v,
-                      std::fabs(got[i] - p.v), tol);
+        std::snprintf(buf, sizeof buf, "  [%zu] got %.17g want %.17g (|diff| %.3g, bound %.3g)\n",
+                      i, got[i], p.v, std::fabs(got[i] - p.v), tol);
         msg += buf;
       }
     }
   }
-  return bad ? std::to_string(bad) + " of " + std::to_string(got.size()) + " values out of bounds:\n" + msg : "";
+  return bad ? std::to_string(bad) + " of " + std::to_string(got.size()) +
+                   " values out of bounds:\n" + msg
+             : "";
 }
 
 // ---- Part A: random trees, node by node ----
@@ -433,7 +605,8 @@ void node_check(TreeCtx& cx, const Val& v, const std::vector<Prop>& local) {
   ++cx.st->nodes;
   if (!cx.failure.empty()) return;
   if (shape_any(v.t) != v.shape) {
-    cx.failure = "shape " + ref::str(shape_any(v.t)) + " want " + ref::str(v.shape) + " at " + v.desc;
+    cx.failure =
+        "shape " + ref::str(shape_any(v.t)) + " want " + ref::str(v.shape) + " at " + v.desc;
     return;
   }
   std::string m = check_props(v.got, local, *cx.st);
@@ -460,16 +633,38 @@ Val make_leaf(TreeCtx& cx, const Idx& shape, int dt) {
   v.dt = dt;
   v.shape = shape;
   switch (dt) {
-    case F32: { auto p = ref::make_pair<float>(shape, kind, gen); v.t = p.t; v.got = p.v.values(); break; }
-    case F64: { auto p = ref::make_pair<double>(shape, kind, gen); v.t = p.t; v.got = p.v.values(); break; }
-    case BF16: { auto p = ref::make_pair<bf16>(shape, kind, gen); v.t = p.t; v.got = p.v.values(); break; }
-    default: { auto p = ref::make_pair<fp16>(shape, kind, gen); v.t = p.t; v.got = p.v.values(); break; }
+    case F32: {
+      auto p = ref::make_pair<float>(shape, kind, gen);
+      v.t = p.t;
+      v.got = p.v.values();
+      break;
+    }
+    case F64: {
+      auto p = ref::make_pair<double>(shape, kind, gen);
+      v.t = p.t;
+      v.got = p.v.values();
+      break;
+    }
+    case BF16: {
+      auto p = ref::make_pair<bf16>(shape, kind, gen);
+      v.t = p.t;
+      v.got = p.v.values();
+      break;
+    }
+    default: {
+      auto p = ref::make_pair<fp16>(shape, kind, gen);
+      v.t = p.t;
+      v.got = p.v.values();
+      break;
+    }
   }
   v.ref = exact_props(v.got);
-  v.desc = std::string("leaf<") + dt_name(dt) + ">" + ref::str(shape) + (kind == ViewKind::contiguous ? "" : std::string(" ") + ref::view_name(kind));
+  v.desc = std::string("leaf<") + dt_name(dt) + ">" + ref::str(shape) +
+           (kind == ViewKind::contiguous ? "" : std::string(" ") + ref::view_name(kind));
   // The mirror is ours; ember's view must read the same values.
   const auto seen = values_any(v.t);
-  if (seen != v.got) cx.failure = "ember's view of a leaf reads other values than the reference: " + v.desc;
+  if (seen != v.got)
+    cx.failure = "ember's view of a leaf reads other values than the reference: " + v.desc;
   return v;
 }
 
@@ -480,10 +675,12 @@ Val cast_to(TreeCtx& cx, Val c, int dt) {
   v.dt = dt;
   v.shape = c.shape;
   v.t = alloc_any(dt, c.shape, layout);
-  std::visit([](auto& out, const auto& x) {
-    using T = typename std::remove_cvref_t<decltype(out)>::value_type;
-    out = ember::cast<T>(x);
-  }, v.t, c.t);
+  std::visit(
+      [](auto& out, const auto& x) {
+        using T = typename std::remove_cvref_t<decltype(out)>::value_type;
+        out = ember::cast<T>(x);
+      },
+      v.t, c.t);
   v.got = values_any(v.t);
   const bool rounds = !exact_widening(c.dt, dt);
   v.ref.resize(c.ref.size());
@@ -509,10 +706,12 @@ Val gen_tree(TreeCtx& cx, int depth, const Idx& shape, int dt) {
   if (pick(cx.rng, 5) < 2) {  // unary
     const int op = pick(cx.rng, NU);
     Val c = cast_to(cx, gen_tree(cx, depth - 1, shape, pick(cx.rng, NDT)), dt);
-    std::visit([&](auto& out) {
-      using T = typename std::remove_cvref_t<decltype(out)>::value_type;
-      apply_unary<T>(op, out, std::get<Tensor<T>>(c.t));
-    }, v.t);
+    std::visit(
+        [&](auto& out) {
+          using T = typename std::remove_cvref_t<decltype(out)>::value_type;
+          apply_unary<T>(op, out, std::get<Tensor<T>>(c.t));
+        },
+        v.t);
     v.got = values_any(v.t);
     std::vector<Prop> local(c.got.size());
     v.ref.resize(c.ref.size());
@@ -520,7 +719,8 @@ Val gen_tree(TreeCtx& cx, int depth, const Idx& shape, int dt) {
       v.ref[i] = store(apply_u(op, c.ref[i], eps), dt, rounds);
       local[i] = store(apply_u(op, Prop{c.got[i], 0, false}, eps), dt, rounds);
     }
-    v.desc = std::string(u_name(op)) + "<" + dt_name(dt) + ">" + ref::str(shape) + layout_name(layout) + "(" + c.desc + ")";
+    v.desc = std::string(u_name(op)) + "<" + dt_name(dt) + ">" + ref::str(shape) +
+             layout_name(layout) + "(" + c.desc + ")";
     node_check(cx, v, local);
     return v;
   }
@@ -532,12 +732,20 @@ Val gen_tree(TreeCtx& cx, int depth, const Idx& shape, int dt) {
   // Sometimes an operand arrives already expanded to the full shape (stride-0 view).
   AnyT at = a.t, bt = b.t;
   std::string ea, eb;
-  if (pick(cx.rng, 4) == 0) { at = expand_any(a.t, shape); ea = " expanded"; }
-  if (pick(cx.rng, 4) == 0) { bt = expand_any(b.t, shape); eb = " expanded"; }
-  std::visit([&](auto& out) {
-    using T = typename std::remove_cvref_t<decltype(out)>::value_type;
-    apply_binary<T>(op, out, std::get<Tensor<T>>(at), std::get<Tensor<T>>(bt));
-  }, v.t);
+  if (pick(cx.rng, 4) == 0) {
+    at = expand_any(a.t, shape);
+    ea = " expanded";
+  }
+  if (pick(cx.rng, 4) == 0) {
+    bt = expand_any(b.t, shape);
+    eb = " expanded";
+  }
+  std::visit(
+      [&](auto& out) {
+        using T = typename std::remove_cvref_t<decltype(out)>::value_type;
+        apply_binary<T>(op, out, std::get<Tensor<T>>(at), std::get<Tensor<T>>(bt));
+      },
+      v.t);
   v.got = values_any(v.t);
   const auto ma = broadcast_map(a.shape, shape), mb = broadcast_map(b.shape, shape);
   const auto n = static_cast<std::size_t>(ref::numel(shape));
@@ -545,10 +753,11 @@ Val gen_tree(TreeCtx& cx, int depth, const Idx& shape, int dt) {
   v.ref.resize(n);
   for (std::size_t i = 0; i < n; ++i) {
     v.ref[i] = store(apply_b(op, a.ref[ma[i]], b.ref[mb[i]], eps), dt, rounds);
-    local[i] = store(apply_b(op, Prop{a.got[ma[i]], 0, false}, Prop{b.got[mb[i]], 0, false}, eps), dt, rounds);
+    local[i] = store(apply_b(op, Prop{a.got[ma[i]], 0, false}, Prop{b.got[mb[i]], 0, false}, eps),
+                     dt, rounds);
   }
-  v.desc = std::string(b_name(op)) + "<" + dt_name(dt) + ">" + ref::str(shape) + layout_name(layout) + "(" + a.desc + ea +
-           ", " + b.desc + eb + ")";
+  v.desc = std::string(b_name(op)) + "<" + dt_name(dt) + ">" + ref::str(shape) +
+           layout_name(layout) + "(" + a.desc + ea + ", " + b.desc + eb + ")";
   node_check(cx, v, local);
   return v;
 }
@@ -564,28 +773,50 @@ struct RU {
   X operator()(X x) const {
     namespace fn = ember::fn;
     switch (op) {
-      case NEG: return fn::Neg{}(x);
-      case ABS: return fn::Abs{}(x);
-      case SQUARE: return fn::Square{}(x);
-      case EXP: return fn::Exp{}(x);
-      case TANH: return fn::Tanh{}(x);
-      case SIGMOID: return fn::Sigmoid{}(x);
-      case SIN: return fn::Sin{}(x);
-      case COS: return fn::Cos{}(x);
-      case ERF: return fn::Erf{}(x);
-      case RELU: return fn::Relu{}(x);
-      case SILU: return fn::Silu{}(x);
-      case GELU: return fn::Gelu{false}(x);
-      case GELU_TANH: return fn::Gelu{true}(x);
-      case SOFTPLUS: return fn::Softplus{}(x);
-      case LEAKY: return fn::LeakyRelu{}(x);
-      case EXPM1: return fn::Expm1{}(x);
-      case FLOOR: return fn::Floor{}(x);
-      case ROUND: return fn::Round{}(x);
-      case CLAMP: return fn::Clamp{}(x, X(-1), X(2));
-      case RECIP: return fn::Reciprocal{}(x);
-      case SIGN: return fn::Sign{}(x);
-      default: return fn::Exp2{}(x);
+      case NEG:
+        return fn::Neg{}(x);
+      case ABS:
+        return fn::Abs{}(x);
+      case SQUARE:
+        return fn::Square{}(x);
+      case EXP:
+        return fn::Exp{}(x);
+      case TANH:
+        return fn::Tanh{}(x);
+      case SIGMOID:
+        return fn::Sigmoid{}(x);
+      case SIN:
+        return fn::Sin{}(x);
+      case COS:
+        return fn::Cos{}(x);
+      case ERF:
+        return fn::Erf{}(x);
+      case RELU:
+        return fn::Relu{}(x);
+      case SILU:
+        return fn::Silu{}(x);
+      case GELU:
+        return fn::Gelu{false}(x);
+      case GELU_TANH:
+        return fn::Gelu{true}(x);
+      case SOFTPLUS:
+        return fn::Softplus{}(x);
+      case LEAKY:
+        return fn::LeakyRelu{}(x);
+      case EXPM1:
+        return fn::Expm1{}(x);
+      case FLOOR:
+        return fn::Floor{}(x);
+      case ROUND:
+        return fn::Round{}(x);
+      case CLAMP:
+        return fn::Clamp{}(x, X(-1), X(2));
+      case RECIP:
+        return fn::Reciprocal{}(x);
+      case SIGN:
+        return fn::Sign{}(x);
+      default:
+        return fn::Exp2{}(x);
     }
   }
 };
@@ -598,13 +829,20 @@ struct RB {
   X operator()(X a, X b) const {
     namespace fn = ember::fn;
     switch (op) {
-      case ADD: return fn::Add{}(a, b);
-      case SUB: return fn::Sub{}(a, b);
-      case MUL: return fn::Mul{}(a, b);
-      case MAX: return fn::Maximum{}(a, b);
-      case MIN: return fn::Minimum{}(a, b);
-      case DIV: return fn::Div{}(a, b);
-      default: return fn::Where{}(fn::Greater{}(a, b), a, b);
+      case ADD:
+        return fn::Add{}(a, b);
+      case SUB:
+        return fn::Sub{}(a, b);
+      case MUL:
+        return fn::Mul{}(a, b);
+      case MAX:
+        return fn::Maximum{}(a, b);
+      case MIN:
+        return fn::Minimum{}(a, b);
+      case DIV:
+        return fn::Div{}(a, b);
+      default:
+        return fn::Where{}(fn::Greater{}(a, b), a, b);
     }
   }
 };
@@ -632,7 +870,8 @@ using C1 = Combo<bf16, fp16, bf16, float, fp16>;
 using C2 = Combo<double, bf16, float, fp16, double>;
 constexpr int kCombos = 3;
 int combo_dt(int combo, int leaf) {
-  static const int d[kCombos][5] = {{F32, F32, F32, F32, F32}, {BF16, F16, BF16, F32, F16}, {F64, BF16, F32, F16, F64}};
+  static const int d[kCombos][5] = {
+      {F32, F32, F32, F32, F32}, {BF16, F16, BF16, F32, F16}, {F64, BF16, F32, F16, F64}};
   return d[combo][leaf];
 }
 
@@ -643,7 +882,9 @@ template <class... D>
 auto build(int tpl, const std::vector<AnyT>& L, const int* uo, const int* bo, auto&& sink) {
   auto leaf = [&]<int I>() { return std::get<Tensor<nth_t<I, D...>>>(L[I]); };
   auto u = [&](int k, const auto& x) { return ember::expr::make_map(RU{uo[k]}, x); };
-  auto b = [&](int k, const auto& x, const auto& y) { return ember::expr::make_map(RB{bo[k]}, x, y); };
+  auto b = [&](int k, const auto& x, const auto& y) {
+    return ember::expr::make_map(RB{bo[k]}, x, y);
+  };
   const auto l0 = leaf.template operator()<0>();
   const auto l1 = leaf.template operator()<1>();
   const auto l2 = leaf.template operator()<2>();
@@ -657,7 +898,8 @@ auto build(int tpl, const std::vector<AnyT>& L, const int* uo, const int* bo, au
     case 2:  // U0(B0(U1(B1(U2(B2(L0,L1)),L2)),U3(L3)))
       return sink(u(0, b(0, u(1, b(1, u(2, b(2, l0, l1)), l2)), u(3, l3))));
     case 3:  // U0(W(G(L0,L1),B0(L2,K(U1(L3))),C(U2(L4),L1,L2)))
-      return sink(u(0, ember::where(l0 > l1, b(0, l2, ember::cast<bf16>(u(1, l3))), ember::clamp(u(2, l4), l1, l2))));
+      return sink(u(0, ember::where(l0 > l1, b(0, l2, ember::cast<bf16>(u(1, l3))),
+                                    ember::clamp(u(2, l4), l1, l2))));
     default:  // B0(B1(U0(L0),B2(L0,U1(L1))),U2(B3(B4(L2,L3),U3(L4))))
       return sink(b(0, b(1, u(0, l0), b(2, l0, u(1, l1))), u(2, b(3, b(4, l2, l3), u(3, l4)))));
   }
@@ -665,7 +907,7 @@ auto build(int tpl, const std::vector<AnyT>& L, const int* uo, const int* bo, au
 
 // The reference interpreter of the template strings.
 struct TNode {
-  char kind;  // U B L W G C K
+  char kind;      // U B L W G C K
   int index = 0;  // op slot (U, B) or leaf number (L)
   std::vector<int> kids;
 };
@@ -701,12 +943,16 @@ struct Eval {
   Prop p;
   bool dbl;  // computes in double
 };
-Eval interpret(const Tree& t, int n, const std::vector<double>& leafv, const std::vector<int>& leafdt, const int* uo,
-               const int* bo) {
+Eval interpret(const Tree& t, int n, const std::vector<double>& leafv,
+               const std::vector<int>& leafdt, const int* uo, const int* bo) {
   const TNode& nd = t.nodes[static_cast<std::size_t>(n)];
-  auto kid = [&](int k) { return interpret(t, nd.kids[static_cast<std::size_t>(k)], leafv, leafdt, uo, bo); };
+  auto kid = [&](int k) {
+    return interpret(t, nd.kids[static_cast<std::size_t>(k)], leafv, leafdt, uo, bo);
+  };
   switch (nd.kind) {
-    case 'L': return {{leafv[static_cast<std::size_t>(nd.index)], 0, false}, leafdt[static_cast<std::size_t>(nd.index)] == F64};
+    case 'L':
+      return {{leafv[static_cast<std::size_t>(nd.index)], 0, false},
+              leafdt[static_cast<std::size_t>(nd.index)] == F64};
     case 'U': {
       const Eval x = kid(0);
       return {apply_u(uo[nd.index], x.p, x.dbl ? 0x1p-52 : 0x1p-23), x.dbl};
@@ -725,16 +971,19 @@ Eval interpret(const Tree& t, int n, const std::vector<double>& leafv, const std
       Prop r;
       r.v = std::min(std::max(x.p.v, lo.p.v), hi.p.v);
       r.e = std::max({x.p.e, lo.p.e, hi.p.e});
-      r.bad = x.p.bad || lo.p.bad || hi.p.bad || !std::isfinite(x.p.v) || !std::isfinite(lo.p.v) || !std::isfinite(hi.p.v);
+      r.bad = x.p.bad || lo.p.bad || hi.p.bad || !std::isfinite(x.p.v) || !std::isfinite(lo.p.v) ||
+              !std::isfinite(hi.p.v);
       return {r, x.dbl || lo.dbl || hi.dbl};
     }
     case 'W': {  // where(a > b, x, y): masked when the comparison could go either way
       const TNode& g = t.nodes[static_cast<std::size_t>(nd.kids[0])];
-      const Eval ga = interpret(t, g.kids[0], leafv, leafdt, uo, bo), gb = interpret(t, g.kids[1], leafv, leafdt, uo, bo);
+      const Eval ga = interpret(t, g.kids[0], leafv, leafdt, uo, bo),
+                 gb = interpret(t, g.kids[1], leafv, leafdt, uo, bo);
       const Eval x = kid(1), y = kid(2);
       Eval r = ga.p.v > gb.p.v ? x : y;
       r.dbl = x.dbl || y.dbl;
-      if (std::fabs(ga.p.v - gb.p.v) <= ga.p.e + gb.p.e || ga.p.bad || gb.p.bad || std::isnan(ga.p.v) || std::isnan(gb.p.v)) {
+      if (std::fabs(ga.p.v - gb.p.v) <= ga.p.e + gb.p.e || ga.p.bad || gb.p.bad ||
+          std::isnan(ga.p.v) || std::isnan(gb.p.v)) {
         r.p.bad = true;
       }
       return r;
@@ -743,7 +992,8 @@ Eval interpret(const Tree& t, int n, const std::vector<double>& leafv, const std
   return {{kNaN, 0, true}, false};
 }
 
-AnyT make_leaf_any(Rng& rng, int dt, const Idx& shape, ViewKind kind, std::vector<double>& values, Idx& vshape) {
+AnyT make_leaf_any(Rng& rng, int dt, const Idx& shape, ViewKind kind, std::vector<double>& values,
+                   Idx& vshape) {
   auto gen = [&] { return uni(rng, -3, 3); };
   auto finish = [&](auto p) -> AnyT {
     values = p.v.values();
@@ -751,10 +1001,14 @@ AnyT make_leaf_any(Rng& rng, int dt, const Idx& shape, ViewKind kind, std::vecto
     return p.t;
   };
   switch (dt) {
-    case F32: return finish(ref::make_pair<float>(shape, kind, gen));
-    case F64: return finish(ref::make_pair<double>(shape, kind, gen));
-    case BF16: return finish(ref::make_pair<bf16>(shape, kind, gen));
-    default: return finish(ref::make_pair<fp16>(shape, kind, gen));
+    case F32:
+      return finish(ref::make_pair<float>(shape, kind, gen));
+    case F64:
+      return finish(ref::make_pair<double>(shape, kind, gen));
+    case BF16:
+      return finish(ref::make_pair<bf16>(shape, kind, gen));
+    default:
+      return finish(ref::make_pair<fp16>(shape, kind, gen));
   }
 }
 
@@ -767,7 +1021,8 @@ struct FusedResult {
 /// Evaluates template `tpl` with leaf dtypes `combo` into a tensor of the expression's own
 /// dtype (out_mode 0) or a bf16 tensor (1), dense or a strided view (layout).
 template <class... D>
-FusedResult run_fused(int tpl, const std::vector<AnyT>& L, const int* uo, const int* bo, int out_mode, int layout) {
+FusedResult run_fused(int tpl, const std::vector<AnyT>& L, const int* uo, const int* bo,
+                      int out_mode, int layout) {
   return build<D...>(tpl, L, uo, bo, [&](const auto& e) -> FusedResult {
     using V = typename std::remove_cvref_t<decltype(e)>::value_type;
     const Idx shape = ref::from_shape(e.shape());
@@ -787,22 +1042,27 @@ FusedResult run_fused(int tpl, const std::vector<AnyT>& L, const int* uo, const 
   });
 }
 
-FusedResult run_fused_combo(int combo, int tpl, const std::vector<AnyT>& L, const int* uo, const int* bo, int out_mode,
-                            int layout) {
+FusedResult run_fused_combo(int combo, int tpl, const std::vector<AnyT>& L, const int* uo,
+                            const int* bo, int out_mode, int layout) {
   switch (combo) {
-    case 0: return run_fused<float, float, float, float, float>(tpl, L, uo, bo, out_mode, layout);
-    case 1: return run_fused<bf16, fp16, bf16, float, fp16>(tpl, L, uo, bo, out_mode, layout);
-    default: return run_fused<double, bf16, float, fp16, double>(tpl, L, uo, bo, out_mode, layout);
+    case 0:
+      return run_fused<float, float, float, float, float>(tpl, L, uo, bo, out_mode, layout);
+    case 1:
+      return run_fused<bf16, fp16, bf16, float, fp16>(tpl, L, uo, bo, out_mode, layout);
+    default:
+      return run_fused<double, bf16, float, fp16, double>(tpl, L, uo, bo, out_mode, layout);
   }
 }
 
 }  // namespace
 
-TEST_CASE("fuzz: random expression trees, node by node, against a float64 interpreter", "[expr][fuzz]") {
+TEST_CASE("fuzz: random expression trees, node by node, against a float64 interpreter",
+          "[expr][fuzz]") {
   const std::uint64_t seed = fuzz_seed();
   const auto trees = static_cast<int>(4000 * fuzz_scale());
-  std::printf("fuzz (node by node): seed %llu, %d trees (EMBER_FUZZ_SEED / EMBER_FUZZ_SCALE to change)\n",
-              static_cast<unsigned long long>(seed), trees);
+  std::printf(
+      "fuzz (node by node): seed %llu, %d trees (EMBER_FUZZ_SEED / EMBER_FUZZ_SCALE to change)\n",
+      static_cast<unsigned long long>(seed), trees);
   Stats st;
   int reported = 0;
   for (int i = 0; i < trees; ++i) {
@@ -821,23 +1081,29 @@ TEST_CASE("fuzz: random expression trees, node by node, against a float64 interp
     if (!err.empty()) {
       ++st.failures;
       if (reported++ < 5) {
-        INFO("EMBER_FUZZ_SEED=" << seed << ", tree " << i << " (tree seed " << tree_seed << "):\n" << err);
+        INFO("EMBER_FUZZ_SEED=" << seed << ", tree " << i << " (tree seed " << tree_seed << "):\n"
+                                << err);
         CHECK(err == "");
       }
     }
   }
-  std::printf("fuzz (node by node): %lld trees, %lld nodes, %lld values checked, %lld masked, %lld failing trees\n",
-              static_cast<long long>(st.trees), static_cast<long long>(st.nodes), static_cast<long long>(st.checked),
-              static_cast<long long>(st.masked), static_cast<long long>(st.failures));
+  std::printf(
+      "fuzz (node by node): %lld trees, %lld nodes, %lld values checked, %lld masked, %lld failing "
+      "trees\n",
+      static_cast<long long>(st.trees), static_cast<long long>(st.nodes),
+      static_cast<long long>(st.checked), static_cast<long long>(st.masked),
+      static_cast<long long>(st.failures));
   CHECK(st.failures == 0);
   // Most values must actually be checked (masking is for the rare ill-conditioned element).
   CHECK(st.masked * 10 < st.checked);
 }
 
-TEST_CASE("fuzz: deep fused trees with runtime-chosen ops are one launch and match the interpreter", "[expr][fuzz]") {
+TEST_CASE("fuzz: deep fused trees with runtime-chosen ops are one launch and match the interpreter",
+          "[expr][fuzz]") {
   const std::uint64_t seed = fuzz_seed() ^ 0xF00Dull;
   const auto runs = static_cast<int>(4000 * fuzz_scale());
-  std::printf("fuzz (fused templates): seed %llu, %d trees\n", static_cast<unsigned long long>(seed), runs);
+  std::printf("fuzz (fused templates): seed %llu, %d trees\n",
+              static_cast<unsigned long long>(seed), runs);
   Stats st;
   int reported = 0;
   for (int i = 0; i < runs; ++i) {
@@ -864,14 +1130,17 @@ TEST_CASE("fuzz: deep fused trees with runtime-chosen ops are one launch and mat
     for (int k = 0; k < 5; ++k) {
       const int dt = combo_dt(combo, k);
       const Idx s = dense ? shape : sub_shape(rng, shape);
-      const auto kind = dense ? ViewKind::contiguous : static_cast<ViewKind>(pick(rng, static_cast<int>(ViewKind::count)));
+      const auto kind = dense ? ViewKind::contiguous
+                              : static_cast<ViewKind>(pick(rng, static_cast<int>(ViewKind::count)));
       std::vector<double> values;
       Idx vshape;
       leaves.push_back(make_leaf_any(rng, dt, s, kind, values, vshape));
       lv.push_back(std::move(values));
       ls.push_back(vshape);
       ldt.push_back(dt);
-      if (k < kLeaves[tpl]) desc += std::string(" L") + std::to_string(k) + "<" + dt_name(dt) + ">" + ref::str(s) + " " + ref::view_name(kind);
+      if (k < kLeaves[tpl])
+        desc += std::string(" L") + std::to_string(k) + "<" + dt_name(dt) + ">" + ref::str(s) +
+                " " + ref::view_name(kind);
     }
     // The reference: the broadcast shape of the leaves the template uses.
     Idx out_shape;
@@ -884,7 +1153,8 @@ TEST_CASE("fuzz: deep fused trees with runtime-chosen ops are one launch and mat
     desc += std::string(", output ") + (out_mode == 0 ? "own dtype" : "bf16") + layout_name(layout);
     std::string err;
     try {
-      const FusedResult r = run_fused_combo(combo, tpl, leaves, uo.data(), bo.data(), out_mode, layout);
+      const FusedResult r =
+          run_fused_combo(combo, tpl, leaves, uo.data(), bo.data(), out_mode, layout);
       const Idx got_shape = shape_any(r.out);
       if (got_shape != out_shape) {
         err = "shape " + ref::str(got_shape) + ", want " + ref::str(out_shape);
@@ -892,13 +1162,19 @@ TEST_CASE("fuzz: deep fused trees with runtime-chosen ops are one launch and mat
         err = "the fused tree took " + std::to_string(r.launches) + " launches";
       } else {
         std::vector<std::vector<std::size_t>> maps;
-        for (int k = 0; k < 5; ++k) maps.push_back(broadcast_map(ls[static_cast<std::size_t>(k)], k < kLeaves[tpl] ? out_shape : ls[static_cast<std::size_t>(k)]));
+        for (int k = 0; k < 5; ++k)
+          maps.push_back(
+              broadcast_map(ls[static_cast<std::size_t>(k)],
+                            k < kLeaves[tpl] ? out_shape : ls[static_cast<std::size_t>(k)]));
         const auto n = static_cast<std::size_t>(ref::numel(out_shape));
         std::vector<Prop> want(n);
         std::vector<double> x(5);
         for (std::size_t j = 0; j < n; ++j) {
-          for (int k = 0; k < kLeaves[tpl]; ++k) x[static_cast<std::size_t>(k)] = lv[static_cast<std::size_t>(k)][maps[static_cast<std::size_t>(k)][j]];
-          const Eval ev = interpret(tree, static_cast<int>(tree.nodes.size()) - 1, x, ldt, uo.data(), bo.data());
+          for (int k = 0; k < kLeaves[tpl]; ++k)
+            x[static_cast<std::size_t>(k)] =
+                lv[static_cast<std::size_t>(k)][maps[static_cast<std::size_t>(k)][j]];
+          const Eval ev = interpret(tree, static_cast<int>(tree.nodes.size()) - 1, x, ldt,
+                                    uo.data(), bo.data());
           // Stored once: a rounding when the output type is narrower than the compute type.
           const bool rounds = r.dt == BF16 || r.dt == F16 || (ev.dbl && r.dt == F32);
           want[j] = store(ev.p, r.dt, rounds);
@@ -913,14 +1189,17 @@ TEST_CASE("fuzz: deep fused trees with runtime-chosen ops are one launch and mat
     if (!err.empty()) {
       ++st.failures;
       if (reported++ < 5) {
-        INFO("EMBER_FUZZ_SEED=" << fuzz_seed() << ", fused run " << i << " (tree seed " << tree_seed << "): " << desc << "\n" << err);
+        INFO("EMBER_FUZZ_SEED=" << fuzz_seed() << ", fused run " << i << " (tree seed " << tree_seed
+                                << "): " << desc << "\n"
+                                << err);
         CHECK(err == "");
       }
     }
   }
-  std::printf("fuzz (fused templates): %lld trees, %lld values checked, %lld masked, %lld failing\n",
-              static_cast<long long>(st.trees), static_cast<long long>(st.checked), static_cast<long long>(st.masked),
-              static_cast<long long>(st.failures));
+  std::printf(
+      "fuzz (fused templates): %lld trees, %lld values checked, %lld masked, %lld failing\n",
+      static_cast<long long>(st.trees), static_cast<long long>(st.checked),
+      static_cast<long long>(st.masked), static_cast<long long>(st.failures));
   CHECK(st.failures == 0);
   CHECK(st.masked * 5 < st.checked);
 }

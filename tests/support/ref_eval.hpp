@@ -168,7 +168,8 @@ struct Prec {
   double eps_store;  // epsilon of the storage type when it is narrower than acc_t<T>, else 0
   double tiny;       // absolute floor: subnormal spacing of the compute and storage types
   const char* name;
-  double overflow = std::numeric_limits<double>::infinity();  // smallest |x| that rounds to inf in T
+  double overflow =
+      std::numeric_limits<double>::infinity();  // smallest |x| that rounds to inf in T
 };
 
 template <class T>
@@ -204,8 +205,8 @@ inline double tolerance(const Prec& p, double c, double scale, double ref) {
 /// signed_zero the sign of a zero result must match too. Returns "" when all match, else a
 /// description of the first mismatches.
 inline std::string compare_abs(std::span<const double> got, std::span<const double> want,
-                               std::span<const double> tol, const char* dtype_name,
-                               double overflow, bool signed_zero = false,
+                               std::span<const double> tol, const char* dtype_name, double overflow,
+                               bool signed_zero = false,
                                const std::function<std::string(std::size_t)>& describe = {}) {
   if (got.size() != want.size()) {
     return "size mismatch: got " + std::to_string(got.size()) + " values, want " +
@@ -224,7 +225,9 @@ inline std::string compare_abs(std::span<const double> got, std::span<const doub
     } else {
       ok = !std::isnan(g) && std::fabs(g - r) <= tol[i];
       // A value within tolerance of T's overflow threshold may round to infinity.
-      if (!ok && std::isinf(g) && std::signbit(g) == std::signbit(r) && std::fabs(r) + tol[i] >= overflow) ok = true;
+      if (!ok && std::isinf(g) && std::signbit(g) == std::signbit(r) &&
+          std::fabs(r) + tol[i] >= overflow)
+        ok = true;
       if (ok && signed_zero && r == 0 && g == 0) ok = std::signbit(g) == std::signbit(r);
     }
     if (!ok) {
@@ -261,12 +264,18 @@ enum class ViewKind { contiguous, transposed, stepped, expanded, stepped_transpo
 
 inline const char* view_name(ViewKind k) {
   switch (k) {
-    case ViewKind::contiguous: return "contiguous";
-    case ViewKind::transposed: return "transposed";
-    case ViewKind::stepped: return "sliced with step 2";
-    case ViewKind::expanded: return "expanded";
-    case ViewKind::stepped_transposed: return "transposed, then sliced with step 2";
-    default: return "?";
+    case ViewKind::contiguous:
+      return "contiguous";
+    case ViewKind::transposed:
+      return "transposed";
+    case ViewKind::stepped:
+      return "sliced with step 2";
+    case ViewKind::expanded:
+      return "expanded";
+    case ViewKind::stepped_transposed:
+      return "transposed, then sliced with step 2";
+    default:
+      return "?";
   }
 }
 
@@ -352,8 +361,8 @@ Pair<T> make_pair(const Idx& shape, ViewKind kind, const std::function<double()>
 /// Where an input's values come from.
 struct Domain {
   enum Kind { uniform, log_uniform, signed_log_uniform, discrete } kind = uniform;
-  double lo = -4, hi = 4;          // uniform: [lo, hi]; log kinds: magnitudes in [lo, hi]
-  std::vector<double> values = {}; // discrete: picked uniformly from these
+  double lo = -4, hi = 4;           // uniform: [lo, hi]; log kinds: magnitudes in [lo, hi]
+  std::vector<double> values = {};  // discrete: picked uniformly from these
 
   static Domain range(double lo, double hi) { return {uniform, lo, hi}; }
   static Domain logr(double lo, double hi) { return {log_uniform, lo, hi}; }
@@ -363,13 +372,16 @@ struct Domain {
   double draw(std::mt19937_64& rng) const {
     std::uniform_real_distribution<double> u(0.0, 1.0);
     switch (kind) {
-      case uniform: return lo + (hi - lo) * u(rng);
-      case log_uniform: return std::exp(std::log(lo) + (std::log(hi) - std::log(lo)) * u(rng));
+      case uniform:
+        return lo + (hi - lo) * u(rng);
+      case log_uniform:
+        return std::exp(std::log(lo) + (std::log(hi) - std::log(lo)) * u(rng));
       case signed_log_uniform: {
         const double m = std::exp(std::log(lo) + (std::log(hi) - std::log(lo)) * u(rng));
         return u(rng) < 0.5 ? -m : m;
       }
-      case discrete: return values[static_cast<std::size_t>(rng() % values.size())];
+      case discrete:
+        return values[static_cast<std::size_t>(rng() % values.size())];
     }
     return 0;
   }

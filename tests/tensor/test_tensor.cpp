@@ -56,8 +56,7 @@ TEST_CASE("from_blob wraps caller memory without copying", "[tensor]") {
   CHECK(released);
 }
 
-TEST_CASE("rand and randn are reproducible from the seed and have the right moments",
-          "[tensor]") {
+TEST_CASE("rand and randn are reproducible from the seed and have the right moments", "[tensor]") {
   auto a = rand<float>({1000}, 7).to_vector();
   auto b = rand<float>({1000}, 7).to_vector();
   auto c = rand<float>({1000}, 8).to_vector();
@@ -208,8 +207,8 @@ TEST_CASE("memory stats count bytes and return to baseline", "[tensor][memory]")
 TEST_CASE("bad input throws ember::Error with the cause", "[tensor][errors]") {
   auto a = zeros<float>({2, 3});
   auto b = zeros<float>({4});
-  CHECK_THROWS_WITH(a + b, Catch::Contains("[2, 3]") && Catch::Contains("[4]") &&
-                               Catch::Contains("add"));
+  CHECK_THROWS_WITH(a + b,
+                    Catch::Contains("[2, 3]") && Catch::Contains("[4]") && Catch::Contains("add"));
   CHECK_THROWS_WITH(Tensor<float>(zeros<float>({2}) * zeros<float>({3})), Catch::Contains("mul"));
   auto y = zeros<float>({3, 2});
   CHECK_THROWS_WITH(y = a + 1, Catch::Contains("cannot be written"));

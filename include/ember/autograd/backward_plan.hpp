@@ -22,9 +22,9 @@ namespace ember::autograd {
 /// Where slot k's adjoint goes.
 template <Storable T>
 struct SlotOut {
-  T* direct = nullptr;        // the gradient tensor itself (dense, expression shape)
-  acc_t<T>* wide = nullptr;   // or a compute-type temporary (broadcast leaves)
-  bool add = false;           // direct: accumulate into the existing gradient
+  T* direct = nullptr;       // the gradient tensor itself (dense, expression shape)
+  acc_t<T>* wide = nullptr;  // or a compute-type temporary (broadcast leaves)
+  bool add = false;          // direct: accumulate into the existing gradient
 
   template <class A>
   EMBER_HD EMBER_FORCEINLINE void store(std::int64_t o, A v) const {
@@ -58,7 +58,7 @@ struct BackwardPlan {
   static constexpr int N = static_cast<int>(sizeof...(Outs));
   static_assert(Fwd::num_leaves == N, "ember: backward slots do not match the expression's leaves");
   Fwd fwd;
-  expr::LeafPlan<GT> up;         // upstream gradient (may be broadcast)
+  expr::LeafPlan<GT> up;          // upstream gradient (may be broadcast)
   expr::PlanStrides out_strides;  // every output slot is dense in the expression's shape
   expr::Pack<Outs...> outs;
   int dst[N > 0 ? N : 1];  // slot that receives slot k's adjoint (k itself, an earlier one, or -1)
@@ -92,8 +92,9 @@ struct BackwardPlan {
   template <int... K>
   EMBER_HD EMBER_FORCEINLINE void store_all(std::int64_t o, const AdjointSink<A, N>& s,
                                             std::integer_sequence<int, K...>) const {
-    ((dst[K] == K ? expr::get<K>(outs).store(o, gathered<K>(s, std::make_integer_sequence<int, N>{}))
-                  : void()),
+    ((dst[K] == K
+          ? expr::get<K>(outs).store(o, gathered<K>(s, std::make_integer_sequence<int, N>{}))
+          : void()),
      ...);
   }
 };

@@ -94,7 +94,8 @@ GradcheckResult gradcheck(F&& f, const std::vector<Tensor<double>>& inputs,
   for (std::size_t i = 0; i < xs.size(); ++i) {
     const Tensor<double>& x = xs[i].value();
     const std::vector<double> g =
-        xs[i].grad().defined() ? xs[i].grad().to_vector() : std::vector<double>(static_cast<std::size_t>(x.numel()), 0.0);
+        xs[i].grad().defined() ? xs[i].grad().to_vector()
+                               : std::vector<double>(static_cast<std::size_t>(x.numel()), 0.0);
     double* p = x.data();
     for (std::int64_t j = 0; j < x.numel(); ++j) {
       const double old = p[j];

@@ -90,7 +90,7 @@ struct slot_out {
   using type = NoOut;
 };
 template <class T>
-  requires FloatingElement<T>
+requires FloatingElement<T>
 struct slot_out<Var<T>> {
   using type = SlotOut<T>;
 };
@@ -158,7 +158,8 @@ void fused_backward(const E& e, const Tensor<GT>& up, double scale) {
             }
           }(),
           ...);
-    }(std::make_index_sequence<static_cast<std::size_t>(N)>{});
+    }
+    (std::make_index_sequence<static_cast<std::size_t>(N)>{});
     // Per broadcast slot: reduce temp into the var's gradient after the launch.
     std::vector<std::function<void()>> finish;
     [&]<std::size_t... K>(std::index_sequence<K...>) {
@@ -166,8 +167,7 @@ void fused_backward(const E& e, const Tensor<GT>& up, double scale) {
           [&] {
             using Node = std::tuple_element_t<K, Leaves>;
             plan.dst[K] = -1;
-            if constexpr (is_var<Node>::value &&
-                          FloatingElement<typename Node::value_type>) {
+            if constexpr (is_var<Node>::value && FloatingElement<typename Node::value_type>) {
               using T = typename Node::value_type;
               const Node& var = *static_cast<const Node*>(nodes[K]);
               VarNode<T>* vn = var.node().get();
@@ -205,7 +205,8 @@ void fused_backward(const E& e, const Tensor<GT>& up, double scale) {
             }
           }(),
           ...);
-    }(std::make_index_sequence<static_cast<std::size_t>(N)>{});
+    }
+    (std::make_index_sequence<static_cast<std::size_t>(N)>{});
     if (!any) return;
 
     std::vector<Strides> arrays;
@@ -241,7 +242,8 @@ void fused_backward(const E& e, const Tensor<GT>& up, double scale) {
             }
           }(),
           ...);
-    }(std::make_index_sequence<static_cast<std::size_t>(N)>{});
+    }
+    (std::make_index_sequence<static_cast<std::size_t>(N)>{});
     for (auto& f : finish) f();
   }
 }
@@ -254,7 +256,7 @@ class FusedNode final : public TapeNode {
  public:
   FusedNode(E e, VarNode<T>* out, Reduction red, Shape keep_shape, double scale)
       : e_(std::move(e)), out_(out), red_(red), keep_shape_(keep_shape), scale_(scale) {
-      e_->for_each_leaf([&](const expr::LeafInfo& leaf) {
+    e_->for_each_leaf([&](const expr::LeafInfo& leaf) {
       saved_.push_back({leaf.storage, leaf.storage ? leaf.storage->version() : 0});
     });
   }
@@ -294,7 +296,8 @@ class FusedNode final : public TapeNode {
             }
           }(),
           ...);
-    }(std::make_index_sequence<std::tuple_size_v<leaves_t<E>>>{});
+    }
+    (std::make_index_sequence<std::tuple_size_v<leaves_t<E>>>{});
   }
   std::string name() const override {
     std::string n;
@@ -337,7 +340,8 @@ bool any_requires_grad(const E& e) {
           }
         }(),
         ...);
-  }(std::make_index_sequence<std::tuple_size_v<leaves_t<E>>>{});
+  }
+  (std::make_index_sequence<std::tuple_size_v<leaves_t<E>>>{});
   return any;
 }
 
@@ -366,8 +370,8 @@ class Var {
   /// Evaluates `e` (one launch) and, unless under no_grad or no operand requires grad, records
   /// one tape node for the whole expression.
   template <Expression E>
-    requires(!std::is_same_v<std::remove_cvref_t<E>, Var>)
-  Var(const E& e)  // NOLINT(google-explicit-constructor): `Var<float> y = a * b;`
+  requires(!std::is_same_v<std::remove_cvref_t<E>, Var>)
+      Var(const E& e)  // NOLINT(google-explicit-constructor): `Var<float> y = a * b;`
       : Var(Tensor<T>(e)) {
     if (grad_enabled() && autograd::any_requires_grad(e)) {
       n_->requires_grad = true;
@@ -394,8 +398,10 @@ class Var {
   /// Backward from a one-element Var (seed 1).
   template <class Mode = exec::mode>
   void backward(bool retain_graph = false) const {
-    EMBER_CHECK(value().numel() == 1, "ember: backward() without a seed needs a one-element Var, "
-                "this one has shape ", shape().str(), "; pass a seed tensor of that shape");
+    EMBER_CHECK(value().numel() == 1,
+                "ember: backward() without a seed needs a one-element Var, "
+                "this one has shape ",
+                shape().str(), "; pass a seed tensor of that shape");
     run_from(ones<T, Mode>(shape(), value().device()), retain_graph);
   }
   /// Backward with d(loss)/d(this) = seed (same shape as this Var).
@@ -426,7 +432,8 @@ class Var {
   // `seed` is owned: it becomes (or is added to) this Var's gradient.
   void run_from(Tensor<T> seed, bool retain_graph) const {
     auto& n = node_ref();
-    EMBER_CHECK(n.requires_grad, "ember: backward() on a Var that does not require grad (made "
+    EMBER_CHECK(n.requires_grad,
+                "ember: backward() on a Var that does not require grad (made "
                 "from constants, under no_grad, or detached)");
     EMBER_CHECK(seed.shape() == shape(), "ember: backward: seed of shape ", seed.shape().str(),
                 " for a Var of shape ", shape().str());
@@ -464,15 +471,17 @@ auto reduce_var(const E& e, const Dims& axes, bool keepdim) {
   if constexpr (R == Reduction::sum) {
     r = exec::reduce_expression<V>(e, reduce::Bound<reduce::Sum<C>>{}, "sum", axes, keepdim, true);
   } else {
-    r = exec::reduce_expression<V>(e, reduce::Bound<reduce::Mean<C>>{}, "mean", axes, keepdim, true);
+    r = exec::reduce_expression<V>(e, reduce::Bound<reduce::Mean<C>>{}, "mean", axes, keepdim,
+                                   true);
   }
   auto n = std::make_shared<VarNode<V>>();
   n->value = r;
   if (grad_enabled() && any_requires_grad(e)) {
     const Shape k = keepdim_shape<E>(e.shape(), axes);
-    const double scale = R == Reduction::mean && r.numel() > 0
-                             ? static_cast<double>(r.numel()) / static_cast<double>(e.shape().numel())
-                             : 1.0;
+    const double scale =
+        R == Reduction::mean && r.numel() > 0
+            ? static_cast<double>(r.numel()) / static_cast<double>(e.shape().numel())
+            : 1.0;
     n->requires_grad = true;
     n->grad_fn = std::make_shared<FusedNode<E, V>>(e, n.get(), R, k, scale);
   }
@@ -510,18 +519,20 @@ inline constexpr bool backward_not_implemented = false;
 }  // namespace autograd
 // The same signatures as the Tensor reductions (exec/reduce.hpp), so that the more
 // constrained VarOperand wins overload resolution.
-#define EMBER_VAR_REDUCTION_NOT_YET(fname)                                                     \
-  template <VarOperand X, class Mode = exec::mode>                                             \
-  auto fname(const X&, const Dims&, bool = false) {                                            \
-    static_assert(autograd::backward_not_implemented<X>,                                       \
-                  "ember: " #fname " over Vars has no backward rule yet; reduce .value() (a "  \
-                  "Tensor, no gradient) or use sum/mean");                                     \
-  }                                                                                            \
-  template <VarOperand X, class Mode = exec::mode>                                             \
-  auto fname(const X&) {                                                                       \
-    static_assert(autograd::backward_not_implemented<X>,                                       \
-                  "ember: " #fname " over Vars has no backward rule yet; reduce .value() (a "  \
-                  "Tensor, no gradient) or use sum/mean");                                     \
+#define EMBER_VAR_REDUCTION_NOT_YET(fname)                                   \
+  template <VarOperand X, class Mode = exec::mode>                           \
+  auto fname(const X&, const Dims&, bool = false) {                          \
+    static_assert(autograd::backward_not_implemented<X>,                     \
+                  "ember: " #fname                                           \
+                  " over Vars has no backward rule yet; reduce .value() (a " \
+                  "Tensor, no gradient) or use sum/mean");                   \
+  }                                                                          \
+  template <VarOperand X, class Mode = exec::mode>                           \
+  auto fname(const X&) {                                                     \
+    static_assert(autograd::backward_not_implemented<X>,                     \
+                  "ember: " #fname                                           \
+                  " over Vars has no backward rule yet; reduce .value() (a " \
+                  "Tensor, no gradient) or use sum/mean");                   \
   }
 EMBER_VAR_REDUCTION_NOT_YET(max)
 EMBER_VAR_REDUCTION_NOT_YET(min)

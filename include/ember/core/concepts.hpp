@@ -34,8 +34,7 @@ concept TensorType = detail::is_tensor<std::remove_cvref_t<T>>::value;
 /// A plain C++ number usable as a scalar operand (bf16 and half included).
 template <class S>
 concept Scalar = std::is_arithmetic_v<std::remove_cvref_t<S>> ||
-                 std::same_as<std::remove_cvref_t<S>, bf16> ||
-                 std::same_as<std::remove_cvref_t<S>, half>;
+    std::same_as<std::remove_cvref_t<S>, bf16> || std::same_as<std::remove_cvref_t<S>, half>;
 
 /// Anything an operator or elementwise function accepts: an expression, a tensor or a number.
 template <class X>

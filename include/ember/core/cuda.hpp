@@ -65,8 +65,8 @@ inline bool available() { return device_count() > 0; }
 inline void require_device(int index) {
   const int n = device_count();
   if (n == 0) fail("ember: CUDA device ", index, " was requested but ", unavailable_reason());
-  EMBER_CHECK(index >= 0 && index < n, "ember: CUDA device ", index,
-              " was requested but only ", n, " device(s) exist");
+  EMBER_CHECK(index >= 0 && index < n, "ember: CUDA device ", index, " was requested but only ", n,
+              " device(s) exist");
 }
 
 #if defined(EMBER_WITH_CUDA)
@@ -94,9 +94,9 @@ inline stream_t default_stream(int index) {
   static std::array<std::once_flag, kMaxDevices> once;
   std::call_once(once[static_cast<std::size_t>(index)], [index] {
     DeviceGuard guard(index);
-    check(cudaStreamCreateWithFlags(&streams[static_cast<std::size_t>(index)],
-                                    cudaStreamNonBlocking),
-          "cudaStreamCreateWithFlags");
+    check(
+        cudaStreamCreateWithFlags(&streams[static_cast<std::size_t>(index)], cudaStreamNonBlocking),
+        "cudaStreamCreateWithFlags");
   });
   return streams[static_cast<std::size_t>(index)];
 }

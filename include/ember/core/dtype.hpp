@@ -69,11 +69,13 @@ struct dtype_info<bool> {
 
 /// A type ember can store in a tensor.
 template <class T>
-concept Storable = requires { detail::dtype_info<std::remove_cv_t<T>>::code; };
+concept Storable = requires {
+  detail::dtype_info<std::remove_cv_t<T>>::code;
+};
 
 template <class T>
 concept FloatingElement = std::same_as<T, float> || std::same_as<T, double> ||
-                          std::same_as<T, bf16> || std::same_as<T, half>;
+    std::same_as<T, bf16> || std::same_as<T, half>;
 
 template <class T>
 concept IntegralElement = Storable<T> && !FloatingElement<T>;
@@ -91,14 +93,22 @@ inline constexpr std::string_view dtype_name = detail::dtype_info<T>::name;
 
 inline constexpr std::string_view name_of(DType d) {
   switch (d) {
-    case DType::f32: return "float32";
-    case DType::f64: return "float64";
-    case DType::bf16: return "bfloat16";
-    case DType::f16: return "float16";
-    case DType::i32: return "int32";
-    case DType::i64: return "int64";
-    case DType::u8: return "uint8";
-    case DType::boolean: return "bool";
+    case DType::f32:
+      return "float32";
+    case DType::f64:
+      return "float64";
+    case DType::bf16:
+      return "bfloat16";
+    case DType::f16:
+      return "float16";
+    case DType::i32:
+      return "int32";
+    case DType::i64:
+      return "int64";
+    case DType::u8:
+      return "uint8";
+    case DType::boolean:
+      return "bool";
   }
   return "?";
 }
@@ -107,21 +117,28 @@ namespace detail {
 // Rank in the promotion lattice: bool < integers < half/bf16 < float < double.
 template <class T>
 constexpr int promo_rank() {
-  if constexpr (std::same_as<T, bool>) return 0;
-  else if constexpr (std::same_as<T, std::uint8_t>) return 1;
-  else if constexpr (std::same_as<T, std::int32_t>) return 2;
-  else if constexpr (std::same_as<T, std::int64_t>) return 3;
-  else if constexpr (std::same_as<T, half> || std::same_as<T, bf16>) return 4;
-  else if constexpr (std::same_as<T, float>) return 5;
-  else return 6;
+  if constexpr (std::same_as<T, bool>)
+    return 0;
+  else if constexpr (std::same_as<T, std::uint8_t>)
+    return 1;
+  else if constexpr (std::same_as<T, std::int32_t>)
+    return 2;
+  else if constexpr (std::same_as<T, std::int64_t>)
+    return 3;
+  else if constexpr (std::same_as<T, half> || std::same_as<T, bf16>)
+    return 4;
+  else if constexpr (std::same_as<T, float>)
+    return 5;
+  else
+    return 6;
 }
 template <class A, class B>
 struct promote {
   // bf16 with half has no common 16-bit type: both go to float, as in PyTorch.
-  using type = std::conditional_t<
-      (std::same_as<A, bf16> && std::same_as<B, half>) ||
-          (std::same_as<A, half> && std::same_as<B, bf16>),
-      float, std::conditional_t<(promo_rank<A>() >= promo_rank<B>()), A, B>>;
+  using type =
+      std::conditional_t<(std::same_as<A, bf16> && std::same_as<B, half>) ||
+                             (std::same_as<A, half> && std::same_as<B, bf16>),
+                         float, std::conditional_t<(promo_rank<A>() >= promo_rank<B>()), A, B>>;
 };
 }  // namespace detail
 

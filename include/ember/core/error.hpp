@@ -31,9 +31,9 @@ template <class... Parts>
 }  // namespace ember
 
 /// Throws ember::Error built from the message parts unless `cond` holds.
-#define EMBER_CHECK(cond, ...)       \
-  do {                               \
-    if (!(cond)) {                   \
-      ::ember::fail(__VA_ARGS__);    \
-    }                                \
+#define EMBER_CHECK(cond, ...)    \
+  do {                            \
+    if (!(cond)) {                \
+      ::ember::fail(__VA_ARGS__); \
+    }                             \
   } while (0)

@@ -19,7 +19,8 @@ namespace ember {
 class Dims {
  public:
   Dims() = default;
-  Dims(std::initializer_list<std::int64_t> values) : Dims(std::span(values.begin(), values.size())) {}
+  Dims(std::initializer_list<std::int64_t> values)
+      : Dims(std::span(values.begin(), values.size())) {}
   explicit Dims(std::span<const std::int64_t> values) {
     EMBER_CHECK(values.size() <= static_cast<std::size_t>(kMaxRank), "ember: rank ", values.size(),
                 " exceeds the maximum rank ", kMaxRank);
@@ -56,12 +57,14 @@ class Dims {
   }
   void insert(int pos, std::int64_t v) {
     EMBER_CHECK(rank_ < kMaxRank, "ember: rank would exceed the maximum rank ", kMaxRank);
-    for (int i = rank_; i > pos; --i) d_[static_cast<std::size_t>(i)] = d_[static_cast<std::size_t>(i - 1)];
+    for (int i = rank_; i > pos; --i)
+      d_[static_cast<std::size_t>(i)] = d_[static_cast<std::size_t>(i - 1)];
     d_[static_cast<std::size_t>(pos)] = v;
     ++rank_;
   }
   void erase(int pos) {
-    for (int i = pos; i + 1 < rank_; ++i) d_[static_cast<std::size_t>(i)] = d_[static_cast<std::size_t>(i + 1)];
+    for (int i = pos; i + 1 < rank_; ++i)
+      d_[static_cast<std::size_t>(i)] = d_[static_cast<std::size_t>(i + 1)];
     --rank_;
   }
 
@@ -131,8 +134,8 @@ inline Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view o
     } else if (da == 1) {
       out[i] = db;
     } else {
-      fail("ember: cannot broadcast shapes ", a.str(), " and ", b.str(), " in ", op,
-           ": dimension ", i, " has sizes ", da, " and ", db);
+      fail("ember: cannot broadcast shapes ", a.str(), " and ", b.str(), " in ", op, ": dimension ",
+           i, " has sizes ", da, " and ", db);
     }
   }
   return out;

@@ -98,7 +98,8 @@ void evaluate(const std::tuple<Tensor<Ts>...>& outs, const std::tuple<Es...>& es
               for (int d = 0; d < shape.rank(); ++d) {
                 EMBER_CHECK(shape[d] <= 1 || o.strides()[d] != 0,
                             "ember: assign: the output is a broadcast view (stride 0 on "
-                            "dimension ", d, " of shape ", shape.str(),
+                            "dimension ",
+                            d, " of shape ", shape.str(),
                             "); several elements would share one memory location");
               }
               arrays.push_back(o.strides());
@@ -151,8 +152,8 @@ void evaluate(const std::tuple<Tensor<Ts>...>& outs, const std::tuple<Es...>& es
     auto temps = std::apply(
         [&](const auto&...) { return std::make_tuple(empty<Ts>(shape, device)...); }, es);
     evaluate<StoreOp::set>(temps, es);
-    auto leaves = std::apply([](const auto&... t) { return std::make_tuple(expr::Leaf(t)...); },
-                             temps);
+    auto leaves =
+        std::apply([](const auto&... t) { return std::make_tuple(expr::Leaf(t)...); }, temps);
     evaluate<Op>(outs, leaves);
     return;
   }
@@ -172,11 +173,11 @@ void evaluate(const std::tuple<Tensor<Ts>...>& outs, const std::tuple<Es...>& es
     return AssignPlan<OutputSlot<Op, Ts, typename Es::plan_type>...>{
         expr::Pack<OutputSlot<Op, Ts, typename Es::plan_type>...>(
             OutputSlot<Op, Ts, typename Es::plan_type>{
-                std::get<I>(outs).data(), expr::PlanStrides(L.arrays[I], nd),
-                [&] {
-                  expr::PlanBuilder b(nd, std::vector<Strides>(
-                                              L.arrays.begin() + static_cast<std::ptrdiff_t>(leaf_begin[I]),
-                                              L.arrays.begin() + static_cast<std::ptrdiff_t>(leaf_begin[I + 1])));
+                std::get<I>(outs).data(), expr::PlanStrides(L.arrays[I], nd), [&] {
+                  expr::PlanBuilder b(
+                      nd, std::vector<Strides>(
+                              L.arrays.begin() + static_cast<std::ptrdiff_t>(leaf_begin[I]),
+                              L.arrays.begin() + static_cast<std::ptrdiff_t>(leaf_begin[I + 1])));
                   return std::get<I>(es).plan(b);
                 }()}...)};
   };
@@ -209,8 +210,8 @@ void evaluate_into(Tensor<T>& out, const E& e) {
 /// Evaluates several expressions into several outputs of one shape in a single launch:
 /// `ember::assign(std::tie(y1, y2), e1, e2)`.
 template <Storable... Ts, ArrayOperand... Es, class Mode = exec::mode>
-  requires(sizeof...(Ts) == sizeof...(Es))
-void assign(std::tuple<Tensor<Ts>&...> outs, const Es&... es) {
+requires(sizeof...(Ts) == sizeof...(Es)) void assign(std::tuple<Tensor<Ts>&...> outs,
+                                                     const Es&... es) {
   auto copies = std::apply([](auto&... o) { return std::make_tuple(o...); }, outs);
   exec::evaluate<exec::StoreOp::set>(copies, std::make_tuple(expr::as_node(es)...));
 }
@@ -234,17 +235,18 @@ template <Storable T>
 template <Scalar S, class Mode>
 Tensor<T>& Tensor<T>::operator=(S value) {
   require_defined("operator=");
-  exec::evaluate_into<exec::StoreOp::set>(*this, expr::Cast<T, expr::node_t<S>>(expr::as_node(value)));
+  exec::evaluate_into<exec::StoreOp::set>(*this,
+                                          expr::Cast<T, expr::node_t<S>>(expr::as_node(value)));
   return *this;
 }
 
-#define EMBER_COMPOUND_ASSIGN(op, Op)                                          \
-  template <Storable T>                                                        \
-  template <Operand E, class Mode>                                             \
-  Tensor<T>& Tensor<T>::operator op(const E& e) {                              \
-    require_defined(#op);                                                      \
-    exec::evaluate_into<exec::StoreOp::Op>(*this, expr::as_node(e));           \
-    return *this;                                                              \
+#define EMBER_COMPOUND_ASSIGN(op, Op)                                \
+  template <Storable T>                                              \
+  template <Operand E, class Mode>                                   \
+  Tensor<T>& Tensor<T>::operator op(const E& e) {                    \
+    require_defined(#op);                                            \
+    exec::evaluate_into<exec::StoreOp::Op>(*this, expr::as_node(e)); \
+    return *this;                                                    \
   }
 EMBER_COMPOUND_ASSIGN(+=, add)
 EMBER_COMPOUND_ASSIGN(-=, sub)
@@ -288,7 +290,8 @@ Tensor<T> gather_to_host(const Tensor<T>& t) {
   std::int64_t span = 1;
   for (int i = 0; i < t.rank(); ++i) span += (t.shape()[i] - 1) * t.strides()[i];
   Tensor<T> raw = empty<T>(Shape{span}, Device::cpu());
-  copy_bytes(raw.data(), Device::cpu(), t.data(), t.device(), static_cast<std::size_t>(span) * sizeof(T));
+  copy_bytes(raw.data(), Device::cpu(), t.data(), t.device(),
+             static_cast<std::size_t>(span) * sizeof(T));
   Tensor<T> view(raw.storage(), 0, t.shape(), t.strides());
   return view.template contiguous<Mode>();
 }
@@ -306,7 +309,8 @@ Tensor<T> Tensor<T>::to(Device target) const {
     return contiguous<Mode>().template to<Mode>(target);
   }
   Tensor<T> out = empty<T>(shape_, target);
-  detail::copy_bytes(out.data(), target, data(), device(), static_cast<std::size_t>(numel()) * sizeof(T));
+  detail::copy_bytes(out.data(), target, data(), device(),
+                     static_cast<std::size_t>(numel()) * sizeof(T));
   return out;
 }
 

@@ -78,7 +78,8 @@ struct OutputSlot {
 #endif
   }
   template <int V>
-  EMBER_HD EMBER_FORCEINLINE void store_vec(const expr::RowBlock& b, const value_type (&vals)[V]) const {
+  EMBER_HD EMBER_FORCEINLINE void store_vec(const expr::RowBlock& b,
+                                            const value_type (&vals)[V]) const {
     T* p = data + strides.offset(b.ix);
     const std::int64_t s = strides.inner();
     if (s == 1) {

@@ -110,7 +110,8 @@ void run(const Plan& plan, const IterLayout& L, bool vectorize, int device) {
   } else if (L.numel < (std::int64_t{1} << 31)) {
     CoordMap32 map;
     map.ndim = L.ndim();
-    for (int d = 0; d < L.ndim(); ++d) map.div[d] = FastDivmod(static_cast<std::uint32_t>(L.sizes[d]));
+    for (int d = 0; d < L.ndim(); ++d)
+      map.div[d] = FastDivmod(static_cast<std::uint32_t>(L.sizes[d]));
     strided_kernel<<<grid_for(L.numel, device), kBlockThreads, 0, stream>>>(
         plan, map, static_cast<std::uint32_t>(L.numel));
   } else {

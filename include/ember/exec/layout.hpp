@@ -71,8 +71,8 @@ inline IterLayout make_layout(const Shape& shape, std::vector<Strides> arrays,
   int end = L.sizes.rank();
   merge_dims(L.sizes, L.arrays, 0, end);
   L.dense = L.sizes.rank() == 0 ||
-            (L.sizes.rank() == 1 &&
-             std::all_of(L.arrays.begin(), L.arrays.end(), [](const Strides& s) { return s[0] == 1; }));
+            (L.sizes.rank() == 1 && std::all_of(L.arrays.begin(), L.arrays.end(),
+                                                [](const Strides& s) { return s[0] == 1; }));
   return L;
 }
 

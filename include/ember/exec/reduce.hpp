@@ -47,7 +47,8 @@ typename Red::state fold_range(const Red& red, const Plan& plan, const ReduceLay
     std::int64_t r = begin;
     for (; r + kReduceLanes <= end; r += kReduceLanes) {
       for (int k = 0; k < kReduceLanes; ++k) {
-        lanes[k] = red.step(lanes[k], static_cast<A>(plan.at(expr::LinearIndex{base + r + k})), r + k);
+        lanes[k] =
+            red.step(lanes[k], static_cast<A>(plan.at(expr::LinearIndex{base + r + k})), r + k);
       }
     }
     for (const auto& lane : lanes) s = red.combine(s, lane);
@@ -198,8 +199,8 @@ void run_reduce(const Red& red, const Plan& plan, const ReduceLayout& L, R* out)
   for (std::int64_t o = 0; o < L.outputs; ++o) {
 #pragma omp parallel for schedule(static)
     for (std::int64_t c = 0; c < chunks; ++c) {
-      partial[static_cast<std::size_t>(c)] =
-          fold_range(red, plan, L, o, c * kReduceChunk, std::min(n, (c + 1) * kReduceChunk), red.init());
+      partial[static_cast<std::size_t>(c)] = fold_range(
+          red, plan, L, o, c * kReduceChunk, std::min(n, (c + 1) * kReduceChunk), red.init());
     }
     typename Red::state s = red.init();
     for (const auto& p : partial) s = red.combine(s, p);
@@ -236,8 +237,8 @@ Tensor<R> reduce_expression(const E& e, const Red& red, const char* name, const 
     }
   }
   if (!empty_ok && reduced_count == 0 && out_shape.numel() != 0) {
-    fail("ember: ", name, ": cannot reduce over an empty range (shape ", shape.str(),
-         ", axes ", axes.rank() ? axes.str() : std::string("all"), "); the result has no identity");
+    fail("ember: ", name, ": cannot reduce over an empty range (shape ", shape.str(), ", axes ",
+         axes.rank() ? axes.str() : std::string("all"), "); the result has no identity");
   }
 
   std::optional<Device> dev;
@@ -304,7 +305,8 @@ constexpr void require_floating(const char* /*name*/) {
 
 EMBER_REDUCTION(sum, detail::sum_result_t<V>, detail::sum_acc_t<V>, reduce::Sum, true, (void)0)
 EMBER_REDUCTION(prod, detail::sum_result_t<V>, detail::sum_acc_t<V>, reduce::Prod, true, (void)0)
-EMBER_REDUCTION(mean, V, acc_t<V>, reduce::Mean, true, detail::require_floating<decltype(e)>("mean"))
+EMBER_REDUCTION(mean, V, acc_t<V>, reduce::Mean, true,
+                detail::require_floating<decltype(e)>("mean"))
 EMBER_REDUCTION(max, V, acc_t<V>, reduce::Max, false, (void)0)
 EMBER_REDUCTION(min, V, acc_t<V>, reduce::Min, false, (void)0)
 EMBER_REDUCTION(logsumexp, V, acc_t<V>, reduce::LogSumExp, true,
@@ -351,7 +353,7 @@ auto norm(const X& x, double p = 2.0) {
     auto e = expr::as_node(x);                                                                 \
     using V = typename decltype(e)::value_type;                                                \
     return exec::reduce_expression<std::int64_t>(                                              \
-        e, reduce::Bound<reduce::ArgBest<acc_t<V>, Largest>>{}, #fname, Dims{axis}, keepdim,  \
+        e, reduce::Bound<reduce::ArgBest<acc_t<V>, Largest>>{}, #fname, Dims{axis}, keepdim,   \
         false);                                                                                \
   }                                                                                            \
   /** Index of the best element of the flattened input. */                                     \

@@ -9,8 +9,8 @@
 
 #include <cuda_runtime.h>
 
-#include <cub/block/block_reduce.cuh>
 #include <cstdint>
+#include <cub/block/block_reduce.cuh>
 
 #include "../memory/storage.hpp"
 #include "cuda_executor.cuh"
@@ -73,8 +73,8 @@ struct CombineOp {
 
 template <class R, class Red, class Plan>
 __global__ void __launch_bounds__(kBlockThreads)
-    reduce_rows_kernel(Red red, Plan plan, ReduceGeometry g, R* out,
-                       typename Red::state* partial, unsigned* arrivals) {
+    reduce_rows_kernel(Red red, Plan plan, ReduceGeometry g, R* out, typename Red::state* partial,
+                       unsigned* arrivals) {
   using State = typename Red::state;
   using A = typename Plan::acc_type;
   using BlockReduce = cub::BlockReduce<State, kBlockThreads>;
@@ -109,7 +109,7 @@ __global__ void __launch_bounds__(kBlockThreads)
       // Combine the partials in split order: the answer does not depend on arrival order.
       State t = red.init();
       for (int k = 0; k < g.splits; ++k) {
-        t = red.combine(t, *const_cast<volatile State*>(&partial[o * g.splits + k]) );
+        t = red.combine(t, *const_cast<volatile State*>(&partial[o * g.splits + k]));
       }
       out[o] = to_storage<R>(red.finish(t, g.reduced));
       arrivals[o] = 0;
@@ -123,7 +123,8 @@ __global__ void __launch_bounds__(kBlockThreads)
     reduce_columns_kernel(Red red, Plan plan, ReduceGeometry g, R* out) {
   using A = typename Plan::acc_type;
   const std::int64_t stride = std::int64_t{gridDim.x} * blockDim.x;
-  for (std::int64_t o = std::int64_t{blockIdx.x} * blockDim.x + threadIdx.x; o < g.outputs; o += stride) {
+  for (std::int64_t o = std::int64_t{blockIdx.x} * blockDim.x + threadIdx.x; o < g.outputs;
+       o += stride) {
     typename Red::state s = red.init();
     expr::CoordIndex ix;
     g.output_coords(o, ix);
@@ -174,16 +175,19 @@ void run_reduce(const Red& red, const Plan& plan, const ReduceLayout& L, R* out,
     const std::size_t partial_bytes =
         static_cast<std::size_t>(L.outputs * splits) * sizeof(typename Red::state);
     const std::size_t arrival_offset = (partial_bytes + 15) / 16 * 16;
-    const std::size_t bytes = arrival_offset + static_cast<std::size_t>(L.outputs) * sizeof(unsigned);
+    const std::size_t bytes =
+        arrival_offset + static_cast<std::size_t>(L.outputs) * sizeof(unsigned);
     scratch = Storage::allocate(Device::cuda(device), bytes);
     partial = static_cast<typename Red::state*>(scratch->data());
     arrivals = reinterpret_cast<unsigned*>(static_cast<char*>(scratch->data()) + arrival_offset);
-    cuda::check(cudaMemsetAsync(arrivals, 0, static_cast<std::size_t>(L.outputs) * sizeof(unsigned), stream),
+    cuda::check(cudaMemsetAsync(arrivals, 0, static_cast<std::size_t>(L.outputs) * sizeof(unsigned),
+                                stream),
                 "cudaMemsetAsync");
   }
-  const std::int64_t blocks = std::min<std::int64_t>(L.outputs * splits, std::int64_t{sm_count(device)} * 32);
-  reduce_rows_kernel<<<static_cast<unsigned>(blocks), kBlockThreads, 0, stream>>>(red, plan, g, out,
-                                                                                  partial, arrivals);
+  const std::int64_t blocks =
+      std::min<std::int64_t>(L.outputs * splits, std::int64_t{sm_count(device)} * 32);
+  reduce_rows_kernel<<<static_cast<unsigned>(blocks), kBlockThreads, 0, stream>>>(
+      red, plan, g, out, partial, arrivals);
   check_launch("a row reduction kernel launch");
   count_launch();
   // `scratch` is released on the same stream, after the kernel, by the stream-ordered pool.

@@ -34,7 +34,8 @@ inline ReduceLayout make_reduce_layout(const Shape& shape, const std::vector<boo
   std::vector<int> order;
   for (int pass = 0; pass < 2; ++pass) {
     for (int d = 0; d < shape.rank(); ++d) {
-      if (is_reduced[static_cast<std::size_t>(d)] == (pass == 1) && shape[d] != 1) order.push_back(d);
+      if (is_reduced[static_cast<std::size_t>(d)] == (pass == 1) && shape[d] != 1)
+        order.push_back(d);
     }
     if (pass == 0) L.kept = static_cast<int>(order.size());
   }
@@ -47,13 +48,13 @@ inline ReduceLayout make_reduce_layout(const Shape& shape, const std::vector<boo
   int end = L.sizes.rank();
   int kept_end = L.kept;
   merge_dims(L.sizes, L.arrays, kept_end, end);  // reduced group
-  merge_dims(L.sizes, L.arrays, 0, kept_end);     // kept group
+  merge_dims(L.sizes, L.arrays, 0, kept_end);    // kept group
   L.kept = kept_end;
   for (int d = 0; d < L.kept; ++d) L.outputs *= L.sizes[d];
   for (int d = L.kept; d < L.ndim(); ++d) L.reduced *= L.sizes[d];
   const Strides dense = contiguous_strides(L.sizes);
-  L.dense_rows = std::all_of(L.arrays.begin(), L.arrays.end(),
-                             [&](const Strides& s) { return s == dense; });
+  L.dense_rows =
+      std::all_of(L.arrays.begin(), L.arrays.end(), [&](const Strides& s) { return s == dense; });
   Strides columns = Strides::filled(L.ndim(), 0);
   std::int64_t step = 1;
   auto dense_over = [&](int innermost, int outermost) {
@@ -64,8 +65,8 @@ inline ReduceLayout make_reduce_layout(const Shape& shape, const std::vector<boo
   };
   dense_over(L.kept - 1, 0);         // the kept dimensions vary fastest,
   dense_over(L.ndim() - 1, L.kept);  // then the reduced ones
-  L.dense_columns = std::all_of(L.arrays.begin(), L.arrays.end(),
-                                [&](const Strides& s) { return s == columns; });
+  L.dense_columns =
+      std::all_of(L.arrays.begin(), L.arrays.end(), [&](const Strides& s) { return s == columns; });
   return L;
 }
 

@@ -186,16 +186,16 @@ EMBER_FORCEINLINE double reduce_pio2(float x, std::int32_t& j) {
   v1 = select(g4, 0x1.abe8fa9000000p-79, v1);
   v2 = select(g4, 0x1.4ddc0db000000p-108, v2);
   v3 = select(g4, 0x1.8a5664f10e410p-138, v3);
-  const double p1 = ax * v1;  // exact (24 x 29 bits), < 2^51
-  const double p2 = ax * v2;  // exact, < 2^23
-  const double p3 = ax * v3;  // small, rounded
+  const double p1 = ax * v1;                           // exact (24 x 29 bits), < 2^51
+  const double p2 = ax * v2;                           // exact, < 2^23
+  const double p3 = ax * v3;                           // small, rounded
   const double f1 = p1 - 4.0 * rint_small(0.25 * p1);  // p1 mod 4, exact
   // s + e = f1 + p2 exactly (TwoSum).
   const double s = f1 + p2;
   const double bb = s - f1;
   const double e = (f1 - (s - bb)) + (p2 - bb);
   const double n = rint_small(s);
-  const double frac = (s - n) + (e + p3);  // s - n is exact
+  const double frac = (s - n) + (e + p3);           // s - n is exact
   const double nn = select(abs(x) < kInf, n, 0.0);  // NaN/inf input: r is NaN anyway
   j = static_cast<std::int32_t>(nn) & 3;
   return frac * 0x1.921fb54442d18p+0;
@@ -289,8 +289,8 @@ EMBER_FORCEINLINE float log(float x) {
   const float r = detail::log1p_tail(f, hfsq);
   // e ln2_hi is exact; the rest is small next to it when e != 0, and for e == 0 f is exact.
   const float y = ek * detail::kLn2Hi - ((hfsq - (r + ek * detail::kLn2Lo)) - f);
-  const float special = detail::select(x == 0.0f, -detail::kInf,
-                                       detail::select(x < 0.0f, detail::kNaN, x));
+  const float special =
+      detail::select(x == 0.0f, -detail::kInf, detail::select(x < 0.0f, detail::kNaN, x));
   return detail::select((x > 0.0f) & (x < detail::kInf), y, special);
 }
 
@@ -313,8 +313,8 @@ EMBER_FORCEINLINE float log2(float x) {
   const float w = ek + vhi;
   vlo += (ek - w) + vhi;
   const float y = vlo + w;
-  const float special = detail::select(x == 0.0f, -detail::kInf,
-                                       detail::select(x < 0.0f, detail::kNaN, x));
+  const float special =
+      detail::select(x == 0.0f, -detail::kInf, detail::select(x < 0.0f, detail::kNaN, x));
   return detail::select((x > 0.0f) & (x < detail::kInf), y, special);
 }
 
@@ -335,8 +335,8 @@ EMBER_FORCEINLINE float log1p(float x) {
   const float y = ek * detail::kLn2Hi - ((hfsq - (r + (ek * detail::kLn2Lo + c))) - f);
   // |x| < 2^-25 (zeros included): log1p(x) rounds to x.
   const float y2 = detail::select(detail::abs(x) < 0x1p-25f, x, y);
-  const float special = detail::select(x == -1.0f, -detail::kInf,
-                                       detail::select(x < -1.0f, detail::kNaN, x));
+  const float special =
+      detail::select(x == -1.0f, -detail::kInf, detail::select(x < -1.0f, detail::kNaN, x));
   return detail::select((x > -1.0f) & (x < detail::kInf), y2, special);
 }
 
@@ -445,8 +445,8 @@ EMBER_FORCEINLINE float sin(float x) {
   const float c = static_cast<float>(detail::cos_kernel(z));
   const float v = detail::select((j & 1) != 0, c, s);
   // sin(|x|) is negative in quadrants 2 and 3; sin is odd.
-  const std::uint32_t flip = (static_cast<std::uint32_t>(j & 2) << 30) ^
-                             (detail::as_uint(x) & detail::kSign);
+  const std::uint32_t flip =
+      (static_cast<std::uint32_t>(j & 2) << 30) ^ (detail::as_uint(x) & detail::kSign);
   return detail::as_float(detail::as_uint(v) ^ flip);
 }
 

@@ -24,25 +24,37 @@ struct Add {
   static constexpr Kind kind = Kind::arithmetic;
   static constexpr const char* name = "add";
   template <class X>
-  EMBER_HD EMBER_FORCEINLINE X operator()(X a, X b) const { return a + b; }
+  EMBER_HD EMBER_FORCEINLINE X operator()(X a, X b) const {
+    return a + b;
+  }
   template <int I, class X>
-  EMBER_HD EMBER_FORCEINLINE X partial(X, X, X) const { return X(1); }
+  EMBER_HD EMBER_FORCEINLINE X partial(X, X, X) const {
+    return X(1);
+  }
 };
 struct Sub {
   static constexpr Kind kind = Kind::arithmetic;
   static constexpr const char* name = "sub";
   template <class X>
-  EMBER_HD EMBER_FORCEINLINE X operator()(X a, X b) const { return a - b; }
+  EMBER_HD EMBER_FORCEINLINE X operator()(X a, X b) const {
+    return a - b;
+  }
   template <int I, class X>
-  EMBER_HD EMBER_FORCEINLINE X partial(X, X, X) const { return I == 0 ? X(1) : X(-1); }
+  EMBER_HD EMBER_FORCEINLINE X partial(X, X, X) const {
+    return I == 0 ? X(1) : X(-1);
+  }
 };
 struct Mul {
   static constexpr Kind kind = Kind::arithmetic;
   static constexpr const char* name = "mul";
   template <class X>
-  EMBER_HD EMBER_FORCEINLINE X operator()(X a, X b) const { return a * b; }
+  EMBER_HD EMBER_FORCEINLINE X operator()(X a, X b) const {
+    return a * b;
+  }
   template <int I, class X>
-  EMBER_HD EMBER_FORCEINLINE X partial(X a, X b, X) const { return I == 0 ? b : a; }
+  EMBER_HD EMBER_FORCEINLINE X partial(X a, X b, X) const {
+    return I == 0 ? b : a;
+  }
 };
 struct Div {
   static constexpr Kind kind = Kind::arithmetic;
@@ -57,15 +69,21 @@ struct Div {
     }
   }
   template <int I, class X>
-  EMBER_HD EMBER_FORCEINLINE X partial(X, X b, X y) const { return I == 0 ? X(1) / b : -y / b; }
+  EMBER_HD EMBER_FORCEINLINE X partial(X, X b, X y) const {
+    return I == 0 ? X(1) / b : -y / b;
+  }
 };
 struct Neg {
   static constexpr Kind kind = Kind::arithmetic;
   static constexpr const char* name = "neg";
   template <class X>
-  EMBER_HD EMBER_FORCEINLINE X operator()(X a) const { return X(-a); }
+  EMBER_HD EMBER_FORCEINLINE X operator()(X a) const {
+    return X(-a);
+  }
   template <class X>
-  EMBER_HD EMBER_FORCEINLINE X derivative(X, X) const { return X(-1); }
+  EMBER_HD EMBER_FORCEINLINE X derivative(X, X) const {
+    return X(-1);
+  }
 };
 struct Abs {
   static constexpr Kind kind = Kind::arithmetic;
@@ -80,15 +98,21 @@ struct Abs {
   }
   // d|x|/dx = sign(x), 0 at 0 (as PyTorch).
   template <class X>
-  EMBER_HD EMBER_FORCEINLINE X derivative(X x, X) const { return x > X(0) ? X(1) : (x < X(0) ? X(-1) : X(0)); }
+  EMBER_HD EMBER_FORCEINLINE X derivative(X x, X) const {
+    return x > X(0) ? X(1) : (x < X(0) ? X(-1) : X(0));
+  }
 };
 struct Square {
   static constexpr Kind kind = Kind::arithmetic;
   static constexpr const char* name = "square";
   template <class X>
-  EMBER_HD EMBER_FORCEINLINE X operator()(X a) const { return a * a; }
+  EMBER_HD EMBER_FORCEINLINE X operator()(X a) const {
+    return a * a;
+  }
   template <class X>
-  EMBER_HD EMBER_FORCEINLINE X derivative(X x, X) const { return X(2) * x; }
+  EMBER_HD EMBER_FORCEINLINE X derivative(X x, X) const {
+    return X(2) * x;
+  }
 };
 struct Sign {
   static constexpr Kind kind = Kind::arithmetic;
@@ -98,7 +122,9 @@ struct Sign {
     return a > X(0) ? X(1) : (a < X(0) ? X(-1) : a);  // 0 stays 0, NaN stays NaN
   }
   template <class X>
-  EMBER_HD EMBER_FORCEINLINE X derivative(X, X) const { return X(0); }
+  EMBER_HD EMBER_FORCEINLINE X derivative(X, X) const {
+    return X(0);
+  }
 };
 // NaN-propagating elementwise min and max, as torch.minimum / torch.maximum.
 struct Minimum {
@@ -145,22 +171,29 @@ struct Clamp {
   EMBER_HD EMBER_FORCEINLINE X partial(X x, X lo, X hi, X) const {
     const bool above = x > hi, below = x < lo && !(lo > hi);
     const bool hi_wins = above || lo > hi;
-    if constexpr (I == 0) return (!above && !below && !(lo > hi)) ? X(1) : X(0);
-    else if constexpr (I == 1) return (below && !hi_wins) ? X(1) : X(0);
-    else return hi_wins ? X(1) : X(0);
+    if constexpr (I == 0)
+      return (!above && !below && !(lo > hi)) ? X(1) : X(0);
+    else if constexpr (I == 1)
+      return (below && !hi_wins) ? X(1) : X(0);
+    else
+      return hi_wins ? X(1) : X(0);
   }
 };
 
 // ---- floating ----
 // `dbody` is dy/dx given the input x and the output y (reverse-mode autodiff).
-#define EMBER_FLOATING_FN(Type, fname, body, dbody) \
-  struct Type {                                    \
-    static constexpr Kind kind = Kind::floating;   \
-    static constexpr const char* name = fname;     \
-    template <class X>                             \
-    EMBER_HD EMBER_FORCEINLINE X operator()(X x) const { body }      \
-    template <class X>                             \
-    EMBER_HD EMBER_FORCEINLINE X derivative([[maybe_unused]] X x, [[maybe_unused]] X y) const { dbody } \
+#define EMBER_FLOATING_FN(Type, fname, body, dbody)                                             \
+  struct Type {                                                                                 \
+    static constexpr Kind kind = Kind::floating;                                                \
+    static constexpr const char* name = fname;                                                  \
+    template <class X>                                                                          \
+    EMBER_HD EMBER_FORCEINLINE X operator()(X x) const {                                        \
+      body                                                                                      \
+    }                                                                                           \
+    template <class X>                                                                          \
+    EMBER_HD EMBER_FORCEINLINE X derivative([[maybe_unused]] X x, [[maybe_unused]] X y) const { \
+      dbody                                                                                     \
+    }                                                                                           \
   };
 
 EMBER_FLOATING_FN(Exp, "exp", return math::exp(x);, return y;)
@@ -175,18 +208,23 @@ EMBER_FLOATING_FN(Sin, "sin", return math::sin(x);, return math::cos(x);)
 EMBER_FLOATING_FN(Cos, "cos", return math::cos(x);, return -math::sin(x);)
 EMBER_FLOATING_FN(Tan, "tan", return math::tan(x);, return X(1) + y * y;)
 EMBER_FLOATING_FN(Tanh, "tanh", return math::tanh(x);, return X(1) - y * y;)
-EMBER_FLOATING_FN(Erf, "erf", return math::erf(x);, return X(1.12837916709551257390) * math::exp(-x * x);)
+EMBER_FLOATING_FN(Erf, "erf", return math::erf(x);
+                  , return X(1.12837916709551257390) * math::exp(-x * x);)
 EMBER_FLOATING_FN(Floor, "floor", return math::floor(x);, return X(0);)
 EMBER_FLOATING_FN(Ceil, "ceil", return math::ceil(x);, return X(0);)
 EMBER_FLOATING_FN(Round, "round", return math::round_even(x);, return X(0);)
 EMBER_FLOATING_FN(Reciprocal, "reciprocal", return X(1) / x;, return -y * y;)
 // Stable on both tails: never exp of a large positive number.
-EMBER_FLOATING_FN(Sigmoid, "sigmoid", {
-  if (x >= X(0)) return X(1) / (X(1) + math::exp(-x));
-  const X e = math::exp(x);
-  return e / (X(1) + e);
-}, return y * (X(1) - y);)
-EMBER_FLOATING_FN(Relu, "relu", return x < X(0) ? X(0) : x;, return x > X(0) ? X(1) : X(0);)  // NaN passes through
+EMBER_FLOATING_FN(
+    Sigmoid, "sigmoid",
+    {
+      if (x >= X(0)) return X(1) / (X(1) + math::exp(-x));
+      const X e = math::exp(x);
+      return e / (X(1) + e);
+    },
+    return y * (X(1) - y);)
+EMBER_FLOATING_FN(Relu, "relu", return x < X(0) ? X(0) : x;
+                  , return x > X(0) ? X(1) : X(0);)  // NaN passes through
 EMBER_FLOATING_FN(Silu, "silu", return x * Sigmoid{}(x);, {
   const X s = Sigmoid{}(x);
   return s * (X(1) + x * (X(1) - s));
@@ -212,7 +250,8 @@ struct Gelu {
     if (tanh_form) {
       const X k = X(0.79788456080286535588);
       const X t = math::tanh(k * (x + X(0.044715) * x * x * x));
-      return X(0.5) * (X(1) + t) + X(0.5) * x * (X(1) - t * t) * k * (X(1) + X(3 * 0.044715) * x * x);
+      return X(0.5) * (X(1) + t) +
+             X(0.5) * x * (X(1) - t * t) * k * (X(1) + X(3 * 0.044715) * x * x);
     }
     const X cdf = X(0.5) * (X(1) + math::erf(x * X(0.70710678118654752440)));
     return cdf + x * X(0.39894228040143267794) * math::exp(X(-0.5) * x * x);
@@ -223,9 +262,13 @@ struct LeakyRelu {
   static constexpr const char* name = "leaky_relu";
   double slope = 0.01;
   template <class X>
-  EMBER_HD EMBER_FORCEINLINE X operator()(X x) const { return x < X(0) ? x * X(slope) : x; }
+  EMBER_HD EMBER_FORCEINLINE X operator()(X x) const {
+    return x < X(0) ? x * X(slope) : x;
+  }
   template <class X>
-  EMBER_HD EMBER_FORCEINLINE X derivative(X x, X) const { return x < X(0) ? X(slope) : X(1); }
+  EMBER_HD EMBER_FORCEINLINE X derivative(X x, X) const {
+    return x < X(0) ? X(slope) : X(1);
+  }
 };
 /// log(1 + exp(beta x)) / beta, linear above `threshold` as torch.nn.functional.softplus.
 struct Softplus {
@@ -248,22 +291,28 @@ struct Pow {
   static constexpr Kind kind = Kind::floating;
   static constexpr const char* name = "pow";
   template <class X>
-  EMBER_HD EMBER_FORCEINLINE X operator()(X x, X y) const { return math::pow(x, y); }
+  EMBER_HD EMBER_FORCEINLINE X operator()(X x, X y) const {
+    return math::pow(x, y);
+  }
   // d/dx = y x^(y-1); d/dy = x^y log x (0 where x == 0, the limit for y > 0).
   template <int I, class X>
   EMBER_HD EMBER_FORCEINLINE X partial(X x, X e, X y) const {
-    if constexpr (I == 0) return e == X(0) ? X(0) : e * math::pow(x, e - X(1));
-    else return x == X(0) ? X(0) : y * math::log(x);
+    if constexpr (I == 0)
+      return e == X(0) ? X(0) : e * math::pow(x, e - X(1));
+    else
+      return x == X(0) ? X(0) : y * math::log(x);
   }
 };
 
 // ---- predicates ----
-#define EMBER_PREDICATE_FN(Type, fname, op)          \
-  struct Type {                                      \
-    static constexpr Kind kind = Kind::predicate;    \
-    static constexpr const char* name = fname;       \
-    template <class X>                               \
-    EMBER_HD EMBER_FORCEINLINE bool operator()(X a, X b) const { return a op b; } \
+#define EMBER_PREDICATE_FN(Type, fname, op)                      \
+  struct Type {                                                  \
+    static constexpr Kind kind = Kind::predicate;                \
+    static constexpr const char* name = fname;                   \
+    template <class X>                                           \
+    EMBER_HD EMBER_FORCEINLINE bool operator()(X a, X b) const { \
+      return a op b;                                             \
+    }                                                            \
   };
 EMBER_PREDICATE_FN(Equal, "eq", ==)
 EMBER_PREDICATE_FN(NotEqual, "ne", !=)
@@ -277,25 +326,33 @@ struct LogicalAnd {
   static constexpr Kind kind = Kind::predicate;
   static constexpr const char* name = "logical_and";
   template <class X>
-  EMBER_HD EMBER_FORCEINLINE bool operator()(X a, X b) const { return a != X(0) && b != X(0); }
+  EMBER_HD EMBER_FORCEINLINE bool operator()(X a, X b) const {
+    return a != X(0) && b != X(0);
+  }
 };
 struct LogicalOr {
   static constexpr Kind kind = Kind::predicate;
   static constexpr const char* name = "logical_or";
   template <class X>
-  EMBER_HD EMBER_FORCEINLINE bool operator()(X a, X b) const { return a != X(0) || b != X(0); }
+  EMBER_HD EMBER_FORCEINLINE bool operator()(X a, X b) const {
+    return a != X(0) || b != X(0);
+  }
 };
 struct LogicalNot {
   static constexpr Kind kind = Kind::predicate;
   static constexpr const char* name = "logical_not";
   template <class X>
-  EMBER_HD EMBER_FORCEINLINE bool operator()(X a) const { return a == X(0); }
+  EMBER_HD EMBER_FORCEINLINE bool operator()(X a) const {
+    return a == X(0);
+  }
 };
 struct IsNan {
   static constexpr Kind kind = Kind::predicate;
   static constexpr const char* name = "isnan";
   template <class X>
-  EMBER_HD EMBER_FORCEINLINE bool operator()(X a) const { return math::isnan(a); }
+  EMBER_HD EMBER_FORCEINLINE bool operator()(X a) const {
+    return math::isnan(a);
+  }
 };
 
 // ---- select ----
@@ -303,12 +360,16 @@ struct Where {
   static constexpr Kind kind = Kind::select;
   static constexpr const char* name = "where";
   template <class X>
-  EMBER_HD EMBER_FORCEINLINE X operator()(bool c, X a, X b) const { return c ? a : b; }
+  EMBER_HD EMBER_FORCEINLINE X operator()(bool c, X a, X b) const {
+    return c ? a : b;
+  }
   // The condition gets no gradient (I == 0 is never asked for).
   template <int I, class X>
   EMBER_HD EMBER_FORCEINLINE X partial(bool c, X, X, X) const {
-    if constexpr (I == 1) return c ? X(1) : X(0);
-    else return c ? X(0) : X(1);
+    if constexpr (I == 1)
+      return c ? X(1) : X(0);
+    else
+      return c ? X(0) : X(1);
   }
 };
 

@@ -68,7 +68,9 @@ class Generated {
 /// start + i * step, computed in double and rounded once.
 struct ArangeGen {
   double start = 0, step = 1;
-  EMBER_HD double operator()(std::int64_t i) const { return math::fma(static_cast<double>(i), step, start); }
+  EMBER_HD double operator()(std::int64_t i) const {
+    return math::fma(static_cast<double>(i), step, start);
+  }
 };
 
 /// n points from start to end inclusive; the second half counts back from `end` so both

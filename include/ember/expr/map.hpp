@@ -55,18 +55,18 @@ struct promoted {
   using info = operand_type<Es...>;
   using tensors = typename info::tensors;
   static_assert(!std::is_void_v<tensors>, "ember: an expression needs at least one tensor");
-  using type = std::conditional_t<
-      info::has_float_scalar && !FloatingElement<tensors>, float,
-      std::conditional_t<info::has_int_scalar && std::is_same_v<tensors, bool>, std::int64_t,
-                         tensors>>;
+  using type =
+      std::conditional_t<info::has_float_scalar && !FloatingElement<tensors>, float,
+                         std::conditional_t<info::has_int_scalar && std::is_same_v<tensors, bool>,
+                                            std::int64_t, tensors>>;
 };
 
 template <class F, class... Es>
 struct map_types;
 
 template <class F, class... Es>
-  requires(F::kind == fn::Kind::arithmetic || F::kind == fn::Kind::floating)
-struct map_types<F, Es...> {
+requires(F::kind == fn::Kind::arithmetic ||
+         F::kind == fn::Kind::floating) struct map_types<F, Es...> {
   using operand = typename promoted<Es...>::type;
   static_assert(F::kind != fn::Kind::floating || FloatingElement<operand>,
                 "ember: this function is defined for floating-point operands only; convert "
@@ -78,8 +78,7 @@ struct map_types<F, Es...> {
 };
 
 template <class F, class... Es>
-  requires(F::kind == fn::Kind::predicate)
-struct map_types<F, Es...> {
+requires(F::kind == fn::Kind::predicate) struct map_types<F, Es...> {
   using operand = typename promoted<Es...>::type;
   using value_type = bool;
   using compute = acc_t<operand>;
@@ -88,8 +87,7 @@ struct map_types<F, Es...> {
 };
 
 template <class F, class C, class A, class B>
-  requires(F::kind == fn::Kind::select)
-struct map_types<F, C, A, B> {
+requires(F::kind == fn::Kind::select) struct map_types<F, C, A, B> {
   using operand = typename promoted<A, B>::type;
   using value_type = operand;
   using compute = acc_t<operand>;
@@ -162,7 +160,8 @@ struct MapPlan {
     (
         [&] {
           using Child = std::tuple_element_t<I, std::tuple<Children...>>;
-          if constexpr (Child::num_leaves > 0 && !std::is_same_v<typename Types::template arg<I>, bool>) {
+          if constexpr (Child::num_leaves > 0 &&
+                        !std::is_same_v<typename Types::template arg<I>, bool>) {
             const auto d = local_partial<static_cast<int>(I)>(get<I>(xs)..., y);
             get<I>(children).template backprop<Base + leaf_offset<I>()>(
                 ix, static_cast<typename Child::acc_type>(g * d), sink);
@@ -205,7 +204,8 @@ auto plan_child(const E& e, PlanBuilder& b) {
   }
 }
 template <class C, class E>
-using child_plan_t = decltype(plan_child<C>(std::declval<const E&>(), std::declval<PlanBuilder&>()));
+using child_plan_t =
+    decltype(plan_child<C>(std::declval<const E&>(), std::declval<PlanBuilder&>()));
 
 // ---- node ----
 template <class F, class... Es>
@@ -220,14 +220,16 @@ class Map {
   using value_type = typename types::value_type;
   using functor = F;
   using plan_type = decltype(plan_type_of(std::index_sequence_for<Es...>{}));
-  static constexpr std::size_t max_element_size = std::max({std::size_t{0}, Es::max_element_size...});
+  static constexpr std::size_t max_element_size =
+      std::max({std::size_t{0}, Es::max_element_size...});
   static constexpr bool is_ember_expression = true;
   static constexpr bool is_scalar_node = false;
 
   explicit Map(F f, Es... children) : f_(f), children_(std::move(children)...) {
     shape_ = Shape();
-    std::apply([&](const auto&... c) { ((shape_ = broadcast_shapes(shape_, c.shape(), F::name)), ...); },
-               children_);
+    std::apply(
+        [&](const auto&... c) { ((shape_ = broadcast_shapes(shape_, c.shape(), F::name)), ...); },
+        children_);
     std::optional<Device> dev;
     std::apply(
         [&](const auto&... c) {
@@ -254,17 +256,14 @@ class Map {
     std::apply([&](const auto&... c) { (c.for_each_leaf(visit), ...); }, children_);
   }
 
-  plan_type plan(PlanBuilder& b) const {
-    return plan_impl(b, std::index_sequence_for<Es...>{});
-  }
+  plan_type plan(PlanBuilder& b) const { return plan_impl(b, std::index_sequence_for<Es...>{}); }
 
  private:
   template <std::size_t... I>
   plan_type plan_impl(PlanBuilder& b, std::index_sequence<I...>) const {
     // Children are planned left to right, the order for_each_leaf visited them in.
     plan_type p{f_, {}};
-    ((get<I>(p.children) =
-          plan_child<typename types::template arg<I>>(std::get<I>(children_), b)),
+    ((get<I>(p.children) = plan_child<typename types::template arg<I>>(std::get<I>(children_), b)),
      ...);
     return p;
   }

@@ -11,8 +11,8 @@
 
 namespace ember::math {
 
-#define EMBER_MATH_UNARY(name, fname, dname)                                    \
-  EMBER_HD EMBER_FORCEINLINE float name(float x) { return ::fname(x); }         \
+#define EMBER_MATH_UNARY(name, fname, dname)                            \
+  EMBER_HD EMBER_FORCEINLINE float name(float x) { return ::fname(x); } \
   EMBER_HD EMBER_FORCEINLINE double name(double x) { return ::dname(x); }
 
 // Float functions the CPU loops must vectorise: on the host, ember's own branch-free versions
@@ -20,8 +20,8 @@ namespace ember::math {
 #if defined(EMBER_DEVICE_CODE)
 #define EMBER_MATH_UNARY_FAST(name, fname, dname) EMBER_MATH_UNARY(name, fname, dname)
 #else
-#define EMBER_MATH_UNARY_FAST(name, fname, dname)                               \
-  EMBER_HD EMBER_FORCEINLINE float name(float x) { return fast::name(x); }      \
+#define EMBER_MATH_UNARY_FAST(name, fname, dname)                          \
+  EMBER_HD EMBER_FORCEINLINE float name(float x) { return fast::name(x); } \
   EMBER_HD EMBER_FORCEINLINE double name(double x) { return ::dname(x); }
 #endif
 

@@ -41,14 +41,12 @@ auto make_map(F f, const X&... x) {
 
 /// At least one operand is a tensor or an expression (two plain numbers stay C++'s business).
 template <class A, class B>
-concept BinaryOperands = Operand<A> && Operand<B> && (ArrayOperand<A> || ArrayOperand<B>);
+concept BinaryOperands = Operand<A> && Operand<B> &&(ArrayOperand<A> || ArrayOperand<B>);
 
-#define EMBER_BINARY_OPERATOR(op, F)                            \
-  template <class A, class B>                                   \
-    requires BinaryOperands<A, B>                               \
-  auto operator op(const A& a, const B& b) {                    \
-    return expr::make_map(fn::F{}, a, b);                       \
-  }
+#define EMBER_BINARY_OPERATOR(op, F) \
+  template <class A, class B>        \
+  requires BinaryOperands<A, B>      \
+  auto operator op(const A& a, const B& b) { return expr::make_map(fn::F{}, a, b); }
 EMBER_BINARY_OPERATOR(+, Add)
 EMBER_BINARY_OPERATOR(-, Sub)
 EMBER_BINARY_OPERATOR(*, Mul)
@@ -66,10 +64,10 @@ auto operator-(const A& a) {
   return expr::make_map(fn::Neg{}, a);
 }
 
-#define EMBER_UNARY_FUNCTION(name, F)              \
-  template <ArrayOperand A>                        \
-  auto name(const A& a) {                          \
-    return expr::make_map(fn::F{}, a);             \
+#define EMBER_UNARY_FUNCTION(name, F)  \
+  template <ArrayOperand A>            \
+  auto name(const A& a) {              \
+    return expr::make_map(fn::F{}, a); \
   }
 EMBER_UNARY_FUNCTION(neg, Neg)
 EMBER_UNARY_FUNCTION(abs, Abs)
@@ -121,32 +119,22 @@ auto softplus(const A& a, double beta = 1.0, double threshold = 20.0) {
 }
 
 template <class A, class B>
-  requires BinaryOperands<A, B>
-auto pow(const A& a, const B& b) {
-  return expr::make_map(fn::Pow{}, a, b);
-}
+requires BinaryOperands<A, B>
+auto pow(const A& a, const B& b) { return expr::make_map(fn::Pow{}, a, b); }
 /// Elementwise minimum of two operands (NaN propagates). min(e) / min(e, axes) reduce.
 template <class A, class B>
-  requires BinaryOperands<A, B>
-auto min(const A& a, const B& b) {
-  return expr::make_map(fn::Minimum{}, a, b);
-}
+requires BinaryOperands<A, B>
+auto min(const A& a, const B& b) { return expr::make_map(fn::Minimum{}, a, b); }
 /// Elementwise maximum of two operands (NaN propagates). max(e) / max(e, axes) reduce.
 template <class A, class B>
-  requires BinaryOperands<A, B>
-auto max(const A& a, const B& b) {
-  return expr::make_map(fn::Maximum{}, a, b);
-}
+requires BinaryOperands<A, B>
+auto max(const A& a, const B& b) { return expr::make_map(fn::Maximum{}, a, b); }
 template <class A, class B>
-  requires BinaryOperands<A, B>
-auto logical_and(const A& a, const B& b) {
-  return expr::make_map(fn::LogicalAnd{}, a, b);
-}
+requires BinaryOperands<A, B>
+auto logical_and(const A& a, const B& b) { return expr::make_map(fn::LogicalAnd{}, a, b); }
 template <class A, class B>
-  requires BinaryOperands<A, B>
-auto logical_or(const A& a, const B& b) {
-  return expr::make_map(fn::LogicalOr{}, a, b);
-}
+requires BinaryOperands<A, B>
+auto logical_or(const A& a, const B& b) { return expr::make_map(fn::LogicalOr{}, a, b); }
 /// x limited to [lo, hi]; lo and hi may be numbers or operands that broadcast with x.
 template <ArrayOperand X, Operand L, Operand H>
 auto clamp(const X& x, const L& lo, const H& hi) {
@@ -154,8 +142,8 @@ auto clamp(const X& x, const L& lo, const H& hi) {
 }
 /// a where cond is true, else b; cond is any operand (nonzero is true).
 template <Operand C, Operand A, Operand B>
-  requires(ArrayOperand<C> || ArrayOperand<A> || ArrayOperand<B>)
-auto where(const C& cond, const A& a, const B& b) {
+requires(ArrayOperand<C> || ArrayOperand<A> || ArrayOperand<B>) auto where(const C& cond,
+                                                                           const A& a, const B& b) {
   return expr::make_map(fn::Where{}, cond, a, b);
 }
 

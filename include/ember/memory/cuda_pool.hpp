@@ -5,8 +5,8 @@
 
 #include <array>
 #include <cstddef>
-#include <mutex>
 #include <cstdint>
+#include <mutex>
 
 #include "../core/cuda.hpp"
 #include "../core/error.hpp"

@@ -54,8 +54,8 @@ inline DeviceCounters& counters(Device d) {
   static DeviceCounters cpu;
   static std::array<DeviceCounters, kMaxCudaDevices> gpus;
   if (d.is_cpu()) return cpu;
-  EMBER_CHECK(d.index() >= 0 && d.index() < kMaxCudaDevices, "ember: CUDA device index ",
-              d.index(), " is out of range");
+  EMBER_CHECK(d.index() >= 0 && d.index() < kMaxCudaDevices, "ember: CUDA device index ", d.index(),
+              " is out of range");
   return gpus[static_cast<std::size_t>(d.index())];
 }
 }  // namespace detail

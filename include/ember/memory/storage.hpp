@@ -29,9 +29,7 @@ class Storage {
       const int index = device.index();
       cudaStream_t stream = cuda::current_stream(index);
       s->data_ = memory::cuda_allocate(index, bytes, stream);
-      s->release_ = [index, bytes, stream](void* p) {
-        memory::cuda_free(index, p, bytes, stream);
-      };
+      s->release_ = [index, bytes, stream](void* p) { memory::cuda_free(index, p, bytes, stream); };
 #else
       cuda::require_device(device.index());
 #endif

@@ -21,8 +21,8 @@ Tensor<T> empty(const Shape& shape, Device device = Device::cpu(),
     EMBER_CHECK(shape[i] >= 0, "ember: empty: negative extent in shape ", shape.str());
   }
   auto storage = Storage::allocate(device, static_cast<std::size_t>(shape.numel()) * sizeof(T));
-  const Strides strides = format == MemoryFormat::contiguous ? contiguous_strides(shape)
-                                                             : channels_last_strides(shape);
+  const Strides strides =
+      format == MemoryFormat::contiguous ? contiguous_strides(shape) : channels_last_strides(shape);
   return Tensor<T>(std::move(storage), 0, shape, strides);
 }
 
@@ -36,9 +36,9 @@ Tensor<T> empty_like(const Tensor<U>& like) {
 template <Storable T>
 Tensor<T> from_vector(const std::vector<T>& values, const Shape& shape,
                       Device device = Device::cpu()) {
-  EMBER_CHECK(static_cast<std::int64_t>(values.size()) == shape.numel(), "ember: from_vector: ",
-              values.size(), " values cannot fill shape ", shape.str(), " (", shape.numel(),
-              " elements)");
+  EMBER_CHECK(static_cast<std::int64_t>(values.size()) == shape.numel(),
+              "ember: from_vector: ", values.size(), " values cannot fill shape ", shape.str(),
+              " (", shape.numel(), " elements)");
   Tensor<T> t = empty<T>(shape, device);
   if constexpr (std::is_same_v<T, bool>) {
     const std::vector<std::uint8_t> bytes(values.begin(), values.end());  // vector<bool> is packed

@@ -35,8 +35,8 @@ class Tensor {
 
   Tensor(std::shared_ptr<Storage> storage, std::int64_t offset, Shape shape, Strides strides)
       : storage_(std::move(storage)), offset_(offset), shape_(shape), strides_(strides) {
-    EMBER_CHECK(shape_.rank() == strides_.rank(), "ember: shape ", shape_.str(),
-                " and strides ", strides_.str(), " differ in rank");
+    EMBER_CHECK(shape_.rank() == strides_.rank(), "ember: shape ", shape_.str(), " and strides ",
+                strides_.str(), " differ in rank");
     for (int i = 0; i < shape_.rank(); ++i) {
       EMBER_CHECK(shape_[i] >= 0, "ember: negative extent in shape ", shape_.str());
     }
@@ -135,8 +135,8 @@ class Tensor {
     std::uint32_t seen = 0;
     for (int i = 0; i < rank(); ++i) {
       const int d = normalize_axis(order[i], rank(), "permute");
-      EMBER_CHECK(!(seen & (1u << d)), "ember: permute: order ", order.str(),
-                  " repeats dimension ", d);
+      EMBER_CHECK(!(seen & (1u << d)), "ember: permute: order ", order.str(), " repeats dimension ",
+                  d);
       seen |= 1u << d;
       sh[i] = shape_[d];
       st[i] = strides_[d];
@@ -166,9 +166,9 @@ class Tensor {
     if (start < 0) start += n;
     if (stop < 0) stop += n;
     EMBER_CHECK(step > 0, "ember: slice: step must be positive, got ", step);
-    EMBER_CHECK(start >= 0 && start <= n && stop >= 0 && stop <= n, "ember: slice: range [",
-                start, ", ", stop, ") is outside dimension ", d, " of size ", n, " (shape ",
-                shape_.str(), ")");
+    EMBER_CHECK(start >= 0 && start <= n && stop >= 0 && stop <= n, "ember: slice: range [", start,
+                ", ", stop, ") is outside dimension ", d, " of size ", n, " (shape ", shape_.str(),
+                ")");
     const std::int64_t len = stop > start ? (stop - start + step - 1) / step : 0;
     Shape sh = shape_;
     Strides st = strides_;
@@ -290,9 +290,9 @@ class Tensor {
                   shape.str(), " for ", numel(), " elements (shape ", shape_.str(), ")");
       out[infer] = numel() / known;
     }
-    EMBER_CHECK(out.numel() == numel(), "ember: ", what, ": shape ", shape_.str(), " has ",
-                numel(), " elements, which cannot be reshaped to ", out.str(), " (",
-                out.numel(), " elements)");
+    EMBER_CHECK(out.numel() == numel(), "ember: ", what, ": shape ", shape_.str(), " has ", numel(),
+                " elements, which cannot be reshaped to ", out.str(), " (", out.numel(),
+                " elements)");
     return out;
   }
 
