@@ -40,17 +40,12 @@ using ref::Idx;
 using ref::ViewKind;
 using fp16 = ember::half;
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
-struct Out {
-  ember::DType dtype;
-  Idx shape;
-  std::vector<double> values;
-};
+using ref::kInf;
+using ref::kNaN;
+using ref::Out;
 template <class T>
 Out out_t(const Tensor<T>& t) {
-  return {ember::dtype_of<T>, ref::from_shape(t.shape()), ref::values_of(t)};
+  return ref::read_out(t);
 }
 
 // ---- type-erased reductions ----

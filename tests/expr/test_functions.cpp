@@ -33,16 +33,11 @@ using ref::Idx;
 using ref::ViewKind;
 using fp16 = ember::half;  // CUDA's headers may declare a global `half`
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kInf = std::numeric_limits<double>::infinity();
+using ref::kInf;
+using ref::kNaN;
+using ref::Out;
 
 // ---- type-erased cases ----
-
-struct Out {
-  ember::DType dtype;
-  Idx shape;
-  std::vector<double> values;
-};
 
 template <class T>
 using Ins = std::vector<Tensor<T>>;
@@ -53,8 +48,7 @@ using EmFn = Out (*)(const Ins<T>&);
 template <class E>
 Out out_of(const E& e) {
   using V = typename E::value_type;
-  Tensor<V> t = e;
-  return {ember::dtype_of<V>, ref::from_shape(t.shape()), ref::values_of(t)};
+  return ref::read_out(Tensor<V>(e));
 }
 
 struct Fns {

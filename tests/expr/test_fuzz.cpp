@@ -49,8 +49,8 @@ using ref::ViewKind;
 using fp16 = ember::half;
 using Rng = std::mt19937_64;
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+using ref::kInf;
+using ref::kNaN;
 // First-order propagation ignores second-order terms (products of two error bounds and the
 // change of an operation's own error between v and the computed input); they are below
 // eps^2 relative, and a factor 1.5 on the final bound absorbs them.

@@ -399,4 +399,18 @@ std::vector<double> values_of(const ember::Tensor<T>& t) {
   return out;
 }
 
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+inline constexpr double kInf = std::numeric_limits<double>::infinity();
+
+/// A result read back from ember: its element type, shape and values as doubles.
+struct Out {
+  ember::DType dtype;
+  Idx shape;
+  std::vector<double> values;
+};
+template <class T>
+Out read_out(const ember::Tensor<T>& t) {
+  return {ember::dtype_of<T>, from_shape(t.shape()), values_of(t)};
+}
+
 }  // namespace ref
