@@ -1,9 +1,12 @@
-// Reverse-mode autodiff for ember: Var, param, no_grad, sum/mean of Vars, gradcheck.
-// Include this header (after or instead of ember/ember.hpp).
+// Reverse-mode autodiff for ember: Var, param, no_grad, reductions and views of Vars, custom
+// functions (apply), gradcheck. Included by ember/ember.hpp.
 #pragma once
 
 #include "../ember.hpp"
+#include "function.hpp"
 #include "grad_mode.hpp"
 #include "gradcheck.hpp"
+#include "reductions.hpp"
 #include "tape.hpp"
 #include "var.hpp"
+#include "views.hpp"

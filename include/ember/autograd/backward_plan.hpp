@@ -1,8 +1,9 @@
 // The fused backward of one elementwise expression as a single multi-output launch.
 //
-// For each element, BackwardPlan reads the upstream gradient, asks the forward plan to push it
-// down the tree (MapPlan::backprop recomputes the intermediate values it needs instead of
-// storing them), and writes the adjoint of every leaf k that needs one to output slot k. Slots
+// For each element, BackwardPlan traces the forward plan (every intermediate value, recomputed
+// in registers instead of stored), asks the seed rule for d(loss)/d(root) there (the upstream
+// gradient, or a reduction's local derivative times it: seed_rules.hpp), pushes it down the tree
+// once (MapPlan::backprop), and writes the adjoint of every leaf k that needs one to slot k. Slots
 // whose leaf is the same Var as an earlier slot add into that slot (x * x). An output slot is
 // either the Var's gradient itself (same shape: stored with = or +=) or, for a broadcast leaf, a
 // temporary in the compute type that one reduction folds back to the leaf's shape.
@@ -53,23 +54,23 @@ struct AdjointSink {
   }
 };
 
-template <class A, class Fwd, Storable GT, class... Outs>
+template <class A, class Fwd, class Seed, class... Outs>
 struct BackwardPlan {
   static constexpr int N = static_cast<int>(sizeof...(Outs));
   static_assert(Fwd::num_leaves == N, "ember: backward slots do not match the expression's leaves");
   Fwd fwd;
-  expr::LeafPlan<GT> up;          // upstream gradient (may be broadcast)
+  Seed seed;                      // d(loss)/d(root) at an element, from the root's value
   expr::PlanStrides out_strides;  // every output slot is dense in the expression's shape
   expr::Pack<Outs...> outs;
   int dst[N > 0 ? N : 1];  // slot that receives slot k's adjoint (k itself, an earlier one, or -1)
-  A scale;
 
   template <class Ix>
   EMBER_HD EMBER_FORCEINLINE void at(const Ix& ix) const {
     AdjointSink<A, N> sink;
     for (int k = 0; k < N; ++k) sink.v[k] = A(0);
-    const A g = static_cast<A>(up.at(ix)) * scale;
-    fwd.template backprop<0>(ix, static_cast<typename Fwd::acc_type>(g), sink);
+    const auto t = fwd.trace(ix);
+    const A g = seed.at(ix, static_cast<A>(t.y));
+    fwd.template backprop<0>(t, static_cast<typename Fwd::acc_type>(g), sink);
     std::int64_t o;
     if constexpr (std::is_same_v<Ix, expr::LinearIndex>) {
       o = ix.i;

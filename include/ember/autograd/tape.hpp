@@ -64,6 +64,9 @@ inline void defer_release(std::shared_ptr<TapeNode> p) {
 
 struct VarNodeBase {
   bool requires_grad = false;
+  // The gradient is an implicit 1 everywhere (loss.backward() on a computed one-element Var):
+  // the node that reads it folds the 1 into its own launch instead of reading a filled tensor.
+  bool unit_grad = false;
   std::shared_ptr<TapeNode> grad_fn;  // null for leaves
 
   VarNodeBase() = default;

@@ -32,8 +32,15 @@ struct GeneratedPlan {
   }
   // ---- reverse mode: a generated operand is a leaf (it has a slot) with no gradient ----
   static constexpr int num_leaves = 1;
-  template <int Base, class Ix, class Sink>
-  EMBER_HD EMBER_FORCEINLINE void backprop(const Ix&, acc_type, Sink&) const {}
+  struct Trace {
+    acc_type y;
+  };
+  template <class Ix>
+  EMBER_HD EMBER_FORCEINLINE Trace trace(const Ix& ix) const {
+    return Trace{at(ix)};
+  }
+  template <int Base, class Sink>
+  EMBER_HD EMBER_FORCEINLINE void backprop(const Trace&, acc_type, Sink&) const {}
 };
 
 template <Storable T, class Gen>

@@ -52,8 +52,15 @@ struct LeafPlan {
   }
   // ---- reverse mode: a leaf hands its adjoint to the sink's slot Base ----
   static constexpr int num_leaves = 1;
-  template <int Base, class Ix, class Sink>
-  EMBER_HD EMBER_FORCEINLINE void backprop(const Ix&, acc_type g, Sink& sink) const {
+  struct Trace {
+    acc_type y;
+  };
+  template <class Ix>
+  EMBER_HD EMBER_FORCEINLINE Trace trace(const Ix& ix) const {
+    return Trace{at(ix)};
+  }
+  template <int Base, class Sink>
+  EMBER_HD EMBER_FORCEINLINE void backprop(const Trace&, acc_type g, Sink& sink) const {
     sink.template push<Base>(g);
   }
 };
@@ -109,8 +116,15 @@ struct ScalarPlan {
   }
   // ---- reverse mode: a number is a constant, and not a leaf ----
   static constexpr int num_leaves = 0;
-  template <int Base, class Ix, class Sink>
-  EMBER_HD EMBER_FORCEINLINE void backprop(const Ix&, S, Sink&) const {}
+  struct Trace {
+    S y;
+  };
+  template <class Ix>
+  EMBER_HD EMBER_FORCEINLINE Trace trace(const Ix&) const {
+    return Trace{value};
+  }
+  template <int Base, class Sink>
+  EMBER_HD EMBER_FORCEINLINE void backprop(const Trace&, S, Sink&) const {}
 };
 
 template <class S>

@@ -126,13 +126,24 @@ struct MapPlan {
   /// Leaves below this node, in for_each_leaf order (scalars are not leaves).
   static constexpr int num_leaves = (0 + ... + Children::num_leaves);
 
-  /// Given d(out)/d(this node) = g at element ix, recomputes the children's values, applies
-  /// the functor's local derivative and pushes the adjoints down; leaf k below this node adds
+  /// The values of this node and of every node below it at one element: the forward pass of
+  /// reverse mode, computed once so that backprop costs one visit per node.
+  struct Trace {
+    acc_type y;
+    Pack<typename Children::Trace...> kids;
+  };
+  template <class Ix>
+  EMBER_HD EMBER_FORCEINLINE Trace trace(const Ix& ix) const {
+    return trace_impl(ix, std::index_sequence_for<Children...>{});
+  }
+
+  /// Given d(out)/d(this node) = g at the element traced in `t`, applies the functor's local
+  /// derivative to the traced values and pushes the adjoints down; leaf k below this node adds
   /// its adjoint to sink slot Base + k. Predicates and integer nodes pass nothing down.
-  template <int Base, class Ix, class Sink>
-  EMBER_HD EMBER_FORCEINLINE void backprop(const Ix& ix, acc_type g, Sink& sink) const {
+  template <int Base, class Sink>
+  EMBER_HD EMBER_FORCEINLINE void backprop(const Trace& t, acc_type g, Sink& sink) const {
     if constexpr (std::is_floating_point_v<acc_type> && F::kind != fn::Kind::predicate) {
-      backprop_impl<Base>(ix, g, sink, std::index_sequence_for<Children...>{});
+      backprop_impl<Base>(t, g, sink, std::index_sequence_for<Children...>{});
     }
   }
 
@@ -152,11 +163,18 @@ struct MapPlan {
       return f.template partial<I>(a...);
     }
   }
-  template <int Base, class Ix, class Sink, std::size_t... I>
-  EMBER_HD EMBER_FORCEINLINE void backprop_impl(const Ix& ix, acc_type g, Sink& sink,
+  template <class Ix, std::size_t... I>
+  EMBER_HD EMBER_FORCEINLINE Trace trace_impl(const Ix& ix, std::index_sequence<I...>) const {
+    Trace t;
+    ((get<I>(t.kids) = get<I>(children).trace(ix)), ...);
+    t.y = static_cast<acc_type>(f(arg<I>(get<I>(t.kids).y)...));
+    return t;
+  }
+  template <int Base, class Sink, std::size_t... I>
+  EMBER_HD EMBER_FORCEINLINE void backprop_impl(const Trace& t, acc_type g, Sink& sink,
                                                 std::index_sequence<I...>) const {
-    const Pack<typename Types::template arg<I>...> xs(arg<I>(get<I>(children).at(ix))...);
-    const auto y = f(get<I>(xs)...);
+    const Pack<typename Types::template arg<I>...> xs(arg<I>(get<I>(t.kids).y)...);
+    const auto y = static_cast<typename Types::compute>(t.y);
     (
         [&] {
           using Child = std::tuple_element_t<I, std::tuple<Children...>>;
@@ -164,7 +182,7 @@ struct MapPlan {
                         !std::is_same_v<typename Types::template arg<I>, bool>) {
             const auto d = local_partial<static_cast<int>(I)>(get<I>(xs)..., y);
             get<I>(children).template backprop<Base + leaf_offset<I>()>(
-                ix, static_cast<typename Child::acc_type>(g * d), sink);
+                get<I>(t.kids), static_cast<typename Child::acc_type>(g * d), sink);
           }
         }(),
         ...);
@@ -290,11 +308,22 @@ struct CastPlan {
   }
   // ---- reverse mode: the cast passes the adjoint through (none into integer children) ----
   static constexpr int num_leaves = Child::num_leaves;
-  template <int Base, class Ix, class Sink>
-  EMBER_HD EMBER_FORCEINLINE void backprop(const Ix& ix, acc_type g, Sink& sink) const {
+  struct Trace {
+    acc_type y;
+    typename Child::Trace kid;
+  };
+  template <class Ix>
+  EMBER_HD EMBER_FORCEINLINE Trace trace(const Ix& ix) const {
+    Trace t;
+    t.kid = child.trace(ix);
+    t.y = to_acc(to_storage<U>(t.kid.y));
+    return t;
+  }
+  template <int Base, class Sink>
+  EMBER_HD EMBER_FORCEINLINE void backprop(const Trace& t, acc_type g, Sink& sink) const {
     if constexpr (std::is_floating_point_v<acc_type> &&
                   std::is_floating_point_v<typename Child::acc_type>) {
-      child.template backprop<Base>(ix, static_cast<typename Child::acc_type>(g), sink);
+      child.template backprop<Base>(t.kid, static_cast<typename Child::acc_type>(g), sink);
     }
   }
 };

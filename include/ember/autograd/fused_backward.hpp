@@ -1,0 +1,323 @@
+// The fused backward of one expression, and the tape node that runs it.
+//
+// Materialising `Var<T> y = expr;` (or reducing an expression of Vars) records ONE FusedNode
+// for the whole expression. The node keeps the expression (its leaves hold their tensors, so
+// they are the saved tensors) and a seed rule (seed_rules.hpp). Its backward is one
+// multi-output launch that writes the gradient of every leaf Var needing one, plus one
+// reduction per leaf that was broadcast (and the small reductions some seed rules need).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "../exec/assign.hpp"
+#include "../exec/layout.hpp"
+#include "../exec/reduce.hpp"
+#include "../expr/generator.hpp"
+#include "../expr/operators.hpp"
+#include "backward_plan.hpp"
+#include "seed_rules.hpp"
+#include "tape.hpp"
+#include "var_node.hpp"
+
+namespace ember {
+
+template <Storable T>
+class Var;
+
+namespace autograd {
+
+// ---- the leaves of an expression type, in for_each_leaf / planning order ----
+template <class E>
+struct leaves_of {
+  using type = std::tuple<E>;  // Leaf, Var, Generated
+};
+template <class S>
+struct leaves_of<expr::ScalarNode<S>> {
+  using type = std::tuple<>;
+};
+template <class F, class... Es>
+struct leaves_of<expr::Map<F, Es...>> {
+  using type = decltype(std::tuple_cat(std::declval<typename leaves_of<Es>::type>()...));
+};
+template <Storable U, class E>
+struct leaves_of<expr::Cast<U, E>> {
+  using type = typename leaves_of<E>::type;
+};
+template <class E>
+using leaves_t = typename leaves_of<std::remove_cvref_t<E>>::type;
+
+template <class N>
+struct is_var : std::false_type {};
+template <class T>
+struct is_var<Var<T>> : std::true_type {};
+
+template <class Tuple>
+struct any_var;
+template <class... Ns>
+struct any_var<std::tuple<Ns...>> : std::bool_constant<(false || ... || is_var<Ns>::value)> {};
+template <class E>
+inline constexpr bool contains_var_v = any_var<leaves_t<E>>::value;
+
+/// Pointers to the leaf nodes of `e`, in slot order.
+template <class E>
+void collect_leaves(const E& e, std::vector<const void*>& out) {
+  if constexpr (requires { e.children(); }) {
+    std::apply([&](const auto&... c) { (collect_leaves(c, out), ...); }, e.children());
+  } else if constexpr (requires { e.child(); }) {
+    collect_leaves(e.child(), out);
+  } else if constexpr (!std::remove_cvref_t<E>::is_scalar_node) {
+    out.push_back(&e);
+  }
+}
+
+/// Calls f(std::integral_constant<std::size_t, K>{}, leaf) for every leaf of `e` that is a Var.
+template <class E, class F>
+void for_each_var_leaf(const E& e, F&& f) {
+  using Leaves = leaves_t<E>;
+  std::vector<const void*> nodes;
+  collect_leaves(e, nodes);
+  [&]<std::size_t... K>(std::index_sequence<K...>) {
+    (
+        [&] {
+          using Node = std::tuple_element_t<K, Leaves>;
+          if constexpr (is_var<Node>::value) {
+            f(std::integral_constant<std::size_t, K>{}, *static_cast<const Node*>(nodes[K]));
+          }
+        }(),
+        ...);
+  }
+  (std::make_index_sequence<std::tuple_size_v<Leaves>>{});
+}
+
+template <class E>
+bool any_requires_grad(const E& e) {
+  bool any = false;
+  for_each_var_leaf(e, [&](auto, const auto& v) {
+    using T = typename std::remove_cvref_t<decltype(v)>::value_type;
+    if constexpr (FloatingElement<T>) any = any || v.requires_grad();
+  });
+  return any;
+}
+
+template <class N>
+struct slot_out {
+  using type = NoOut;
+};
+template <class T>
+requires FloatingElement<T>
+struct slot_out<Var<T>> {
+  using type = SlotOut<T>;
+};
+template <class Tuple>
+struct backward_plan_of;
+template <class... Ns>
+struct backward_plan_of<std::tuple<Ns...>> {
+  template <class A, class Fwd, class Seed>
+  using type = BackwardPlan<A, Fwd, Seed, typename slot_out<Ns>::type...>;
+};
+
+/// Axes (of `shape`) over which a leaf of shape `leaf` was broadcast.
+inline Dims broadcast_axes(const Shape& leaf, const Shape& shape) {
+  Dims axes;
+  const int lead = shape.rank() - leaf.rank();
+  for (int d = 0; d < shape.rank(); ++d) {
+    if (d < lead || (leaf[d - lead] == 1 && shape[d] != 1)) axes.push_back(d);
+  }
+  return axes;
+}
+
+// The evaluating parts live in the translation unit's executor namespace (core/config.hpp), so
+// that .cpp and .cu instantiations of the same node never collide at link time.
+inline namespace EMBER_EXEC_NS {
+
+/// The plan of a tensor read by the seed: an undefined tensor plans as a null pointer.
+template <Storable X>
+expr::LeafPlan<X> seed_operand_plan(const Tensor<X>& t, expr::PlanBuilder& b) {
+  return expr::LeafPlan<X>{t.defined() ? t.data() : nullptr, expr::PlanStrides(b.next(), b.ndim())};
+}
+
+/// The fused backward of expression `e`: the seed `rule` applied to the upstream gradient `up`
+/// (broadcastable to e's shape, or undefined for an implicit 1), pushed to every leaf Var that
+/// requires grad. One launch, plus one reduction per broadcast leaf.
+template <class E, Storable GT, class Rule>
+void fused_backward(const E& e, const Tensor<GT>& up, const Rule& rule) {
+  using Leaves = leaves_t<E>;
+  constexpr int N = static_cast<int>(std::tuple_size_v<Leaves>);
+  using V = typename E::value_type;
+  using A = acc_t<V>;
+  if constexpr (!std::is_floating_point_v<A>) {
+    return;  // integer and bool expressions are not differentiable
+  } else {
+    const Shape shape = e.shape();
+    std::optional<Device> dev = expr::detail::device_of(e);
+    const Device device = up.defined() ? up.device() : dev.value_or(Device::cpu());
+
+    // Where each slot's adjoint goes. dst[k]: k itself, an earlier slot holding the same Var
+    // (x * x adds both adjoints there), or -1 (no gradient wanted).
+    std::array<int, static_cast<std::size_t>(N > 0 ? N : 1)> dst{};
+    dst.fill(-1);
+    std::array<const VarNodeBase*, static_cast<std::size_t>(N > 0 ? N : 1)> slot_var{};
+    using Outs = decltype([]<std::size_t... K>(std::index_sequence<K...>) {
+      return expr::Pack<typename slot_out<std::tuple_element_t<K, Leaves>>::type...>{};
+    }(std::make_index_sequence<static_cast<std::size_t>(N)>{}));
+    Outs outs{};
+    bool any = false;
+    // Per broadcast slot: reduce its temporary into the Var's gradient after the launch.
+    std::vector<std::function<void()>> finish;
+    for_each_var_leaf(e, [&](auto k, const auto& var) {
+      constexpr std::size_t K = decltype(k)::value;
+      using T = typename std::remove_cvref_t<decltype(var)>::value_type;
+      if constexpr (FloatingElement<T>) {
+        VarNode<T>* vn = var.node().get();
+        slot_var[K] = vn;
+        if (!vn->requires_grad) return;
+        for (std::size_t j = 0; j != K; ++j) {
+          if (dst[j] == static_cast<int>(j) && slot_var[j] == vn) {
+            dst[K] = static_cast<int>(j);
+            return;
+          }
+        }
+        any = true;
+        dst[K] = static_cast<int>(K);
+        auto& slot = expr::get<K>(outs);
+        if (vn->value.shape() == shape) {
+          vn->template own_grad<exec::mode>();
+          slot.add = vn->grad.defined();  // else the launch writes a fresh gradient
+          if (!slot.add) vn->grad = empty<T>(shape, device);
+          EMBER_CHECK(vn->grad.is_contiguous(), "ember: internal: non-contiguous gradient");
+          slot.direct = vn->grad.data();
+        } else {
+          Tensor<acc_t<T>> temp = empty<acc_t<T>>(shape, device);
+          slot.wide = temp.data();
+          finish.push_back([temp, vn, shape] {
+            const Shape leaf = vn->value.shape();
+            Tensor<T> r = exec::reduce_expression<T>(expr::Leaf<acc_t<T>>(temp),
+                                                     reduce::Bound<reduce::Sum<acc_t<T>>>{}, "sum",
+                                                     broadcast_axes(leaf, shape), true, true);
+            accumulate_grad<T, T, exec::mode>(*vn, r.reshape(leaf), true);
+          });
+        }
+      }
+    });
+    if (!any) return;
+
+    const auto operands = rule.operands(e);
+    std::vector<Strides> arrays;
+    const auto push_array = [&](const auto& t) {
+      arrays.push_back(t.defined() ? broadcast_strides(t.shape(), t.strides(), shape)
+                                   : Strides::filled(shape.rank(), 0));
+    };
+    arrays.push_back(contiguous_strides(shape));
+    push_array(up);
+    std::apply([&](const auto&... t) { (push_array(t), ...); }, operands);
+    e.for_each_leaf([&](const expr::LeafInfo& leaf) {
+      arrays.push_back(broadcast_strides(leaf.shape, leaf.strides, shape));
+    });
+    const exec::IterLayout L = exec::make_layout(shape, arrays);
+    const int nd = L.ndim();
+    // Planned in the order the arrays were listed: upstream, seed operands, leaves.
+    expr::PlanBuilder b(nd, std::vector<Strides>(L.arrays.begin() + 1, L.arrays.end()));
+    const expr::LeafPlan<GT> up_plan = seed_operand_plan(up, b);
+    const auto operand_plans = std::apply(
+        [&](const auto&... t) { return std::tuple{seed_operand_plan(t, b)...}; }, operands);
+    auto seed = std::apply([&](const auto&... p) { return rule.template seed<A>(up_plan, p...); },
+                           operand_plans);
+    using Plan =
+        typename backward_plan_of<Leaves>::template type<A, typename E::plan_type, decltype(seed)>;
+    Plan plan{e.plan(b), seed, expr::PlanStrides(L.arrays[0], nd), outs, {}};
+    for (int k = 0; k < N; ++k) plan.dst[k] = dst[static_cast<std::size_t>(k)];
+    if (device.is_cpu()) {
+      exec::cpu::run<1>(plan, L, false);
+    } else {
+      exec::require_runnable(device);
+#if defined(EMBER_CUDA_KERNELS)
+      exec::gpu::run<1>(plan, L, false, device.index());
+#endif
+    }
+    for_each_var_leaf(e, [&](auto k, const auto& var) {
+      if (dst[decltype(k)::value] == static_cast<int>(decltype(k)::value) &&
+          var.node()->grad.defined()) {
+        var.node()->grad.storage()->bump_version();
+      }
+    });
+    for (auto& f : finish) f();
+  }
+}
+
+/// The tape node of one materialised expression, optionally followed by one reduction.
+template <class E, Storable T, class Rule>
+class FusedNode final : public TapeNode {
+ public:
+  /// `kept`: for a reduction, the result's shape with the reduced axes kept as size 1.
+  FusedNode(E e, VarNode<T>* out, Rule rule, std::optional<Shape> kept = std::nullopt)
+      : e_(std::move(e)), out_(out), rule_(std::move(rule)), kept_(std::move(kept)) {
+    e_->for_each_leaf([&](const expr::LeafInfo& leaf) { saved_.push_back(leaf.storage); });
+    std::vector<const Storage*> extra;
+    rule_.saved(extra);
+    saved_.insert(saved_.end(), extra.begin(), extra.end());
+    for (const Storage* s : saved_) versions_.push_back(s ? s->version() : 0);
+  }
+
+  void backward() override {
+    if (!e_) return;
+    for (std::size_t k = 0; k < saved_.size(); ++k) {
+      const Storage* s = saved_[k];
+      if (s && s->version() != versions_[k]) {
+        fail("ember: backward of ", name(), ": a tensor saved for backward (",
+             k < leaf_count() ? "operand " + std::to_string(k) : std::string("its result"),
+             ") was modified in place after it was used (version ", versions_[k], ", now ",
+             s->version(), "); clone it before modifying it");
+      }
+    }
+    if (!out_->has_grad()) return;
+    Tensor<T> g = out_->grad;  // undefined for the implicit 1 of loss.backward()
+    if (kept_ && g.defined()) g = g.reshape(*kept_);
+    fused_backward(*e_, g, rule_);
+    out_->drop_grad();  // an intermediate gradient is used once
+  }
+  void release() override {
+    e_.reset();
+    saved_.clear();
+    versions_.clear();
+  }
+  void inputs(std::vector<VarNodeBase*>& out) const override {
+    if (!e_) return;
+    for_each_var_leaf(*e_, [&](auto, const auto& v) {
+      if (v.node()->requires_grad) out.push_back(v.node().get());
+    });
+  }
+  std::string name() const override {
+    std::string n;
+    if constexpr (requires { E::functor::name; }) {
+      n = E::functor::name;
+    } else if constexpr (requires { std::declval<const E&>().child(); }) {
+      n = "cast";
+    } else {
+      n = "identity";
+    }
+    const std::string r = rule_.name;
+    return r.empty() ? n : r + "(" + n + ")";
+  }
+
+ private:
+  std::size_t leaf_count() const { return std::tuple_size_v<leaves_t<E>>; }
+  std::optional<E> e_;
+  VarNode<T>* out_;  // owns this node
+  Rule rule_;
+  std::optional<Shape> kept_;
+  std::vector<const Storage*> saved_;
+  std::vector<std::uint64_t> versions_;
+};
+
+}  // namespace EMBER_EXEC_NS
+}  // namespace autograd
+}  // namespace ember

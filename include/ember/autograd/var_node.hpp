@@ -1,0 +1,78 @@
+// VarNode<T>: what a Var shares with the tape: its value, its gradient, and the node that made it.
+//
+// Gradients arrive through accumulate_grad. A gradient that arrives as someone else's tensor
+// (a view of the upstream gradient, or of the user's seed) is kept without a copy when nothing
+// else will read it, and marked shared: the next accumulation then writes a new tensor instead
+// of adding in place, so the tensor it came from is never modified.
+#pragma once
+
+#include <memory>
+#include <type_traits>
+
+#include "../exec/assign.hpp"
+#include "../exec/generate.hpp"
+#include "../expr/leaf.hpp"
+#include "../expr/map.hpp"
+#include "../expr/operators.hpp"
+#include "tape.hpp"
+
+namespace ember::autograd {
+
+template <Storable T>
+struct VarNode final : VarNodeBase {
+  Tensor<T> value;
+  Tensor<T> grad;            // undefined until a gradient arrives
+  bool grad_shared = false;  // `grad` aliases a tensor this node does not own
+  void drop_grad() override {
+    grad = Tensor<T>();
+    grad_shared = false;
+    unit_grad = false;
+  }
+  /// Whether a gradient has arrived (a tensor, or the implicit 1 of loss.backward()).
+  bool has_grad() const { return grad.defined() || unit_grad; }
+  /// The gradient as a tensor, materialising the implicit 1 when that is what arrived.
+  template <class Mode = exec::mode>
+  Tensor<T> grad_or_ones() const {
+    if (grad.defined()) return grad;
+    return ones<T, Mode>(value.shape(), value.device());
+  }
+  /// A gradient this node may write into: the shared one is copied first.
+  template <class Mode = exec::mode>
+  void own_grad() {
+    if (grad.defined() && grad_shared) {
+      grad = grad.template clone<Mode>();
+      grad_shared = false;
+    }
+  }
+};
+
+/// Adds `g` (the Var's shape, any layout) into v's gradient. `owned`: nobody else holds g, so
+/// it may become the gradient as it is.
+template <Storable T, Storable G, class Mode = exec::mode>
+void accumulate_grad(VarNode<T>& v, const Tensor<G>& g, bool owned) {
+  if (!v.grad.defined()) {
+    if constexpr (std::is_same_v<T, G>) {
+      if (!g.is_contiguous()) {
+        v.grad = g.template clone<Mode>();
+        v.grad_shared = false;
+      } else if (owned || !v.is_leaf()) {
+        // An intermediate's gradient is read once by its node and dropped: an alias is safe.
+        v.grad = g;
+        v.grad_shared = !owned;
+      } else {
+        v.grad = g.template clone<Mode>();  // a leaf keeps its gradient: it must own it
+        v.grad_shared = false;
+      }
+    } else {
+      v.grad = Tensor<T>(expr::Cast<T, expr::Leaf<G>>(expr::Leaf<G>(g)));
+      v.grad_shared = false;
+    }
+  } else if (v.grad_shared) {
+    v.grad = Tensor<T>(expr::Leaf<T>(v.grad) + expr::Leaf<G>(g));  // never into the alias
+    v.grad_shared = false;
+  } else {
+    v.grad += expr::Leaf<G>(g);
+  }
+}
+
+}  // namespace ember::autograd

@@ -1,0 +1,205 @@
+// Views of Vars: reshape, permute, transpose, slice, select, squeeze, expand, ...
+//
+// A view of a Var is a Var whose value is the same view of the input's value (no copy), and
+// whose tape node maps the view's gradient back to the input's shape:
+//   reshape, view, flatten, squeeze, unsqueeze:  the gradient reshaped back (no launch when dense)
+//   permute, transpose, t:                       the inverse permutation (a view; no launch)
+//   slice, narrow, select:                       zeros, with the gradient copied into the same view
+//   expand:                                      a sum over the broadcast axes
+// A gradient that comes back as a view of the upstream gradient is not copied; var_node.hpp
+// makes sure nobody writes into it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "../exec/generate.hpp"
+#include "../exec/reduce.hpp"
+#include "fused_backward.hpp"
+#include "grad_mode.hpp"
+#include "tape.hpp"
+#include "var.hpp"
+#include "var_node.hpp"
+
+namespace ember::autograd {
+// In the translation unit's executor namespace, like every evaluating part (core/config.hpp).
+inline namespace EMBER_EXEC_NS {
+
+template <Storable T>
+class ViewNode final : public TapeNode {
+ public:
+  /// Maps the gradient of the view (its shape) to the gradient of the input (the input's shape).
+  using Backward = std::function<Tensor<T>(const Tensor<T>&)>;
+
+  ViewNode(const char* name, std::shared_ptr<VarNode<T>> in, VarNode<T>* out, Backward back)
+      : name_(name), in_(std::move(in)), out_(out), back_(std::move(back)) {}
+
+  void backward() override {
+    if (!back_ || !out_->has_grad()) return;
+    const Tensor<T> g = out_->grad_or_ones();
+    const Tensor<T> gi = back_(g);
+    EMBER_CHECK(gi.shape() == in_->value.shape(), "ember: internal: backward of ", name_,
+                " gave shape ", gi.shape().str(), " for an input of shape ",
+                in_->value.shape().str());
+    // A gradient in storage of its own is owned; a view of g is not.
+    accumulate_grad(*in_, gi, gi.storage() != g.storage());
+    out_->drop_grad();
+  }
+  void release() override { back_ = nullptr; }
+  void inputs(std::vector<VarNodeBase*>& out) const override {
+    if (in_->requires_grad) out.push_back(in_.get());
+  }
+  std::string name() const override { return name_; }
+
+ private:
+  const char* name_;
+  std::shared_ptr<VarNode<T>> in_;
+  VarNode<T>* out_;  // owns this node
+  Backward back_;
+};
+
+/// The Var holding `value` (a view of x's value), recorded with `back` when x requires grad.
+template <Storable T>
+Var<T> view_of(const Var<T>& x, const char* name, Tensor<T> value,
+               typename ViewNode<T>::Backward back) {
+  auto n = std::make_shared<VarNode<T>>();
+  n->value = std::move(value);
+  if (grad_enabled() && x.requires_grad()) {
+    n->requires_grad = true;
+    n->grad_fn = std::make_shared<ViewNode<T>>(name, x.node(), n.get(), std::move(back));
+  }
+  return Var<T>::from_node(std::move(n));
+}
+
+/// The gradient of an injective view (slice, narrow, select): zeros of the input's shape with
+/// `g` copied into the elements the view selected.
+template <Storable T, class View>
+Tensor<T> scatter_into_zeros(const Tensor<T>& g, const Shape& in_shape, const View& view) {
+  Tensor<T> z = zeros<T>(in_shape, g.device());
+  view(z).copy_(g);
+  return z;
+}
+
+}  // namespace EMBER_EXEC_NS
+}  // namespace ember::autograd
+
+namespace ember {
+
+template <Storable T>
+template <class Mode>
+Var<T> Var<T>::view(const Shape& shape) const {
+  const Shape in = this->shape();
+  return autograd::view_of(*this, "view", value().view(shape),
+                           [in](const Tensor<T>& g) { return g.reshape(in); });
+}
+template <Storable T>
+template <class Mode>
+Var<T> Var<T>::reshape(const Shape& shape) const {
+  const Shape in = this->shape();
+  return autograd::view_of(*this, "reshape", value().template reshape<Mode>(shape),
+                           [in](const Tensor<T>& g) { return g.reshape(in); });
+}
+template <Storable T>
+template <class Mode>
+Var<T> Var<T>::flatten() const {
+  return reshape<Mode>(Shape{value().numel()});
+}
+template <Storable T>
+template <class Mode>
+Var<T> Var<T>::permute(const Dims& order) const {
+  Tensor<T> v = value().permute(order);  // validates the order
+  Dims inverse = order;
+  for (int i = 0; i < order.rank(); ++i)
+    inverse[normalize_axis(order[i], order.rank(), "permute")] = i;
+  return autograd::view_of(*this, "permute", std::move(v),
+                           [inverse](const Tensor<T>& g) { return g.permute(inverse); });
+}
+template <Storable T>
+template <class Mode>
+Var<T> Var<T>::transpose(int d0, int d1) const {
+  return autograd::view_of(*this, "transpose", value().transpose(d0, d1),
+                           [d0, d1](const Tensor<T>& g) { return g.transpose(d0, d1); });
+}
+template <Storable T>
+template <class Mode>
+Var<T> Var<T>::t() const {
+  return autograd::view_of(*this, "t", value().t(), [](const Tensor<T>& g) { return g.t(); });
+}
+template <Storable T>
+template <class Mode>
+Var<T> Var<T>::slice(int dim, std::int64_t start, std::int64_t stop, std::int64_t step) const {
+  const Shape in = shape();
+  return autograd::view_of(*this, "slice", value().slice(dim, start, stop, step),
+                           [in, dim, start, stop, step](const Tensor<T>& g) {
+                             return autograd::scatter_into_zeros(g, in, [&](const Tensor<T>& z) {
+                               return z.slice(dim, start, stop, step);
+                             });
+                           });
+}
+template <Storable T>
+template <class Mode>
+Var<T> Var<T>::narrow(int dim, std::int64_t start, std::int64_t length) const {
+  const Shape in = shape();
+  return autograd::view_of(*this, "narrow", value().narrow(dim, start, length),
+                           [in, dim, start, length](const Tensor<T>& g) {
+                             return autograd::scatter_into_zeros(g, in, [&](const Tensor<T>& z) {
+                               return z.narrow(dim, start, length);
+                             });
+                           });
+}
+template <Storable T>
+template <class Mode>
+Var<T> Var<T>::select(int dim, std::int64_t index) const {
+  const Shape in = shape();
+  return autograd::view_of(*this, "select", value().select(dim, index),
+                           [in, dim, index](const Tensor<T>& g) {
+                             return autograd::scatter_into_zeros(
+                                 g, in, [&](const Tensor<T>& z) { return z.select(dim, index); });
+                           });
+}
+template <Storable T>
+template <class Mode>
+Var<T> Var<T>::squeeze() const {
+  const Shape in = shape();
+  return autograd::view_of(*this, "squeeze", value().squeeze(),
+                           [in](const Tensor<T>& g) { return g.reshape(in); });
+}
+template <Storable T>
+template <class Mode>
+Var<T> Var<T>::squeeze(int dim) const {
+  const Shape in = shape();
+  return autograd::view_of(*this, "squeeze", value().squeeze(dim),
+                           [in](const Tensor<T>& g) { return g.reshape(in); });
+}
+template <Storable T>
+template <class Mode>
+Var<T> Var<T>::unsqueeze(int dim) const {
+  const Shape in = shape();
+  return autograd::view_of(*this, "unsqueeze", value().unsqueeze(dim),
+                           [in](const Tensor<T>& g) { return g.reshape(in); });
+}
+template <Storable T>
+template <class Mode>
+Var<T> Var<T>::expand(const Shape& shape) const {
+  const Shape in = this->shape();
+  Tensor<T> v = value().expand(shape);
+  return autograd::view_of(*this, "expand", v, [in, out = v.shape()](const Tensor<T>& g) {
+    const Dims axes = autograd::broadcast_axes(in, out);
+    if (axes.rank() == 0) return g.reshape(in);
+    using C = acc_t<T>;
+    return exec::reduce_expression<T>(expr::Leaf<T>(g), reduce::Bound<reduce::Sum<C>>{}, "expand",
+                                      axes, true, true)
+        .reshape(in);
+  });
+}
+template <Storable T>
+template <class Mode>
+Var<T> Var<T>::contiguous(MemoryFormat format) const {
+  return autograd::view_of(*this, "contiguous", value().template contiguous<Mode>(format),
+                           [](const Tensor<T>& g) { return g; });
+}
+
+}  // namespace ember
