@@ -37,12 +37,28 @@ struct SlotOut {
       wide[o] = static_cast<C>(v);
     }
   }
+  /// V consecutive elements from o: the branches are taken once, so each loop vectorises.
+  template <int V, class A>
+  EMBER_HD EMBER_FORCEINLINE void store_vec(std::int64_t o, const A (&v)[V]) const {
+    using C = acc_t<T>;
+    if (direct && add) {
+      for (int k = 0; k < V; ++k) {
+        direct[o + k] = to_storage<T>(static_cast<C>(to_acc(direct[o + k]) + static_cast<C>(v[k])));
+      }
+    } else if (direct) {
+      for (int k = 0; k < V; ++k) direct[o + k] = to_storage<T>(static_cast<C>(v[k]));
+    } else if (wide) {
+      for (int k = 0; k < V; ++k) wide[o + k] = static_cast<C>(v[k]);
+    }
+  }
 };
 
 /// A slot whose leaf gets no gradient (constants, integer tensors, generated operands).
 struct NoOut {
   template <class A>
   EMBER_HD EMBER_FORCEINLINE void store(std::int64_t, A) const {}
+  template <int V, class A>
+  EMBER_HD EMBER_FORCEINLINE void store_vec(std::int64_t, const A (&)[V]) const {}
 };
 
 template <class A, int N>
@@ -79,9 +95,30 @@ struct BackwardPlan {
     }
     store_all(o, sink, std::make_integer_sequence<int, N>{});
   }
+  /// V consecutive elements of the dense path (the CPU's SIMD blocks): the seed's operands are
+  /// loaded for the block first (a broadcast one once), then one branch-free loop the compiler
+  /// vectorises computes every adjoint, then each slot stores.
   template <int V>
   EMBER_HD EMBER_FORCEINLINE void at_vec(std::int64_t base) const {
-    for (int k = 0; k < V; ++k) at(expr::LinearIndex{base + k});
+    constexpr bool preloaded = requires(A(&u)[V]) { seed.template preload<V>(base, u); };
+    A u[V];
+    if constexpr (preloaded) seed.template preload<V>(base, u);
+    A adj[N > 0 ? N : 1][V];
+    for (int k = 0; k < V; ++k) {
+      AdjointSink<A, N> sink;
+      for (int s = 0; s < N; ++s) sink.v[s] = A(0);
+      const expr::LinearIndex ix{base + k};
+      const auto t = fwd.trace(ix);
+      A g;
+      if constexpr (preloaded) {
+        g = seed.from_preloaded(u[k], static_cast<A>(t.y));
+      } else {
+        g = seed.at(ix, static_cast<A>(t.y));
+      }
+      fwd.template backprop<0>(t, static_cast<typename Fwd::acc_type>(g), sink);
+      for (int s = 0; s < N; ++s) adj[s][k] = sink.v[s];
+    }
+    store_vec_all<V>(base, adj, std::make_integer_sequence<int, N>{});
   }
 
  private:
@@ -89,6 +126,23 @@ struct BackwardPlan {
   EMBER_HD EMBER_FORCEINLINE A gathered(const AdjointSink<A, N>& s,
                                         std::integer_sequence<int, J...>) const {
     return (A(0) + ... + (dst[J] == K ? s.v[J] : A(0)));
+  }
+  template <int V, int... K>
+  EMBER_HD EMBER_FORCEINLINE void store_vec_all(std::int64_t o, const A (&adj)[N > 0 ? N : 1][V],
+                                                std::integer_sequence<int, K...>) const {
+    (
+        [&] {
+          if (dst[K] != K) return;
+          A v[V];
+          for (int k = 0; k < V; ++k) v[k] = adj[K][k];
+          for (int j = K + 1; j < N; ++j) {
+            if (dst[j] == K) {
+              for (int k = 0; k < V; ++k) v[k] += adj[j][k];
+            }
+          }
+          expr::get<K>(outs).template store_vec<V>(o, v);
+        }(),
+        ...);
   }
   template <int... K>
   EMBER_HD EMBER_FORCEINLINE void store_all(std::int64_t o, const AdjointSink<A, N>& s,

@@ -139,10 +139,20 @@ inline Dims broadcast_axes(const Shape& leaf, const Shape& shape) {
 // that .cpp and .cu instantiations of the same node never collide at link time.
 inline namespace EMBER_EXEC_NS {
 
-/// The plan of a tensor read by the seed: an undefined tensor plans as a null pointer.
+/// A constant 1 in host memory: the implicit upstream gradient of `loss.backward()` on the CPU.
+template <Storable G>
+const G* host_one() {
+  static const G one = to_storage<G>(acc_t<G>(1));
+  return &one;
+}
+
+/// The plan of a tensor read by the seed: an undefined tensor plans as a null pointer, or as
+/// `fallback` (host_one for the upstream gradient on the CPU).
 template <Storable X>
-expr::LeafPlan<X> seed_operand_plan(const Tensor<X>& t, expr::PlanBuilder& b) {
-  return expr::LeafPlan<X>{t.defined() ? t.data() : nullptr, expr::PlanStrides(b.next(), b.ndim())};
+SeedOperand<X> seed_operand_plan(const Tensor<X>& t, expr::PlanBuilder& b, std::int64_t step,
+                                 const X* fallback = nullptr) {
+  return SeedOperand<X>{t.defined() ? t.data() : fallback, expr::PlanStrides(b.next(), b.ndim()),
+                        step};
 }
 
 /// The fused backward of expression `e`: the seed `rule` applied to the upstream gradient `up`
@@ -222,13 +232,28 @@ void fused_backward(const E& e, const Tensor<GT>& up, const Rule& rule) {
     e.for_each_leaf([&](const expr::LeafInfo& leaf) {
       arrays.push_back(broadcast_strides(leaf.shape, leaf.strides, shape));
     });
-    const exec::IterLayout L = exec::make_layout(shape, arrays);
+    exec::IterLayout L = exec::make_layout(shape, arrays);
     const int nd = L.ndim();
+    // The seed's operands may be one element broadcast over everything (stride 0): the path
+    // stays dense when every other array is (SeedOperand::step).
+    const std::size_t n_seed = 1 + std::tuple_size_v<std::remove_cvref_t<decltype(operands)>>;
+    if (nd == 1) {
+      bool dense = true;
+      for (std::size_t i = 0; i < L.arrays.size(); ++i) {
+        const std::int64_t st = L.arrays[i][0];
+        const bool seed_array = i >= 1 && i <= n_seed;
+        dense = dense && (st == 1 || (seed_array && st == 0));
+      }
+      L.dense = dense;
+    }
+    std::size_t next_seed = 1;
+    const auto step = [&] { return nd == 1 ? L.arrays[next_seed++][0] : std::int64_t{0}; };
     // Planned in the order the arrays were listed: upstream, seed operands, leaves.
     expr::PlanBuilder b(nd, std::vector<Strides>(L.arrays.begin() + 1, L.arrays.end()));
-    const expr::LeafPlan<GT> up_plan = seed_operand_plan(up, b);
+    const SeedOperand<GT> up_plan =
+        seed_operand_plan(up, b, step(), device.is_cpu() ? host_one<GT>() : nullptr);
     const auto operand_plans = std::apply(
-        [&](const auto&... t) { return std::tuple{seed_operand_plan(t, b)...}; }, operands);
+        [&](const auto&... t) { return std::tuple{seed_operand_plan(t, b, step())...}; }, operands);
     auto seed = std::apply([&](const auto&... p) { return rule.template seed<A>(up_plan, p...); },
                            operand_plans);
     using Plan =
@@ -236,7 +261,7 @@ void fused_backward(const E& e, const Tensor<GT>& up, const Rule& rule) {
     Plan plan{e.plan(b), seed, expr::PlanStrides(L.arrays[0], nd), outs, {}};
     for (int k = 0; k < N; ++k) plan.dst[k] = dst[static_cast<std::size_t>(k)];
     if (device.is_cpu()) {
-      exec::cpu::run<1>(plan, L, false);
+      exec::cpu::run<8>(plan, L, true);  // dense: blocks of 8 (BackwardPlan::at_vec)
     } else {
       exec::require_runnable(device);
 #if defined(EMBER_CUDA_KERNELS)

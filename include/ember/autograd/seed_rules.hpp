@@ -29,35 +29,68 @@
 
 namespace ember::autograd {
 
-/// The upstream gradient at an element; a null plan stands for an implicit 1 (the seed of
-/// `loss.backward()`, which is never materialised).
+/// A tensor the seed reads: the upstream gradient, or a reduction's result or statistics, in
+/// the reduction's kept shape (broadcast over the reduced axes), or undefined (null).
+template <Storable X>
+struct SeedOperand {
+  const X* data;
+  expr::PlanStrides strides;
+  // On the dense path: 1, or 0 for an operand with one element broadcast over everything (the
+  // gradient of a full reduction such as the loss), which keeps that path dense.
+  std::int64_t step;
+  EMBER_HD EMBER_FORCEINLINE acc_t<X> at(expr::LinearIndex ix) const {
+    return to_acc(data[ix.i * step]);
+  }
+  EMBER_HD EMBER_FORCEINLINE acc_t<X> at(const expr::CoordIndex& ix) const {
+    return to_acc(data[strides.offset(ix)]);
+  }
+  /// V consecutive elements of the dense path; the branch is taken once per block.
+  template <class A, int V>
+  EMBER_HD EMBER_FORCEINLINE void load(std::int64_t base, A (&out)[V]) const {
+    if (step == 0) {
+      const A v = static_cast<A>(to_acc(data[0]));
+      for (int k = 0; k < V; ++k) out[k] = v;
+    } else {
+      for (int k = 0; k < V; ++k) out[k] = static_cast<A>(to_acc(data[base + k]));
+    }
+  }
+};
+
+/// The upstream gradient at an element. An implicit 1 (the seed of `loss.backward()`, never
+/// materialised) is a null pointer in device code, and a pointer to a constant 1 on the host,
+/// where a branch-free read keeps the loop vectorisable.
 template <class A, Storable G>
-EMBER_HD EMBER_FORCEINLINE A upstream(const expr::LeafPlan<G>& up, const auto& ix) {
+EMBER_HD EMBER_FORCEINLINE A upstream(const SeedOperand<G>& up, const auto& ix) {
+#if defined(EMBER_DEVICE_CODE)
   return up.data ? static_cast<A>(up.at(ix)) : A(1);
-}
-/// An optional operand (null when the rule did not need it).
-template <class A, Storable G>
-EMBER_HD EMBER_FORCEINLINE A operand_or(const expr::LeafPlan<G>& p, const auto& ix, A fallback) {
-  return p.data ? static_cast<A>(p.at(ix)) : fallback;
+#else
+  return static_cast<A>(up.at(ix));
+#endif
 }
 
 // ---- device-side seeds: at(ix, y) with y the value of the expression at ix ----
 
 template <class A, Storable G>
 struct ScaledSeed {
-  expr::LeafPlan<G> up;
+  SeedOperand<G> up;
   A scale;
   template <class Ix>
   EMBER_HD EMBER_FORCEINLINE A at(const Ix& ix, A) const {
     return upstream<A>(up, ix) * scale;
   }
+  /// The dense path's blocks: the upstream values of V elements, loaded before the loop.
+  template <int V>
+  EMBER_HD EMBER_FORCEINLINE void preload(std::int64_t base, A (&u)[V]) const {
+    up.template load<A, V>(base, u);
+  }
+  EMBER_HD EMBER_FORCEINLINE A from_preloaded(A u, A) const { return u * scale; }
 };
 
 template <class A, Storable G, Storable V>
 struct ExtremumSeed {
-  expr::LeafPlan<G> up;
-  expr::LeafPlan<V> r;      // the result, in the stored type
-  expr::LeafPlan<A> count;  // elements equal to the result, per slice
+  SeedOperand<G> up;
+  SeedOperand<V> r;      // the result, in the stored type
+  SeedOperand<A> count;  // elements equal to the result, per slice
   template <class Ix>
   EMBER_HD EMBER_FORCEINLINE A at(const Ix& ix, A y) const {
     // The result was rounded to V once; rounding is monotonic, so the winners are the elements
@@ -71,8 +104,8 @@ struct ExtremumSeed {
 
 template <class A, Storable G>
 struct LogSumExpSeed {
-  expr::LeafPlan<G> up;
-  expr::LeafPlan<A> r;  // the result before rounding to the stored type
+  SeedOperand<G> up;
+  SeedOperand<A> r;  // the result before rounding to the stored type
   template <class Ix>
   EMBER_HD EMBER_FORCEINLINE A at(const Ix& ix, A y) const {
     const A m = static_cast<A>(r.at(ix));
@@ -83,9 +116,9 @@ struct LogSumExpSeed {
 
 template <class A, Storable G, Storable V>
 struct NormSeed {
-  expr::LeafPlan<G> up;
-  expr::LeafPlan<A> r;      // the result before rounding to the stored type
-  expr::LeafPlan<A> count;  // p = inf only: elements with |e| equal to the norm
+  SeedOperand<G> up;
+  SeedOperand<A> r;      // the result before rounding to the stored type
+  SeedOperand<A> count;  // p = inf only: elements with |e| equal to the norm
   A p;
   template <class Ix>
   EMBER_HD EMBER_FORCEINLINE A at(const Ix& ix, A y) const {
@@ -111,8 +144,8 @@ struct NormSeed {
 
 template <class A, Storable G>
 struct VarianceSeed {
-  expr::LeafPlan<G> up;
-  expr::LeafPlan<A> mean;
+  SeedOperand<G> up;
+  SeedOperand<A> mean;
   A factor;  // 2 / (n - correction)
   template <class Ix>
   EMBER_HD EMBER_FORCEINLINE A at(const Ix& ix, A y) const {
@@ -122,9 +155,9 @@ struct VarianceSeed {
 
 template <class A, Storable G>
 struct ProdSeed {
-  expr::LeafPlan<G> up;
-  expr::LeafPlan<A> zeros;    // zero elements per slice
-  expr::LeafPlan<A> nonzero;  // product of the non-zero elements per slice
+  SeedOperand<G> up;
+  SeedOperand<A> zeros;    // zero elements per slice
+  SeedOperand<A> nonzero;  // product of the non-zero elements per slice
   template <class Ix>
   EMBER_HD EMBER_FORCEINLINE A at(const Ix& ix, A y) const {
     const A z = zeros.at(ix), p = nonzero.at(ix);
@@ -167,7 +200,7 @@ struct ScaledRule {
     return {};
   }
   template <class A, Storable G>
-  ScaledSeed<A, G> seed(expr::LeafPlan<G> up) const {
+  ScaledSeed<A, G> seed(SeedOperand<G> up) const {
     return {up, static_cast<A>(scale)};
   }
   void saved(std::vector<const Storage*>&) const {}
@@ -201,8 +234,7 @@ struct ExtremumRule {
     return std::tuple{r, detail::tie_count<A>(ember::cast<V>(e), r, axes, name)};
   }
   template <class A, Storable G>
-  ExtremumSeed<A, G, V> seed(expr::LeafPlan<G> up, expr::LeafPlan<V> rp,
-                             expr::LeafPlan<A> count) const {
+  ExtremumSeed<A, G, V> seed(SeedOperand<G> up, SeedOperand<V> rp, SeedOperand<A> count) const {
     return {up, rp, count};
   }
   void saved(std::vector<const Storage*>& out) const { out.push_back(r.storage().get()); }
@@ -219,7 +251,7 @@ struct LogSumExpRule {
     return {r};
   }
   template <class A, Storable G>
-  LogSumExpSeed<A, G> seed(expr::LeafPlan<G> up, expr::LeafPlan<A> rp) const {
+  LogSumExpSeed<A, G> seed(SeedOperand<G> up, SeedOperand<A> rp) const {
     return {up, rp};
   }
   void saved(std::vector<const Storage*>& out) const { out.push_back(r.storage().get()); }
@@ -242,8 +274,7 @@ struct NormRule {
     return std::tuple{r, count};
   }
   template <class A, Storable G>
-  NormSeed<A, G, V> seed(expr::LeafPlan<G> up, expr::LeafPlan<A> rp,
-                         expr::LeafPlan<A> count) const {
+  NormSeed<A, G, V> seed(SeedOperand<G> up, SeedOperand<A> rp, SeedOperand<A> count) const {
     return {up, rp, count, static_cast<A>(p)};
   }
   void saved(std::vector<const Storage*>& out) const { out.push_back(r.storage().get()); }
@@ -261,7 +292,7 @@ struct VarianceRule {
         exec::reduce_expression<A>(e, reduce::Bound<reduce::Mean<A>>{}, name, axes, true, true)};
   }
   template <class A, Storable G>
-  VarianceSeed<A, G> seed(expr::LeafPlan<G> up, expr::LeafPlan<A> mean) const {
+  VarianceSeed<A, G> seed(SeedOperand<G> up, SeedOperand<A> mean) const {
     return {up, mean, static_cast<A>(factor)};
   }
   void saved(std::vector<const Storage*>&) const {}
@@ -280,8 +311,7 @@ struct ProdRule {
     return std::tuple{zeros, nonzero};
   }
   template <class A, Storable G>
-  ProdSeed<A, G> seed(expr::LeafPlan<G> up, expr::LeafPlan<A> zeros,
-                      expr::LeafPlan<A> nonzero) const {
+  ProdSeed<A, G> seed(SeedOperand<G> up, SeedOperand<A> zeros, SeedOperand<A> nonzero) const {
     return {up, zeros, nonzero};
   }
   void saved(std::vector<const Storage*>&) const {}

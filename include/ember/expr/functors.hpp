@@ -214,13 +214,14 @@ EMBER_FLOATING_FN(Floor, "floor", return math::floor(x);, return X(0);)
 EMBER_FLOATING_FN(Ceil, "ceil", return math::ceil(x);, return X(0);)
 EMBER_FLOATING_FN(Round, "round", return math::round_even(x);, return X(0);)
 EMBER_FLOATING_FN(Reciprocal, "reciprocal", return X(1) / x;, return -y * y;)
-// Stable on both tails: never exp of a large positive number.
+// Stable on both tails: never exp of a large positive number. One exp and a select, no branch,
+// so loops over it vectorise (forward and backward alike).
 EMBER_FLOATING_FN(
     Sigmoid, "sigmoid",
     {
-      if (x >= X(0)) return X(1) / (X(1) + math::exp(-x));
-      const X e = math::exp(x);
-      return e / (X(1) + e);
+      const X e = math::exp(-math::fabs(x));  // exp(-x) for x >= 0, exp(x) below
+      const X r = X(1) / (X(1) + e);
+      return x >= X(0) ? r : e * r;
     },
     return y * (X(1) - y);)
 EMBER_FLOATING_FN(Relu, "relu", return x < X(0) ? X(0) : x;
