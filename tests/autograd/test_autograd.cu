@@ -147,6 +147,16 @@ TEST_CASE("cuda autograd: views and custom functions", "[cuda]") {
       {x}, 1e-5);
 }
 
+TEST_CASE("cuda autograd: Var::to moves the value over and the gradient back", "[cuda]") {
+  EMBER_REQUIRE_CUDA_DEVICE();
+  auto x = param(randn<float>(Shape{100}, 11));
+  Var<float> xg = x.to(kGpu);
+  REQUIRE(xg.value().device() == kGpu);
+  sum(xg * xg).backward();
+  REQUIRE(x.grad().device() == Device::cpu());
+  require_near(x.grad().to(kGpu), Tensor<float>(x.value() * 2.0), 1e-6);
+}
+
 TEST_CASE("cuda autograd: bf16 gradients match the CPU's", "[cuda]") {
   EMBER_REQUIRE_CUDA_DEVICE();
   const Tensor<bf16> a = cast<bf16>(randn<float>(Shape{64, 96}, 9));

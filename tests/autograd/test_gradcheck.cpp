@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include <ember/autograd/autograd.hpp>
@@ -198,4 +199,51 @@ TEST_CASE("gradcheck: non-contiguous inputs", "[autograd][gradcheck]") {
   const auto yv = y.value().to_vector();
   REQUIRE(x.grad().shape() == Shape{3, 4});
   for (std::size_t i = 0; i < gx.size(); ++i) REQUIRE(gx[i] == Approx(std::cos(xv[i]) * yv[i]));
+}
+
+TEST_CASE("gradcheck: random shapes, broadcasting, strided views and reductions",
+          "[autograd][gradcheck]") {
+  std::mt19937 rng(2026);
+  std::uniform_int_distribution<int> rank_d(0, 3), extent_d(1, 4), coin(0, 1), which_d(0, 5);
+  for (int trial = 0; trial < 40; ++trial) {
+    // x: a random shape; y: the same shape with random dimensions set to 1 or dropped (it
+    // broadcasts against x); x is given to f as a transposed view when it has two dimensions.
+    const int rank = rank_d(rng);
+    Shape xs, ys;
+    for (int d = 0; d < rank; ++d) xs.push_back(extent_d(rng));
+    const int drop = rank > 0 ? std::uniform_int_distribution<int>(0, rank)(rng) : 0;
+    for (int d = drop; d < rank; ++d) ys.push_back(coin(rng) ? 1 : xs[d]);
+    const bool transposed = rank >= 2 && coin(rng);
+    const int which = which_d(rng);
+    const int axis = rank > 0 ? std::uniform_int_distribution<int>(0, rank - 1)(rng) : 0;
+    const bool keepdim = coin(rng) == 1;
+    Shape stored = xs;  // x is stored with its first two dimensions swapped, then swapped back
+    if (transposed) std::swap(stored[0], stored[1]);
+    const Tensor<double> x = rand_tensor(stored, 0.3, 1.3, 100 + trial);
+    const Tensor<double> y = rand_tensor(ys, 0.3, 1.3, 200 + trial);
+    auto r = ember::gradcheck(
+        [&](const Vars& v) -> Var<double> {
+          const Var<double> a = transposed ? v[0].transpose(0, 1) : v[0];
+          const auto e = ember::tanh(a * v[1]) + ember::exp(v[1] * 0.5) * a;
+          const ember::Dims axes = rank > 0 ? ember::Dims{axis} : ember::Dims{};
+          switch (which) {
+            case 0:
+              return Var<double>(e);
+            case 1:
+              return ember::sum(e, axes, keepdim);
+            case 2:
+              return ember::max(e, axes);
+            case 3:
+              return ember::logsumexp(e, axes, true);
+            case 4:
+              return ember::norm(e, axes);
+            default:
+              return ember::var(e, axes, false, 0.0);
+          }
+        },
+        {x, y});
+    INFO("trial " << trial << ": x " << xs.str() << (transposed ? " (transposed)" : "") << ", y "
+                  << ys.str() << ", case " << which << ", axis " << axis << ": " << r);
+    REQUIRE(r);
+  }
 }

@@ -133,6 +133,11 @@ TEST_CASE("a gradient passed through as a view never writes into its source", "[
 }
 
 TEST_CASE("views of Vars: errors and no_grad", "[autograd][views]") {
+  {
+    auto p = ember::param(rand_tensor(Shape{2}, -1, 1, 91));
+    Var<double> same = p.to(ember::Device::cpu());  // already there: the same Var
+    REQUIRE(same.node() == p.node());
+  }
   auto x = ember::param(rand_tensor(Shape{2, 3}, -1, 1, 90));
   REQUIRE_THROWS_AS(x.view({4}), ember::Error);
   REQUIRE_THROWS_AS(x.slice(0, 0, 5), ember::Error);

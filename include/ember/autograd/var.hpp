@@ -142,6 +142,9 @@ class Var {
   }
   template <class Mode = exec::mode>
   Var contiguous(MemoryFormat format = MemoryFormat::contiguous) const;
+  /// The value on `device` (this Var when already there); the gradient goes back.
+  template <class Mode = exec::mode>
+  Var to(Device device) const;
 
   const std::shared_ptr<autograd::VarNode<T>>& node() const { return n_; }
 

@@ -6,6 +6,7 @@
 //   permute, transpose, t:                       the inverse permutation (a view; no launch)
 //   slice, narrow, select:                       zeros, with the gradient copied into the same view
 //   expand:                                      a sum over the broadcast axes
+//   contiguous, to(device) (copies, recorded the same way): the gradient as it is, or moved back
 // A gradient that comes back as a view of the upstream gradient is not copied; var_node.hpp
 // makes sure nobody writes into it.
 #pragma once
@@ -200,6 +201,15 @@ template <class Mode>
 Var<T> Var<T>::contiguous(MemoryFormat format) const {
   return autograd::view_of(*this, "contiguous", value().template contiguous<Mode>(format),
                            [](const Tensor<T>& g) { return g; });
+}
+
+template <Storable T>
+template <class Mode>
+Var<T> Var<T>::to(Device device) const {
+  if (value().device() == device) return *this;
+  const Device from = value().device();
+  return autograd::view_of(*this, "to", value().template to<Mode>(device),
+                           [from](const Tensor<T>& g) { return g.template to<Mode>(from); });
 }
 
 }  // namespace ember
