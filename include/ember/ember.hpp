@@ -18,6 +18,7 @@
 #include "exec/reduce.hpp"
 #include "expr/operators.hpp"
 #include "memory/stats.hpp"
+#include "ops/matmul.hpp"
 #include "tensor/factories.hpp"
 #include "tensor/tensor.hpp"
 

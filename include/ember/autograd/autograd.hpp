@@ -1,11 +1,12 @@
-// Reverse-mode autodiff for ember: Var, param, no_grad, reductions and views of Vars, custom
-// functions (apply), gradcheck. Included by ember/ember.hpp.
+// Reverse-mode autodiff for ember: Var, param, no_grad, reductions and views of Vars, matmul and
+// linear of Vars, custom functions (apply), gradcheck. Included by ember/ember.hpp.
 #pragma once
 
 #include "../ember.hpp"
 #include "function.hpp"
 #include "grad_mode.hpp"
 #include "gradcheck.hpp"
+#include "matmul.hpp"
 #include "reductions.hpp"
 #include "tape.hpp"
 #include "var.hpp"

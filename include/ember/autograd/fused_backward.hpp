@@ -125,16 +125,6 @@ struct backward_plan_of<std::tuple<Ns...>> {
   using type = BackwardPlan<A, Fwd, Seed, typename slot_out<Ns>::type...>;
 };
 
-/// Axes (of `shape`) over which a leaf of shape `leaf` was broadcast.
-inline Dims broadcast_axes(const Shape& leaf, const Shape& shape) {
-  Dims axes;
-  const int lead = shape.rank() - leaf.rank();
-  for (int d = 0; d < shape.rank(); ++d) {
-    if (d < lead || (leaf[d - lead] == 1 && shape[d] != 1)) axes.push_back(d);
-  }
-  return axes;
-}
-
 // The evaluating parts live in the translation unit's executor namespace (core/config.hpp), so
 // that .cpp and .cu instantiations of the same node never collide at link time.
 inline namespace EMBER_EXEC_NS {

@@ -7,72 +7,38 @@
 //   slice, narrow, select:                       zeros, with the gradient copied into the same view
 //   expand:                                      a sum over the broadcast axes
 //   contiguous, to(device) (copies, recorded the same way): the gradient as it is, or moved back
-// A gradient that comes back as a view of the upstream gradient is not copied; var_node.hpp
-// makes sure nobody writes into it.
+// Each is recorded as an OpNode (op_node.hpp). A gradient that comes back as a view of the
+// upstream gradient is not copied; var_node.hpp makes sure nobody writes into it.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "../exec/generate.hpp"
 #include "../exec/reduce.hpp"
 #include "fused_backward.hpp"
-#include "grad_mode.hpp"
-#include "tape.hpp"
+#include "op_node.hpp"
 #include "var.hpp"
-#include "var_node.hpp"
 
 namespace ember::autograd {
 // In the translation unit's executor namespace, like every evaluating part (core/config.hpp).
 inline namespace EMBER_EXEC_NS {
 
+/// Maps the gradient of a view (its shape) to the gradient of its input (the input's shape).
 template <Storable T>
-class ViewNode final : public TapeNode {
- public:
-  /// Maps the gradient of the view (its shape) to the gradient of the input (the input's shape).
-  using Backward = std::function<Tensor<T>(const Tensor<T>&)>;
-
-  ViewNode(const char* name, std::shared_ptr<VarNode<T>> in, VarNode<T>* out, Backward back)
-      : name_(name), in_(std::move(in)), out_(out), back_(std::move(back)) {}
-
-  void backward() override {
-    if (!back_ || !out_->has_grad()) return;
-    const Tensor<T> g = out_->grad_or_ones();
-    const Tensor<T> gi = back_(g);
-    EMBER_CHECK(gi.shape() == in_->value.shape(), "ember: internal: backward of ", name_,
-                " gave shape ", gi.shape().str(), " for an input of shape ",
-                in_->value.shape().str());
-    // A gradient in storage of its own is owned; a view of g is not.
-    accumulate_grad(*in_, gi, gi.storage() != g.storage());
-    out_->drop_grad();
-  }
-  void release() override { back_ = nullptr; }
-  void inputs(std::vector<VarNodeBase*>& out) const override {
-    if (in_->requires_grad) out.push_back(in_.get());
-  }
-  std::string name() const override { return name_; }
-
- private:
-  const char* name_;
-  std::shared_ptr<VarNode<T>> in_;
-  VarNode<T>* out_;  // owns this node
-  Backward back_;
-};
+using ViewBackward = std::function<Tensor<T>(const Tensor<T>&)>;
 
 /// The Var holding `value` (a view of x's value), recorded with `back` when x requires grad.
 template <Storable T>
 Var<T> view_of(const Var<T>& x, const char* name, Tensor<T> value,
-               typename ViewNode<T>::Backward back) {
-  auto n = std::make_shared<VarNode<T>>();
-  n->value = std::move(value);
-  if (grad_enabled() && x.requires_grad()) {
-    n->requires_grad = true;
-    n->grad_fn = std::make_shared<ViewNode<T>>(name, x.node(), n.get(), std::move(back));
-  }
-  return Var<T>::from_node(std::move(n));
+               std::type_identity_t<ViewBackward<T>> back) {
+  return Var<T>::from_node(record_op<T>(
+      name, std::move(value), {x.node()}, {},
+      [back = std::move(back)](const Tensor<T>& g) { return std::vector<Tensor<T>>{back(g)}; }));
 }
 
 /// The gradient of an injective view (slice, narrow, select): zeros of the input's shape with
@@ -187,14 +153,8 @@ template <class Mode>
 Var<T> Var<T>::expand(const Shape& shape) const {
   const Shape in = this->shape();
   Tensor<T> v = value().expand(shape);
-  return autograd::view_of(*this, "expand", v, [in, out = v.shape()](const Tensor<T>& g) {
-    const Dims axes = autograd::broadcast_axes(in, out);
-    if (axes.rank() == 0) return g.reshape(in);
-    using C = acc_t<T>;
-    return exec::reduce_expression<T>(expr::Leaf<T>(g), reduce::Bound<reduce::Sum<C>>{}, "expand",
-                                      axes, true, true)
-        .reshape(in);
-  });
+  return autograd::view_of(*this, "expand", v,
+                           [in](const Tensor<T>& g) { return sum_to<T, Mode>(g, in); });
 }
 template <Storable T>
 template <class Mode>

@@ -172,4 +172,15 @@ inline int normalize_axis(std::int64_t axis, int rank, std::string_view what) {
   return static_cast<int>(axis < 0 ? axis + std::max<std::int64_t>(r, 1) : axis);
 }
 
+/// The axes of `shape` along which `from` (broadcastable to it) was broadcast: the leading axes
+/// it lacks and the axes where it has extent 1 and `shape` does not.
+inline Dims broadcast_axes(const Shape& from, const Shape& shape) {
+  Dims axes;
+  const int lead = shape.rank() - from.rank();
+  for (int d = 0; d < shape.rank(); ++d) {
+    if (d < lead || (from[d - lead] == 1 && shape[d] != 1)) axes.push_back(d);
+  }
+  return axes;
+}
+
 }  // namespace ember

@@ -346,6 +346,19 @@ auto norm(const X& x, double p = 2.0) {
   return norm<X, Mode>(x, Dims{}, false, p);
 }
 
+/// x summed down to `shape`, from which x's shape broadcasts: the adjoint of broadcasting.
+template <Storable T, class Mode = exec::mode>
+Tensor<T> sum_to(const Tensor<T>& x, const Shape& shape) {
+  EMBER_CHECK(broadcastable_to(shape, x.shape()), "ember: sum_to: shape ", shape.str(),
+              " does not broadcast to ", x.shape().str());
+  const Dims axes = broadcast_axes(shape, x.shape());
+  if (axes.rank() == 0) return x.template reshape<Mode>(shape);
+  using C = detail::sum_acc_t<T>;
+  return exec::reduce_expression<T>(expr::Leaf<T>(x), reduce::Bound<reduce::Sum<C>>{}, "sum_to",
+                                    axes, true, true)
+      .template reshape<Mode>(shape);
+}
+
 #define EMBER_ARG_REDUCTION(fname, Largest)                                                    \
   /** Index of the best element along `axis` (first on ties). */                               \
   template <ArrayOperand X, class Mode = exec::mode>                                           \

@@ -258,6 +258,19 @@ struct Gelu {
     return cdf + x * X(0.39894228040143267794) * math::exp(X(-0.5) * x * x);
   }
 };
+/// A unary functor's derivative as a function of its argument, F'(x): the backward passes of
+/// hand-written rules (linear's GELU) use it as an elementwise function. Not differentiable
+/// itself (it has no derivative of its own).
+template <class F>
+struct Derivative {
+  static constexpr Kind kind = Kind::floating;
+  static constexpr const char* name = "derivative";
+  F f;
+  template <class X>
+  EMBER_HD EMBER_FORCEINLINE X operator()(X x) const {
+    return f.derivative(x, f(x));
+  }
+};
 struct LeakyRelu {
   static constexpr Kind kind = Kind::floating;
   static constexpr const char* name = "leaky_relu";
