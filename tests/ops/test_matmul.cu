@@ -1,0 +1,94 @@
+// matmul and linear on CUDA device 0 (cuBLASLt) against the CPU: shapes, broadcast batches,
+// strided operands, dtypes, the fused epilogues (one launch), and the backward. Compiled by nvcc
+// for sm_90 in every CUDA build; skipped (not failed) when no GPU is present.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include <ember/ember.hpp>
+
+#include "cuda_test_support.hpp"
+
+using namespace ember;
+
+namespace {
+const Device kGpu = Device::cuda(0);
+
+template <class T>
+void require_near(const Tensor<T>& gpu, const Tensor<T>& cpu, double rel) {
+  REQUIRE(gpu.device() == kGpu);
+  REQUIRE(gpu.shape() == cpu.shape());
+  const auto g = Tensor<double>(cast<double>(gpu.to(Device::cpu()))).to_vector();
+  const auto c = Tensor<double>(cast<double>(cpu)).to_vector();
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    if (!(std::fabs(g[i] - c[i]) <= rel * (1.0 + std::fabs(c[i])))) ++bad;
+  }
+  CHECK(bad == 0);
+}
+
+template <class T>
+void check_matmul(const Shape& as, const Shape& bs, double rel) {
+  INFO("a " << as.str() << " b " << bs.str());
+  const Tensor<T> a = cast<T>(randn<float>(as, 1)), b = cast<T>(randn<float>(bs, 2));
+  require_near(matmul(a.to(kGpu), b.to(kGpu)), matmul(a, b), rel);
+}
+}  // namespace
+
+TEST_CASE("cuda matmul: shapes and dtypes match the CPU", "[cuda]") {
+  EMBER_REQUIRE_CUDA_DEVICE();
+  const std::vector<std::pair<Shape, Shape>> shapes = {
+      {{3, 4}, {4, 5}},        {{4}, {4}},
+      {{2, 4}, {4}},           {{4}, {4, 3}},
+      {{2, 3, 4}, {4, 5}},     {{2, 1, 3, 4}, {5, 4, 2}},
+      {{0, 4}, {4, 3}},        {{3, 0}, {0, 2}},
+      {{129, 257}, {257, 65}}, {{8, 64, 96}, {8, 96, 32}},
+  };
+  for (const auto& [as, bs] : shapes) {
+    check_matmul<float>(as, bs, 1e-5);
+    check_matmul<double>(as, bs, 1e-12);
+    check_matmul<bf16>(as, bs, 1.0 / 64);
+    check_matmul<ember::half>(as, bs, 1.0 / 256);
+  }
+  // Transposed and sliced operands.
+  const Tensor<float> a = randn<float>({64, 48}, 3), b = randn<float>({40, 64}, 4);
+  require_near(matmul(a.to(kGpu).t(), b.to(kGpu).t()), matmul(a.t(), b.t()), 1e-5);
+  require_near(matmul(a.to(kGpu).slice(1, 0, 48, 2).t(), b.to(kGpu).slice(0, 0, 24).t()),
+               matmul(a.slice(1, 0, 48, 2).t(), b.slice(0, 0, 24).t()), 1e-5);
+}
+
+TEST_CASE("cuda linear: the bias and activation run in the GEMM's epilogue", "[cuda]") {
+  EMBER_REQUIRE_CUDA_DEVICE();
+  const Tensor<float> x = randn<float>({4, 33, 64}, 5), w = randn<float>({48, 64}, 6);
+  const Tensor<float> b = randn<float>({48}, 7);
+  const Tensor<float> xg = x.to(kGpu), wg = w.to(kGpu), bg = b.to(kGpu);
+  for (Activation act : {Activation::none, Activation::relu, Activation::gelu}) {
+    INFO("activation " << static_cast<int>(act));
+    const std::uint64_t l0 = launch_count();
+    Tensor<float> y = linear(xg, wg, bg, act);
+    CHECK(launch_count() - l0 == 1);
+    require_near(y, linear(x, w, b, act), 1e-4);
+  }
+  const Tensor<bf16> x16 = cast<bf16>(x), w16 = cast<bf16>(w), b16 = cast<bf16>(b);
+  require_near(linear(x16.to(kGpu), w16.to(kGpu), b16.to(kGpu), Activation::gelu),
+               linear(x16, w16, b16, Activation::gelu), 1.0 / 32);
+}
+
+TEST_CASE("cuda matmul and linear: gradients match the CPU", "[cuda]") {
+  EMBER_REQUIRE_CUDA_DEVICE();
+  const Tensor<float> x = randn<float>({6, 20}, 8), w = randn<float>({12, 20}, 9);
+  const Tensor<float> b = randn<float>({12}, 10), m = randn<float>({3, 12, 5}, 11);
+  for (Activation act : {Activation::none, Activation::relu, Activation::gelu}) {
+    auto xc = param(x), wc = param(w), bc = param(b), mc = param(m);
+    auto xg = param(x.to(kGpu)), wg = param(w.to(kGpu)), bg = param(b.to(kGpu)),
+         mg = param(m.to(kGpu));
+    sum(tanh(matmul(linear(xc, wc, bc, act), mc))).backward();
+    sum(tanh(matmul(linear(xg, wg, bg, act), mg))).backward();
+    require_near(xg.grad(), xc.grad(), 1e-4);
+    require_near(wg.grad(), wc.grad(), 1e-4);
+    require_near(bg.grad(), bc.grad(), 1e-4);
+    require_near(mg.grad(), mc.grad(), 1e-4);
+  }
+}
