@@ -18,7 +18,9 @@
 #include "exec/reduce.hpp"
 #include "expr/operators.hpp"
 #include "memory/stats.hpp"
+#include "ops/losses.hpp"
 #include "ops/matmul.hpp"
+#include "ops/softmax.hpp"
 #include "tensor/factories.hpp"
 #include "tensor/tensor.hpp"
 

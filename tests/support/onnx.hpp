@@ -74,7 +74,7 @@ inline std::string read_file(const std::filesystem::path& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-/// A TensorProto of floats or doubles, as doubles.
+/// A TensorProto of floats, doubles or int64s, as doubles.
 struct TensorData {
   std::vector<std::int64_t> dims;
   std::vector<double> values;
@@ -105,6 +105,11 @@ inline TensorData read_tensor(const std::filesystem::path& path) {
         std::memcpy(&v, f.bytes.data() + i, 4);
         listed.push_back(v);
       }
+    } else if (f.number == 7 && f.wire == 2) {  // packed int64_data
+      std::size_t p = 0;
+      while (p < f.bytes.size()) {
+        listed.push_back(static_cast<double>(static_cast<std::int64_t>(read_varint(f.bytes, p))));
+      }
     } else if (f.number == 10 && f.wire == 2) {  // packed double_data
       for (std::size_t i = 0; i + 8 <= f.bytes.size(); i += 8) {
         double v;
@@ -119,6 +124,12 @@ inline TensorData read_tensor(const std::filesystem::path& path) {
         float v;
         std::memcpy(&v, raw.data() + i, 4);
         t.values.push_back(v);
+      }
+    } else if (type == 7) {  // INT64
+      for (std::size_t i = 0; i + 8 <= raw.size(); i += 8) {
+        std::int64_t v;
+        std::memcpy(&v, raw.data() + i, 8);
+        t.values.push_back(static_cast<double>(v));
       }
     } else if (type == 11) {  // DOUBLE
       for (std::size_t i = 0; i + 8 <= raw.size(); i += 8) {
@@ -135,10 +146,16 @@ inline TensorData read_tensor(const std::filesystem::path& path) {
   return t;
 }
 
-/// The float and int attributes of the single node of model.onnx (ModelProto.graph.node).
+/// The float, int and string attributes of the single node of model.onnx
+/// (ModelProto.graph.node).
 struct Attributes {
   std::map<std::string, double> f;
   std::map<std::string, std::int64_t> i;
+  std::map<std::string, std::string> s;
+  std::string get_string(const std::string& name, const std::string& fallback) const {
+    auto it = s.find(name);
+    return it == s.end() ? fallback : it->second;
+  }
   double get(const std::string& name, double fallback) const {
     if (auto it = f.find(name); it != f.end()) return it->second;
     if (auto it = i.find(name); it != i.end()) return static_cast<double>(it->second);
@@ -170,6 +187,7 @@ inline Attributes read_attributes(const std::filesystem::path& model) {
             iv = static_cast<std::int64_t>(x.varint);
             has_i = true;
           }
+          if (x.number == 4 && x.wire == 2) a.s[name] = std::string(x.bytes);
         }
         if (has_f) a.f[name] = fv;
         if (has_i) a.i[name] = iv;

@@ -6,6 +6,7 @@
 #include "function.hpp"
 #include "grad_mode.hpp"
 #include "gradcheck.hpp"
+#include "losses.hpp"
 #include "matmul.hpp"
 #include "reductions.hpp"
 #include "tape.hpp"

@@ -1,0 +1,89 @@
+// softmax, log_softmax and the losses on Vars: the Tensor operators of ops/softmax.hpp and
+// ops/losses.hpp, recorded with their hand-written backward passes (one reduction and one
+// elementwise pass for softmax; one elementwise pass for cross_entropy and nll_loss).
+// mse_loss of Vars is an ordinary expression reduction, fused like any other.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "../ops/losses.hpp"
+#include "../ops/softmax.hpp"
+#include "op_node.hpp"
+#include "reductions.hpp"
+#include "var.hpp"
+
+namespace ember {
+
+template <FloatingElement T, class Mode = exec::mode>
+Var<T> softmax(const Var<T>& x, int axis) {
+  const Tensor<T> y = softmax<T, Mode>(x.value(), axis);
+  return Var<T>::from_node(
+      autograd::record_op<T>("softmax", y, {x.node()}, {y}, [y, axis](const Tensor<T>& g) {
+        return std::vector<Tensor<T>>{ops::softmax_backward<T, Mode>(y, g, axis)};
+      }));
+}
+
+template <FloatingElement T, class Mode = exec::mode>
+Var<T> log_softmax(const Var<T>& x, int axis) {
+  const Tensor<T> y = log_softmax<T, Mode>(x.value(), axis);
+  return Var<T>::from_node(
+      autograd::record_op<T>("log_softmax", y, {x.node()}, {y}, [y, axis](const Tensor<T>& g) {
+        return std::vector<Tensor<T>>{ops::log_softmax_backward<T, Mode>(y, g, axis)};
+      }));
+}
+
+template <FloatingElement T, class Mode = exec::mode>
+Var<T> cross_entropy(const Var<T>& logits, const Tensor<std::int64_t>& targets,
+                     const CrossEntropyOptions& opt = {}) {
+  using A = acc_t<T>;
+  const Tensor<T> x = logits.value();
+  const auto terms = ops::cross_entropy_terms<T, Mode>(x, targets, opt);
+  const double count = opt.reduction == Reduction::mean
+                           ? static_cast<double>(sum(targets != opt.ignore_index).item())
+                           : 1.0;
+  const Tensor<T> out = cast<T>(ops::reduce_loss<A, Mode>(terms.first, opt.reduction, count));
+  const Tensor<A> lse = terms.second;
+  return Var<T>::from_node(
+      autograd::record_op<T>("cross_entropy", out, {logits.node()}, {x},
+                             [x, targets, lse, opt, count](const Tensor<T>& g) {
+                               return std::vector<Tensor<T>>{ops::cross_entropy_backward<T, Mode>(
+                                   x, targets, lse, g, opt, count)};
+                             }));
+}
+
+template <FloatingElement T, class Mode = exec::mode>
+Var<T> nll_loss(const Var<T>& logp, const Tensor<std::int64_t>& targets,
+                Reduction reduction = Reduction::mean, std::int64_t ignore_index = -100) {
+  const Tensor<T> out = nll_loss<T, Mode>(logp.value(), targets, reduction, ignore_index);
+  const double count =
+      reduction == Reduction::mean ? static_cast<double>(sum(targets != ignore_index).item()) : 1.0;
+  const ops::ClassLayout l = ops::class_layout(logp.value(), targets, "nll_loss");
+  const Shape in = logp.shape();
+  return Var<T>::from_node(autograd::record_op<T>(
+      "nll_loss", out, {logp.node()}, {},
+      [targets, l, in, reduction, ignore_index, count](const Tensor<T>& g) {
+        const Tensor<std::int64_t> t = targets.reshape(l.target_shape);
+        const auto cls = ops::class_index(l, g.device());
+        const Tensor<T> gt = reduction == Reduction::none ? g.reshape(l.target_shape)
+                                                          : g.reshape(Shape::filled(in.rank(), 1));
+        const double scale = reduction == Reduction::mean ? -1.0 / count : -1.0;
+        Tensor<T> d = empty<T>(in, g.device());
+        d = cast<T>(where(logical_and(cls == t, t != ignore_index), gt * scale, 0.0));
+        return std::vector<Tensor<T>>{d};
+      }));
+}
+
+/// Mean (or sum, or none) of (a - b)^2 where a or b is a Var: a fused expression reduction.
+template <class A, class B, class Mode = exec::mode>
+requires(autograd::is_var<A>::value ||
+         autograd::is_var<B>::value) auto mse_loss(const A& a, const B& b,
+                                                   Reduction reduction = Reduction::mean) {
+  using T = std::conditional_t<autograd::is_var<A>::value, typename A::value_type,
+                               typename B::value_type>;
+  if (reduction == Reduction::none) return Var<T>(square(a - b));
+  if (reduction == Reduction::sum) return sum<decltype(square(a - b)), Mode>(square(a - b));
+  return mean<decltype(square(a - b)), Mode>(square(a - b));
+}
+
+}  // namespace ember
