@@ -8,6 +8,7 @@
 #include "gradcheck.hpp"
 #include "losses.hpp"
 #include "matmul.hpp"
+#include "normalization.hpp"
 #include "reductions.hpp"
 #include "tape.hpp"
 #include "var.hpp"

@@ -1,0 +1,180 @@
+// layer_norm and batch_norm on Tensors, and the backward they share.
+//
+// Both normalise x over some axes with statistics of those axes, then scale and shift per
+// feature:  y = (x - mean) rstd w + b,  rstd = 1 / sqrt(var + eps)  (biased variance).
+//   layer_norm: over the trailing dims that weight's shape names (weight and bias optional).
+//   batch_norm: over every axis but the channel axis 1, in training (and then it updates the
+//               running statistics: the unbiased variance, as PyTorch); with the running
+//               statistics in evaluation. The memory format comes from the strides: a
+//               channels-last tensor is read in place.
+// Forward: two reductions (mean; variance by Welford) and one elementwise pass. Backward:
+//   dx = rstd (dxh - mean(dxh) - xh mean(dxh xh)),  dxh = g w,  xh = (x - mean) rstd
+//   dw = sum(g xh), db = sum(g)  over the axes the parameters were broadcast along
+// in two reductions over the normalised axes, one pass, and two reductions for the parameters.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <tuple>
+#include <utility>
+
+#include "../core/dtype.hpp"
+#include "../core/shape.hpp"
+#include "../exec/assign.hpp"
+#include "../exec/reduce.hpp"
+#include "../expr/operators.hpp"
+#include "../tensor/tensor.hpp"
+
+namespace ember {
+
+namespace ops {
+
+/// The statistics a normalisation used, kept (size 1 along the normalised axes), in the
+/// compute type: what its backward needs.
+template <class A>
+struct NormStats {
+  Tensor<A> mean, var, rstd;  // var: biased (undefined when the statistics were given)
+};
+
+template <FloatingElement T, class Mode = exec::mode>
+NormStats<acc_t<T>> norm_stats(const Tensor<T>& x, const Dims& axes, double eps, const char* name) {
+  using A = acc_t<T>;
+  const Tensor<A> mean = exec::reduce_expression<A>(
+      expr::Leaf<T>(x), reduce::Bound<reduce::Mean<A>>{}, name, axes, true, true);
+  reduce::Var<A> biased;
+  biased.correction = A(0);
+  const Tensor<A> var = exec::reduce_expression<A>(
+      expr::Leaf<T>(x), reduce::Bound<reduce::Var<A>>{biased}, name, axes, true, true);
+  return {mean, var, Tensor<A>(rsqrt(var + eps))};
+}
+
+/// weight/bias of shape `param` viewed so they broadcast against x of rank `rank` along the
+/// axes they describe: trailing (layer norm) or axis 1 (batch norm).
+template <Storable T>
+Tensor<T> param_view(const Tensor<T>& p, int rank, bool channel_axis) {
+  if (!channel_axis) return p;
+  Shape s = Shape::filled(rank, 1);
+  s[1] = p.numel();
+  return p.reshape(s);
+}
+
+/// y = (x - mean) rstd w + b, with w and b optional (undefined).
+template <FloatingElement T, class Mode = exec::mode>
+Tensor<T> normalize(const Tensor<T>& x, const NormStats<acc_t<T>>& st, const Tensor<T>& w,
+                    const Tensor<T>& b) {
+  const auto xh = (x - st.mean) * st.rstd;
+  if (w.defined() && b.defined()) return Tensor<T>(cast<T>(xh * w + b));
+  if (w.defined()) return Tensor<T>(cast<T>(xh * w));
+  if (b.defined()) return Tensor<T>(cast<T>(xh + b));
+  return Tensor<T>(cast<T>(xh));
+}
+
+/// The gradients of x, w and b (those defined) of normalize(), given the output's gradient g.
+/// `axes`: the normalised axes; w and b are views that broadcast against x.
+template <FloatingElement T, class Mode = exec::mode>
+std::tuple<Tensor<T>, Tensor<T>, Tensor<T>> normalize_backward(
+    const Tensor<T>& x, const NormStats<acc_t<T>>& st, const Tensor<T>& w, const Tensor<T>& b,
+    const Tensor<T>& g, const Dims& axes, bool need_x) {
+  using A = acc_t<T>;
+  const auto xh = (x - st.mean) * st.rstd;
+  Tensor<T> gx, gw, gb;
+  if (need_x) {
+    auto run = [&](const auto& dxh) {
+      const Tensor<A> m1 = exec::reduce_expression<A>(dxh, reduce::Bound<reduce::Mean<A>>{}, "norm",
+                                                      axes, true, true);
+      const Tensor<A> m2 = exec::reduce_expression<A>(dxh * xh, reduce::Bound<reduce::Mean<A>>{},
+                                                      "norm", axes, true, true);
+      gx = Tensor<T>(cast<T>(st.rstd * (dxh - m1 - xh * m2)));
+    };
+    if (w.defined()) {
+      run(g * w);
+    } else {
+      run(expr::Leaf<T>(g));
+    }
+  }
+  if (w.defined()) gw = sum_to<T, Mode>(Tensor<T>(cast<T>(g * xh)), w.shape());
+  if (b.defined()) gb = sum_to<T, Mode>(g, b.shape());
+  return {gx, gw, gb};
+}
+
+/// The axes layer_norm normalises: the trailing ones that `normalized` names.
+template <Storable T>
+Dims layer_norm_axes(const Tensor<T>& x, const Shape& normalized) {
+  const int k = normalized.rank();
+  EMBER_CHECK(k >= 1 && x.rank() >= k, "ember: layer_norm: input ", x.shape().str(),
+              " cannot be normalised over the trailing shape ", normalized.str());
+  Dims axes;
+  for (int i = 0; i < k; ++i) {
+    EMBER_CHECK(x.size(x.rank() - k + i) == normalized[i], "ember: layer_norm: input ",
+                x.shape().str(), " does not end in the normalised shape ", normalized.str());
+    axes.push_back(x.rank() - k + i);
+  }
+  return axes;
+}
+
+/// Every axis but 1 (the channels), after checking the shapes of batch_norm's operands.
+template <Storable T>
+Dims batch_norm_axes(const Tensor<T>& x, const Tensor<T>& w, const Tensor<T>& b,
+                     const Tensor<T>& rm, const Tensor<T>& rv) {
+  EMBER_CHECK(x.rank() >= 2, "ember: batch_norm: input must be [N, C, ...], got ", x.shape().str());
+  const std::int64_t C = x.size(1);
+  for (const Tensor<T>* p : {&w, &b, &rm, &rv}) {
+    EMBER_CHECK(!p->defined() || p->shape() == Shape{C}, "ember: batch_norm: a parameter of shape ",
+                p->defined() ? p->shape().str() : std::string(), " for ", C, " channels (input ",
+                x.shape().str(), ")");
+  }
+  Dims axes;
+  for (int d = 0; d < x.rank(); ++d) {
+    if (d != 1) axes.push_back(d);
+  }
+  return axes;
+}
+
+}  // namespace ops
+
+/// Layer normalisation over the trailing dims named by `normalized` (weight's shape when given).
+template <FloatingElement T, class Mode = exec::mode>
+Tensor<T> layer_norm(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& bias,
+                     double eps = 1e-5) {
+  const Shape normalized = weight.defined() ? weight.shape() : bias.shape();
+  EMBER_CHECK(!weight.defined() || !bias.defined() || weight.shape() == bias.shape(),
+              "ember: layer_norm: weight ", weight.shape().str(), " and bias ", bias.shape().str(),
+              " differ");
+  const Dims axes = ops::layer_norm_axes(x, normalized);
+  return ops::normalize<T, Mode>(x, ops::norm_stats<T, Mode>(x, axes, eps, "layer_norm"), weight,
+                                 bias);
+}
+
+/// Batch normalisation of x [N, C, ...] (see the top of this header). In training, running_mean
+/// and running_var (when defined) are updated in place with `momentum`.
+template <FloatingElement T, class Mode = exec::mode>
+Tensor<T> batch_norm(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& bias,
+                     const Tensor<T>& running_mean, const Tensor<T>& running_var, bool training,
+                     double momentum = 0.1, double eps = 1e-5) {
+  using A = acc_t<T>;
+  const Dims axes = ops::batch_norm_axes(x, weight, bias, running_mean, running_var);
+  const int r = x.rank();
+  const Tensor<T> w = weight.defined() ? ops::param_view(weight, r, true) : weight;
+  const Tensor<T> b = bias.defined() ? ops::param_view(bias, r, true) : bias;
+  if (!training) {
+    EMBER_CHECK(running_mean.defined() && running_var.defined(),
+                "ember: batch_norm: evaluation needs the running statistics");
+    const ops::NormStats<A> st{
+        Tensor<A>(cast<A>(ops::param_view(running_mean, r, true))), Tensor<A>(),
+        Tensor<A>(rsqrt(cast<A>(ops::param_view(running_var, r, true)) + eps))};
+    return ops::normalize<T, Mode>(x, st, w, b);
+  }
+  const auto st = ops::norm_stats<T, Mode>(x, axes, eps, "batch_norm");
+  if (running_mean.defined() && running_var.defined()) {
+    const double n = static_cast<double>(x.numel() / std::max<std::int64_t>(x.size(1), 1));
+    const double unbias = n > 1 ? n / (n - 1) : 1.0;  // the running variance is unbiased
+    Tensor<T> rm = running_mean, rv = running_var;
+    const Tensor<A> mean = st.mean.reshape(Shape{x.size(1)});
+    const Tensor<A> var = st.var.reshape(Shape{x.size(1)});
+    assign(std::tie(rm, rv), rm * (1.0 - momentum) + mean * momentum,
+           rv * (1.0 - momentum) + var * (unbias * momentum));
+  }
+  return ops::normalize<T, Mode>(x, st, w, b);
+}
+
+}  // namespace ember

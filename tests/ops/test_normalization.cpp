@@ -1,0 +1,181 @@
+// layer_norm and batch_norm: against the textbook definitions in float64 (over shapes, with and
+// without affine parameters, NCHW and channels-last, training and evaluation, the running
+// statistics PyTorch keeps), dtypes; ONNX's LayerNormalization and BatchNormalization reference
+// data; gradcheck; errors.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <ember/ember.hpp>
+
+#include "support/onnx.hpp"
+
+namespace {
+
+using ember::bf16;
+using ember::Dims;
+using ember::Shape;
+using ember::Tensor;
+using ember::Var;
+using Vars = std::vector<Var<double>>;
+
+Tensor<double> rand_tensor(const Shape& s, std::uint32_t seed, double mean = 0) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> d(mean, 1.5);
+  std::vector<double> v(static_cast<std::size_t>(s.numel()));
+  for (auto& x : v) x = d(rng);
+  return ember::from_vector<double>(v, s);
+}
+
+// Normalises x over `axes` (biased variance), then y = xh * w + b with w, b broadcast as given.
+Tensor<double> naive_normalize(const Tensor<double>& x, const Dims& axes, double eps,
+                               const Tensor<double>& w, const Tensor<double>& b) {
+  const Tensor<double> mean = ember::mean(x, axes, true);
+  const Tensor<double> var = ember::mean(ember::square(x - mean), axes, true);
+  Tensor<double> y = Tensor<double>((x - mean) / ember::sqrt(var + eps));
+  if (w.defined()) y = Tensor<double>(y * w);
+  if (b.defined()) y = Tensor<double>(y + b);
+  return y;
+}
+
+template <class T>
+void require_close(const Tensor<T>& got, const Tensor<double>& want, double tol) {
+  REQUIRE(got.shape() == want.shape());
+  const auto g = Tensor<double>(ember::cast<double>(got)).to_vector();
+  const auto w = want.contiguous().to_vector();
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    INFO("element " << i << ": " << g[i] << " vs " << w[i]);
+    REQUIRE(std::fabs(g[i] - w[i]) <= tol * (1.0 + std::fabs(w[i])));
+  }
+}
+
+Tensor<double> as_tensor(const ember::testing::onnx::TensorData& d) {
+  Shape s;
+  for (auto e : d.dims) s.push_back(e);
+  return ember::from_vector<double>(d.values, s);
+}
+
+}  // namespace
+
+TEST_CASE("layer_norm against the definition", "[ops][norm]") {
+  const Tensor<double> x = rand_tensor(Shape{3, 4, 5}, 1, 2.0);
+  const Tensor<double> w = rand_tensor(Shape{4, 5}, 2), b = rand_tensor(Shape{4, 5}, 3);
+  require_close(ember::layer_norm(x, w, b), naive_normalize(x, Dims{1, 2}, 1e-5, w, b), 1e-13);
+  const Tensor<double> w1 = rand_tensor(Shape{5}, 4);
+  require_close(ember::layer_norm(x, w1, Tensor<double>(), 1e-3),
+                naive_normalize(x, Dims{2}, 1e-3, w1, Tensor<double>()), 1e-13);
+  // A strided input, and bf16 / float within their precision.
+  require_close(ember::layer_norm(x.transpose(0, 1), w1, w1),
+                naive_normalize(x.transpose(0, 1), Dims{2}, 1e-5, w1, w1), 1e-13);
+  const Tensor<bf16> x16 = ember::cast<bf16>(x), w16 = ember::cast<bf16>(w1);
+  require_close(ember::layer_norm(x16, w16, Tensor<bf16>()),
+                naive_normalize(Tensor<double>(ember::cast<double>(x16)), Dims{2}, 1e-5,
+                                Tensor<double>(ember::cast<double>(w16)), Tensor<double>()),
+                1.0 / 128);
+  REQUIRE_THROWS_AS(ember::layer_norm(x, rand_tensor(Shape{4}, 5), Tensor<double>()), ember::Error);
+}
+
+TEST_CASE("batch_norm: training, running statistics, evaluation, channels-last", "[ops][norm]") {
+  const Tensor<double> x = rand_tensor(Shape{4, 3, 5, 2}, 11, 1.0);
+  const Tensor<double> w = rand_tensor(Shape{3}, 12), b = rand_tensor(Shape{3}, 13);
+  const Tensor<double> w4 = w.reshape({1, 3, 1, 1}), b4 = b.reshape({1, 3, 1, 1});
+  Tensor<double> rm = rand_tensor(Shape{3}, 14),
+                 rv = Tensor<double>(ember::exp(rand_tensor(Shape{3}, 15)));
+  const Tensor<double> rm0 = rm.clone(), rv0 = rv.clone();
+  const Dims axes{0, 2, 3};
+  require_close(ember::batch_norm(x, w, b, rm, rv, true, 0.2),
+                naive_normalize(x, axes, 1e-5, w4, b4), 1e-13);
+  // PyTorch's running statistics: (1 - m) old + m batch, with the unbiased batch variance.
+  const double n = 4 * 5 * 2;
+  const Tensor<double> bm = ember::mean(x, axes), bv = ember::var(x, axes);
+  require_close(rm, Tensor<double>(rm0 * 0.8 + bm * 0.2), 1e-14);
+  require_close(rv, Tensor<double>(rv0 * 0.8 + bv * 0.2), 1e-13);
+  (void)n;
+  // Evaluation uses the running statistics.
+  require_close(
+      ember::batch_norm(x, w, b, rm, rv, false),
+      Tensor<double>(
+          (x - rm.reshape({1, 3, 1, 1})) / ember::sqrt(rv.reshape({1, 3, 1, 1}) + 1e-5) * w4 + b4),
+      1e-13);
+  // A channels-last input gives the same values.
+  const Tensor<double> xl = x.contiguous(ember::MemoryFormat::channels_last);
+  REQUIRE(xl.stride(1) == 1);
+  Tensor<double> rm2 = rm0.clone(), rv2 = rv0.clone();
+  require_close(ember::batch_norm(xl, w, b, rm2, rv2, true, 0.2),
+                naive_normalize(x, axes, 1e-5, w4, b4), 1e-13);
+  REQUIRE_THROWS_AS(ember::batch_norm(x, rand_tensor(Shape{4}, 16), b, rm, rv, true), ember::Error);
+  REQUIRE_THROWS_AS(ember::batch_norm(x, w, b, Tensor<double>(), Tensor<double>(), false),
+                    ember::Error);
+}
+
+TEST_CASE("layer_norm and batch_norm: ONNX's reference data", "[ops][norm][onnx]") {
+  namespace onnx = ember::testing::onnx;
+  if (!onnx::available("test_layer_normalization_2d_axis0")) {
+    WARN("libonnx-testdata is not installed: ONNX reference data not checked");
+    return;
+  }
+  for (const char* name :
+       {"test_layer_normalization_2d_axis0", "test_layer_normalization_2d_axis1",
+        "test_layer_normalization_2d_axis_negative_1", "test_layer_normalization_3d_axis0_epsilon",
+        "test_layer_normalization_3d_axis1_epsilon", "test_layer_normalization_3d_axis2_epsilon",
+        "test_layer_normalization_4d_axis0", "test_layer_normalization_4d_axis2",
+        "test_layer_normalization_4d_axis_negative_3", "test_layer_normalization_default_axis"}) {
+    INFO(name);
+    const auto t = onnx::read_node_test(name);
+    const Tensor<double> x = as_tensor(t.inputs[0]), w = as_tensor(t.inputs[1]);
+    const Tensor<double> b = t.inputs.size() > 2 ? as_tensor(t.inputs[2]) : Tensor<double>();
+    const double eps = t.attributes.get("epsilon", 1e-5);
+    // Float data and float32 reference arithmetic: float's precision.
+    require_close(ember::layer_norm(x, w, b, eps), as_tensor(t.outputs[0]), 1e-5);
+  }
+  for (const char* name :
+       {"test_batchnorm_epsilon", "test_batchnorm_example", "test_batchnorm_epsilon_training_mode",
+        "test_batchnorm_example_training_mode"}) {
+    INFO(name);
+    const auto t = onnx::read_node_test(name);
+    const bool training = t.attributes.get("training_mode", 0) != 0;
+    const Tensor<double> x = as_tensor(t.inputs[0]);
+    Tensor<double> rm = as_tensor(t.inputs[3]).clone(), rv = as_tensor(t.inputs[4]).clone();
+    const double eps = t.attributes.get("epsilon", 1e-5);
+    // ONNX's momentum weighs the old statistics (PyTorch's weighs the new ones).
+    const double momentum = 1.0 - t.attributes.get("momentum", 0.9);
+    const Tensor<double> y = ember::batch_norm(x, as_tensor(t.inputs[1]), as_tensor(t.inputs[2]),
+                                               rm, rv, training, momentum, eps);
+    require_close(y, as_tensor(t.outputs[0]), 1e-5);
+    if (training) require_close(rm, as_tensor(t.outputs[1]), 1e-5);
+  }
+}
+
+TEST_CASE("gradcheck: layer_norm and batch_norm", "[ops][norm][gradcheck]") {
+  const Tensor<double> x = rand_tensor(Shape{3, 2, 4}, 21);
+  const Tensor<double> w = rand_tensor(Shape{2, 4}, 22), b = rand_tensor(Shape{2, 4}, 23);
+  auto r1 = ember::gradcheck(
+      [](const Vars& v) { return Var<double>(ember::square(ember::layer_norm(v[0], v[1], v[2]))); },
+      {x, w, b});
+  INFO(r1);
+  REQUIRE(r1);
+  auto r2 = ember::gradcheck(
+      [&](const Vars& v) {
+        // A strided input, a constant weight, no bias.
+        return Var<double>(
+            ember::tanh(ember::layer_norm(v[0].transpose(0, 1), w, Tensor<double>())));
+      },
+      {rand_tensor(Shape{2, 3, 4}, 24)});
+  INFO(r2);
+  REQUIRE(r2);
+  const Tensor<double> c = rand_tensor(Shape{2}, 25), d = rand_tensor(Shape{2}, 26);
+  for (bool training : {true, false}) {
+    Tensor<double> rm = ember::zeros<double>(Shape{2}), rv = ember::ones<double>(Shape{2});
+    auto r3 = ember::gradcheck(
+        [&](const Vars& v) {
+          return Var<double>(ember::square(ember::batch_norm(v[0], v[1], v[2], rm, rv, training)));
+        },
+        {x, c, d});
+    INFO("training " << training << ": " << r3);
+    REQUIRE(r3);
+  }
+}
