@@ -12,7 +12,9 @@
 // ember_opbyop_prealloc (each op into a tensor allocated once), eigen (ThreadPoolDevice),
 // loop_omp (a hand-written OpenMP loop: what a compiler makes of the same arithmetic), and for
 // copies ember_copy, memcpy (one thread) and omp_copy (OpenMP loop, the STREAM reference).
-// Times are wall-clock (UseRealTime), or process CPU time with EMBER_BENCH_CPU_TIME=1.
+// Times are wall-clock (UseRealTime), or process CPU time with EMBER_BENCH_CPU_TIME=1; the probe
+// of other processes' CPU use, the counters and the registration are shared with the other CPU
+// benchmarks (bench_support.hpp).
 //
 // Bytes counted are the fewest that must cross memory: each input read once, each output written
 // once (STREAM's convention: write-allocate traffic is not counted). By default everything runs
@@ -23,17 +25,13 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <memory>
-#include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 // Eigen's Tensor module is the peer when it is there (CMake defines EMBER_HAVE_EIGEN when it finds
@@ -51,20 +49,22 @@
 
 #include <ember/ember.hpp>
 
+#include "bench_support.hpp"
+
 namespace {
 
 using ember::bf16;
 using ember::Shape;
 using ember::Tensor;
+using ember_bench::add;
+using ember_bench::ContentionProbe;
+using ember_bench::kSizes;
+using ember_bench::report_bytes;
+using ember_bench::threads;
 
 constexpr std::int64_t kCols = 1024;  // row length of the reduction benchmarks
-constexpr double kWarmup = 0.1;       // seconds of warm-up before each measurement
 
 // ---- one thread pool for Eigen, as many threads as OpenMP uses ----
-int threads() {
-  static const int n = omp_get_max_threads();
-  return n;
-}
 #if EMBER_BENCH_EIGEN
 Eigen::ThreadPoolDevice& eigen_device() {
   static Eigen::ThreadPool pool(threads());
@@ -72,76 +72,6 @@ Eigen::ThreadPoolDevice& eigen_device() {
   return device;
 }
 #endif  // EMBER_BENCH_EIGEN
-
-// ---- other processes on the CPUs ----
-// OpenMP barriers and Eigen's pool both assume the cores are theirs: with another process on
-// one of the two cores a parallel region waits a scheduler tick for its other half. Each
-// benchmark reports `others_cpu`, the share of the machine's CPU time that other processes used
-// while it ran (from /proc/stat minus this process's own time), so report.py can drop the
-// repetitions that were disturbed; before each measurement it waits for a quiet moment.
-struct CpuSample {
-  long long busy = 0, total = 0, self = 0;
-  bool ok = false;
-};
-CpuSample cpu_sample() {
-  CpuSample s;
-  std::ifstream stat("/proc/stat");
-  std::string cpu;
-  long long v[8] = {};
-  if (!(stat >> cpu) || cpu != "cpu") return s;
-  for (long long& x : v) stat >> x;  // user nice system idle iowait irq softirq steal
-  s.total = v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7];
-  s.busy = s.total - v[3] - v[4];
-  std::ifstream self("/proc/self/stat");
-  std::string line;
-  std::getline(self, line);
-  const auto close = line.rfind(')');
-  if (close == std::string::npos) return s;
-  std::istringstream rest(line.substr(close + 2));
-  std::string field;
-  long long utime = 0, stime = 0;
-  for (int i = 3; i <= 15 && rest >> field; ++i) {  // fields 14 and 15: utime, stime
-    if (i == 14) utime = std::stoll(field);
-    if (i == 15) stime = std::stoll(field);
-  }
-  s.self = utime + stime;
-  s.ok = true;
-  return s;
-}
-// Share of all CPU time between a and b used by other processes (0 when unknown).
-double others_share(const CpuSample& a, const CpuSample& b) {
-  if (!a.ok || !b.ok || b.total <= a.total) return 0.0;
-  const double others = double((b.busy - a.busy) - (b.self - a.self));
-  return std::max(0.0, others / double(b.total - a.total));
-}
-
-// Waits (sleeping) until other processes leave the CPUs: at most EMBER_BENCH_QUIET_WAIT seconds
-// per measurement (default 20) and EMBER_BENCH_QUIET_TOTAL seconds in all (default 900).
-double env_seconds(const char* name, double fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? std::atof(v) : fallback;
-}
-void wait_for_quiet() {
-  static const double per_wait = env_seconds("EMBER_BENCH_QUIET_WAIT", 20);
-  static double budget = env_seconds("EMBER_BENCH_QUIET_TOTAL", 900);
-  for (double waited = 0; waited < per_wait && budget > 0; waited += 0.1, budget -= 0.1) {
-    const CpuSample a = cpu_sample();
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    if (others_share(a, cpu_sample()) <= 0.05) return;
-  }
-}
-
-// Measures contention over the timed loop: construct before the loop, finish() after it.
-class ContentionProbe {
- public:
-  ContentionProbe() : start_((wait_for_quiet(), cpu_sample())) {}
-  void finish(benchmark::State& state) const {
-    state.counters["others_cpu"] = others_share(start_, cpu_sample());
-  }
-
- private:
-  CpuSample start_;
-};
 
 // ---- dtype plumbing ----
 template <class T>
@@ -222,15 +152,6 @@ inline float chain_ref(float a, float b, float c) {
   return act * 0.5f + a * c;
 }
 
-template <class T>
-void report_bytes(benchmark::State& state, std::int64_t bytes_per_iteration, std::int64_t n) {
-  state.SetBytesProcessed(state.iterations() * bytes_per_iteration);
-  state.SetItemsProcessed(state.iterations() * n);
-  state.counters["elements"] = static_cast<double>(n);
-  state.counters["threads"] = threads();
-  state.counters["bytes_per_iter"] = static_cast<double>(bytes_per_iteration);
-}
-
 // Fails the benchmark unless y holds the chain of (a, b, c), within the rounding of T and of the
 // math library (Eigen's tanh is a rational approximation; op by op rounds each step to T).
 template <Act A, class T>
@@ -273,7 +194,7 @@ void chain_ember_fused(benchmark::State& state) {
   }
   probe.finish(state);
   if (!check_chain<A>(state, in, chain_tol<T>())) return;
-  report_bytes<T>(state, 4 * n * std::int64_t(sizeof(T)), n);
+  report_bytes(state, 4 * n * std::int64_t(sizeof(T)), n);
 }
 
 template <Act A, class T>
@@ -294,7 +215,7 @@ void chain_ember_opbyop(benchmark::State& state) {
   }
   probe.finish(state);
   if (!check_chain<A>(state, in, chain_tol<T>())) return;
-  report_bytes<T>(state, 4 * n * std::int64_t(sizeof(T)), n);
+  report_bytes(state, 4 * n * std::int64_t(sizeof(T)), n);
 }
 
 template <Act A, class T>
@@ -318,7 +239,7 @@ void chain_ember_opbyop_prealloc(benchmark::State& state) {
   }
   probe.finish(state);
   if (!check_chain<A>(state, in, chain_tol<T>())) return;
-  report_bytes<T>(state, 4 * n * std::int64_t(sizeof(T)), n);
+  report_bytes(state, 4 * n * std::int64_t(sizeof(T)), n);
 }
 
 #if EMBER_BENCH_EIGEN
@@ -355,7 +276,7 @@ void chain_eigen(benchmark::State& state) {
   probe.finish(state);
   // Eigen's float tanh is a rational approximation (a few ulp); allow for it.
   if (!check_chain<A>(state, in, std::is_same_v<T, float> ? 1e-4 : chain_tol<T>())) return;
-  report_bytes<T>(state, 4 * n * std::int64_t(sizeof(T)), n);
+  report_bytes(state, 4 * n * std::int64_t(sizeof(T)), n);
 }
 #endif  // EMBER_BENCH_EIGEN
 
@@ -379,7 +300,7 @@ void chain_loop_omp(benchmark::State& state) {
   }
   probe.finish(state);
   if (!check_chain<A>(state, in, chain_tol<T>())) return;
-  report_bytes<T>(state, 4 * n * std::int64_t(sizeof(T)), n);
+  report_bytes(state, 4 * n * std::int64_t(sizeof(T)), n);
 }
 
 // ---- copies (the bandwidth reference) ----
@@ -398,7 +319,7 @@ void copy_ember(benchmark::State& state) {
     state.SkipWithError("copy differs");
     return;
   }
-  report_bytes<T>(state, 2 * n * std::int64_t(sizeof(T)), n);
+  report_bytes(state, 2 * n * std::int64_t(sizeof(T)), n);
 }
 
 template <class T>
@@ -412,7 +333,7 @@ void copy_memcpy(benchmark::State& state) {
     benchmark::ClobberMemory();
   }
   probe.finish(state);
-  report_bytes<T>(state, 2 * n * std::int64_t(sizeof(T)), n);
+  report_bytes(state, 2 * n * std::int64_t(sizeof(T)), n);
 }
 
 template <class T>
@@ -432,7 +353,7 @@ void copy_omp(benchmark::State& state) {
     benchmark::ClobberMemory();
   }
   probe.finish(state);
-  report_bytes<T>(state, 2 * n * std::int64_t(sizeof(T)), n);
+  report_bytes(state, 2 * n * std::int64_t(sizeof(T)), n);
 }
 
 // ---- reductions over the last axis of a rows x 1024 matrix ----
@@ -483,7 +404,7 @@ void rowsum_ember(benchmark::State& state) {
   }
   probe.finish(state);
   if (!check_rows(state, s.data(), row_sums(m.x))) return;
-  report_bytes<float>(state, (n + n / kCols) * 4, n);
+  report_bytes(state, (n + n / kCols) * 4, n);
 }
 
 #if EMBER_BENCH_EIGEN
@@ -503,7 +424,7 @@ void rowsum_eigen(benchmark::State& state) {
   }
   probe.finish(state);
   if (!check_rows(state, s.data(), row_sums(m.x))) return;
-  report_bytes<float>(state, (n + n / kCols) * 4, n);
+  report_bytes(state, (n + n / kCols) * 4, n);
 }
 #endif  // EMBER_BENCH_EIGEN
 
@@ -523,7 +444,7 @@ void softmax_ember(benchmark::State& state) {
   if (!check_rows(state, ember::sum(m.y, {1}).data(),
                   std::vector<double>(std::size_t(n / kCols), 1.0)))
     return;
-  report_bytes<float>(state, 2 * n * 4, n);
+  report_bytes(state, 2 * n * 4, n);
 }
 
 // The same through logsumexp: exp(x - logsumexp(x)), two passes over x.
@@ -541,7 +462,7 @@ void softmax_ember_lse(benchmark::State& state) {
   if (!check_rows(state, ember::sum(m.y, {1}).data(),
                   std::vector<double>(std::size_t(n / kCols), 1.0)))
     return;
-  report_bytes<float>(state, 2 * n * 4, n);
+  report_bytes(state, 2 * n * 4, n);
 }
 
 #if EMBER_BENCH_EIGEN
@@ -570,37 +491,11 @@ void softmax_eigen(benchmark::State& state) {
   probe.finish(state);
   if (!check_rows(state, ember::sum(m.y, {1}).data(), std::vector<double>(std::size_t(rows), 1.0)))
     return;
-  report_bytes<float>(state, 2 * n * 4, n);
+  report_bytes(state, 2 * n * 4, n);
 }
 #endif  // EMBER_BENCH_EIGEN
 
 // ---- registration ----
-const std::vector<std::int64_t> kSizes = {std::int64_t{1} << 16, std::int64_t{1} << 20,
-                                          std::int64_t{1} << 24};
-
-// EMBER_BENCH_CPU_TIME=1 times every benchmark by the CPU time of the whole process instead of
-// the wall clock: with one thread (OMP_NUM_THREADS=1) that is the time the work itself took, and
-// other processes on the machine do not inflate it. For a machine you cannot have to yourself.
-bool cpu_time_mode() {
-  static const bool on = [] {
-    const char* v = std::getenv("EMBER_BENCH_CPU_TIME");
-    return v && *v && *v != '0';
-  }();
-  return on;
-}
-
-template <class F>
-void add(const std::string& name, F f, const std::vector<std::int64_t>& sizes = kSizes) {
-  auto* b = benchmark::RegisterBenchmark(name.c_str(), f);
-  for (std::int64_t n : sizes) b->Arg(n);
-  if (cpu_time_mode()) {
-    b->MeasureProcessCPUTime();
-  } else {
-    b->UseRealTime();
-  }
-  b->MinWarmUpTime(kWarmup)->Unit(benchmark::kMicrosecond);
-}
-
 template <Act A, class T>
 void add_chain(bool with_opbyop) {
   const std::string g = std::string("chain_") + act_name(A) + "_" + DT<T>::name + "/";
@@ -649,24 +544,13 @@ const bool registered = [] {
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::AddCustomContext("omp_threads", std::to_string(threads()));
-  benchmark::AddCustomContext("time_measure", cpu_time_mode() ? "process_cpu" : "real");
+  ember_bench::add_common_context();
 #if EMBER_BENCH_EIGEN
   benchmark::AddCustomContext("eigen_version", std::to_string(EIGEN_WORLD_VERSION) + "." +
                                                    std::to_string(EIGEN_MAJOR_VERSION) + "." +
                                                    std::to_string(EIGEN_MINOR_VERSION));
 #else
   benchmark::AddCustomContext("eigen_version", "not found: Eigen benchmarks left out");
-#endif
-#if defined(__VERSION__)
-  benchmark::AddCustomContext("compiler", __VERSION__);
-#endif
-#if defined(__AVX512F__)
-  benchmark::AddCustomContext("isa", "avx512");
-#elif defined(__AVX2__)
-  benchmark::AddCustomContext("isa", "avx2");
-#else
-  benchmark::AddCustomContext("isa", "baseline (no -march)");
 #endif
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Reads Google Benchmark JSON from bench_elementwise_cpu and prints the ratios the issue asks for.
+"""Reads Google Benchmark JSON from bench_elementwise_cpu and bench_autograd_cpu and prints the
+ratios the issues ask for.
 
 Benchmark names are "<group>/<variant>/<elements>[/...]". For every chain group
 (chain_<act>_<dtype>) and size it prints:
@@ -7,7 +8,11 @@ Benchmark names are "<group>/<variant>/<elements>[/...]". For every chain group
                over the best copy measured (ember_copy, memcpy, omp_copy)   target >= 80 %
   vs Eigen     Eigen's time over ember_fused's (above 1: ember is faster)    target >= 1.0x
   vs op-by-op  ember_opbyop's time over ember_fused's                        target >= 3x
-and the same comparisons for the reductions (rowsum, softmax) against Eigen.
+and the same comparisons for the reductions (rowsum, softmax) against Eigen. For the autodiff
+groups (autograd_bwd_<dtype>: the backward alone; autograd_fwdbwd_<dtype>: forward + backward)
+it prints ember_fused's time and bandwidth, % of copy, ember_opbyop's time over ember_fused's
+(above 1: the fused backward is faster), loop_omp's time over ember_fused's (the share of the
+hand-written floor reached) and the parallel passes one backward ran (counter bwd_launches).
 
 Bandwidth is bytes_per_iter (the fewest bytes that must cross memory) over the real time.
 With repetitions, the median over repetitions is used (--stat min for the best run).
@@ -52,7 +57,8 @@ def load(paths, stat, max_others, time_field=None):
                 errors[key] = b.get("error_message", "error")
                 continue
             seconds = b[field] * TIME_SCALE[b.get("time_unit", "ns")]
-            entry = {"t": seconds, "bytes": b.get("bytes_per_iter", 0.0), "others": b.get("others_cpu", 0.0)}
+            entry = {"t": seconds, "bytes": b.get("bytes_per_iter", 0.0), "others": b.get("others_cpu", 0.0),
+                     "launches": b.get("bwd_launches")}
             if b.get("run_type") == "aggregate":
                 aggregates[key][b.get("aggregate_name")] = entry
             else:
@@ -68,11 +74,11 @@ def load(paths, stat, max_others, time_field=None):
             spread = (max(times) - min(times)) / t if len(times) > 1 and t > 0 else 0.0
             out[key] = {"t": t, "bytes": used[0]["bytes"], "spread": spread, "used": len(used),
                         "total": len(runs[key]), "noisy": not clean,
-                        "others": max(r["others"] for r in used)}
+                        "others": max(r["others"] for r in used), "launches": used[0]["launches"]}
         elif stat in aggregates[key]:
             a = aggregates[key][stat]
             out[key] = {"t": a["t"], "bytes": a["bytes"], "spread": float("nan"), "used": 0, "total": 0,
-                        "noisy": False, "others": a.get("others", 0.0)}
+                        "noisy": False, "others": a.get("others", 0.0), "launches": a.get("launches")}
     return out, errors, context
 
 
@@ -232,8 +238,39 @@ def main():
         print("  vs X = X's time / ember_fused's time (above 1: ember_fused is faster)\n")
         t.print()
 
+    # ---- autodiff: fused backward against op by op and against the hand-written floor ----
+    def launches(r):
+        return "-" if not r or r.get("launches") is None else f"{r['launches']:.0f}"
+
+    ad_groups = [g for g in groups if g.startswith("autograd_")]
+    if ad_groups:
+        t = Table(["autodiff", "elements", "fused time", "fused GB/s", "% omp_copy", "op-by-op time",
+                   "vs op-by-op", "loop_omp GB/s", "% of loop_omp", "passes (fused/op-by-op)"], args.markdown)
+        for g in ad_groups:
+            dtype = g.rsplit("_", 1)[1]
+            for n in sizes:
+                fused = get(g, "ember_fused", n)
+                if not fused:
+                    continue
+                copy = get(f"copy_{dtype}", "omp_copy", n)
+                pc = gbps(fused) / gbps(copy) if copy else float("nan")
+                obo = get(g, "ember_opbyop", n)
+                loop = get(g, "loop_omp", n)
+                floor_share = loop["t"] / fused["t"] if loop else float("nan")
+                t.add(g, size_label(n), fmt_time(fused["t"]), f"{gbps(fused):7.2f}", pct(pc),
+                      fmt_time(obo["t"]) if obo else "-", fx(speedup(obo, fused)),
+                      f"{gbps(loop):7.2f}" if loop else "-", pct(floor_share),
+                      f"{launches(fused)}/{launches(obo)}")
+        print("## Autodiff: the 8-op chain tanh(a*b + c) * sigmoid(a - c) + exp(b)\n")
+        print("  bwd: y.backward(g) alone; fwdbwd: zero_grad, forward and backward. GB/s counts the fewest")
+        print("  bytes (bwd: a, b, c, g read, 3 gradients written; fwdbwd: + a, b, c read, y written).")
+        print("  vs op-by-op = ember_opbyop's time / ember_fused's (above 1: fused is faster);")
+        print("  % of loop_omp = loop_omp's time / ember_fused's (100%: the hand-written floor);")
+        print("  passes = parallel passes of one backward (a copy of the seed included)\n")
+        t.print()
+
     # ---- reductions ----
-    red_groups = [g for g in groups if not g.startswith(("chain_", "copy_"))]
+    red_groups = [g for g in groups if not g.startswith(("chain_", "copy_", "autograd_"))]
     if red_groups:
         t = Table(["reduction", "variant", "elements", "GB/s", "% omp_copy", "vs Eigen"], args.markdown)
         for g in red_groups:

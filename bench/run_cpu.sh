@@ -1,20 +1,28 @@
 #!/usr/bin/env bash
-# Builds ember's CPU benchmarks (CMake, Release) and runs bench_elementwise_cpu, writing Google
-# Benchmark's JSON to bench/results/cpu-<date>-<shortcommit>.json, then prints the ratio table
-# (bench/report.py): fused chain vs copy bandwidth, vs Eigen, vs op by op.
+# Builds ember's CPU benchmarks (CMake, Release) and runs them, writing Google Benchmark's JSON
+# to bench/results/, then prints the ratio tables (bench/report.py):
+#   bench_elementwise_cpu -> cpu-<date>-<shortcommit>.json: fused chain vs copy bandwidth, vs
+#                            Eigen, vs op by op; reductions vs Eigen
+#   bench_autograd_cpu    -> cpu-autograd-<date>-<shortcommit>.json: fused backward of an 8-op
+#                            chain vs the same chain op by op, vs a hand-written loop, vs copy
 #
 #   bench/run_cpu.sh                  # everything, 5 repetitions
 #   REPS=7 MIN_TIME=0.5 bench/run_cpu.sh
-#   FILTER='chain_relu|copy' bench/run_cpu.sh
+#   FILTER='chain_relu|copy' BENCHES=elementwise bench/run_cpu.sh
+#   BENCHES=autograd FILTER='f32' bench/run_cpu.sh
 #
 # Environment:
+#   BENCHES       which executables, of elementwise and autograd (default: both)
 #   BUILD_DIR     build directory (default build-bench)
+#   BUILD_JOBS    parallel compile jobs (default: all cores)
+#   EMBER_COMMIT  the commit to name the results after (default: git's HEAD, -dirty when the
+#                 tracked files differ)
 #   ARCH_FLAGS    extra compiler flags (default -march=native: both ember and Eigen get the
 #                 machine's vector width; set ARCH_FLAGS= for a portable baseline build)
 #   REPS          repetitions of each benchmark (default 5), interleaved at random; report.py
 #                 takes the median of those no other process disturbed
 #   MIN_TIME      seconds each repetition runs at least (default 0.3)
-#   FILTER        --benchmark_filter regex (default: all)
+#   FILTER        --benchmark_filter regex, for every executable (default: all)
 #   QUIET_WAIT    seconds to wait for other processes to leave the CPUs before starting
 #                 (default 300; 0: do not). The benchmark also waits before each measurement:
 #                 EMBER_BENCH_QUIET_WAIT (20 s each) and EMBER_BENCH_QUIET_TOTAL (900 s in all)
@@ -32,6 +40,16 @@ min_time=${MIN_TIME:-0.3}
 filter=${FILTER:-.}
 quiet_wait=${QUIET_WAIT:-300}
 jobs=$(nproc)
+build_jobs=${BUILD_JOBS:-$jobs}
+read -r -a benches <<<"${BENCHES:-elementwise autograd}"
+targets=()
+for b in "${benches[@]}"; do
+  case "$b" in
+    elementwise | autograd) targets+=("bench_${b}_cpu") ;;
+    *) echo "run_cpu.sh: BENCHES takes elementwise and autograd, not '$b'" >&2; exit 2 ;;
+  esac
+done
+((${#targets[@]})) || { echo "run_cpu.sh: BENCHES is empty" >&2; exit 2; }
 mode=${MODE:-wall}
 case "$mode" in
   wall) export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$jobs} ;;
@@ -52,13 +70,18 @@ cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DEMBER_CUDA=OFF \
   -DEMBER_BUILD_TESTS=OFF -DEMBER_BUILD_EXAMPLES=OFF -DEMBER_BUILD_BENCHMARKS=ON \
   -DEMBER_INSTALL=OFF "-DCMAKE_CXX_FLAGS=$arch_flags" >"$build/ember-configure.log" 2>&1 ||
   { cat "$build/ember-configure.log" >&2; exit 1; }
-if ! cmake --build "$build" --target bench_elementwise_cpu -j "$jobs" >"$build/ember-build.log" 2>&1; then
+say "building ${targets[*]} ($build_jobs jobs)"
+if ! cmake --build "$build" --target "${targets[@]}" -j "$build_jobs" >"$build/ember-build.log" 2>&1; then
   tail -n 60 "$build/ember-build.log" >&2
   say "build failed; if the target is unknown, Google Benchmark (libbenchmark-dev) or Eigen3 (libeigen3-dev) may be missing"
   exit 1
 fi
-bin=$(find "$build" -type f -name bench_elementwise_cpu -perm -u+x | head -n 1)
-[[ -x "$bin" ]] || { say "bench_elementwise_cpu was not built"; exit 1; }
+bins=()
+for target in "${targets[@]}"; do
+  bin=$(find "$build" -type f -name "$target" -perm -u+x | head -n 1)
+  [[ -x "$bin" ]] || { say "$target was not built"; exit 1; }
+  bins+=("$bin")
+done
 
 # ---- wait for quiet CPUs --------------------------------------------------------------------
 # OpenMP's barriers spin: with another process on one of the cores a parallel region waits a
@@ -84,26 +107,43 @@ done
 [[ "$mode" == wall ]] && ((busy > 15)) && say "WARNING: CPUs still ${busy}% busy with other work; wall-clock numbers will be noisy (MODE=cpu is not)"
 
 # ---- run ------------------------------------------------------------------------------------
-commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo nocommit)
-if [[ -n "$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null)" ]]; then
-  commit="$commit-dirty"
+if [[ -n "${EMBER_COMMIT:-}" ]]; then
+  commit=$EMBER_COMMIT
+else
+  commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo nocommit)
+  if [[ -n "$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null)" ]]; then
+    commit="$commit-dirty"
+  fi
 fi
+commit=$(printf '%s' "$commit" | tr -c 'A-Za-z0-9._-' '-')
 mkdir -p "$root/bench/results"
 suffix=""
 [[ "$mode" == cpu ]] && suffix="-${OMP_NUM_THREADS}thread-cputime"
-json="$root/bench/results/cpu-$(date -u +%Y%m%d-%H%M%S)-$commit$suffix.json"
-say "running $bin (threads $OMP_NUM_THREADS, $reps repetitions, min time ${min_time}s) -> $json"
+stamp=$(date -u +%Y%m%d-%H%M%S)
 # Google Benchmark takes the context as one flag of key=value pairs joined by commas.
 ctx_value() { printf '%s' "$*" | tr '=, ' ':;_'; }
-context="busy_percent_before=$busy,commit=$(ctx_value "$commit"),arch_flags=$(ctx_value "${arch_flags:-none}")"
-context+=",load_average=$(ctx_value "$(cut -d' ' -f1-3 /proc/loadavg)")"
-"$bin" --benchmark_filter="$filter" --benchmark_repetitions="$reps" \
-  --benchmark_min_time="$min_time" --benchmark_out="$json" --benchmark_out_format=json \
-  --benchmark_context="$context" --benchmark_enable_random_interleaving=true \
-  --benchmark_report_aggregates_only=false --benchmark_display_aggregates_only=true
+for i in "${!targets[@]}"; do
+  bin=${bins[$i]}
+  case "${targets[$i]}" in
+    bench_elementwise_cpu) json="$root/bench/results/cpu-$stamp-$commit$suffix.json" ;;
+    *) json="$root/bench/results/cpu-${benches[$i]}-$stamp-$commit$suffix.json" ;;
+  esac
+  say "running $bin (threads $OMP_NUM_THREADS, $reps repetitions, min time ${min_time}s) -> $json"
+  context="busy_percent_before=$busy,commit=$(ctx_value "$commit"),arch_flags=$(ctx_value "${arch_flags:-none}")"
+  context+=",load_average=$(ctx_value "$(cut -d' ' -f1-3 /proc/loadavg)")"
+  "$bin" --benchmark_filter="$filter" --benchmark_repetitions="$reps" \
+    --benchmark_min_time="$min_time" --benchmark_out="$json" --benchmark_out_format=json \
+    --benchmark_context="$context" --benchmark_enable_random_interleaving=true \
+    --benchmark_report_aggregates_only=false --benchmark_display_aggregates_only=true
 
-say "ratios"
-python3 "$root/bench/report.py" "$json"
-# DRAM-bound runs on a shared (virtual) machine are often bimodal: the best repetition of each
-# benchmark is the fairer comparison there.
-python3 "$root/bench/report.py" --stat min --summary-only "$json"
+  if ! grep -q '"run_name"' "$json"; then
+    say "no benchmark of ${targets[$i]} matched FILTER='$filter'; removing $json"
+    rm -f "$json"
+    continue
+  fi
+  say "ratios (${targets[$i]})"
+  python3 "$root/bench/report.py" "$json"
+  # DRAM-bound runs on a shared (virtual) machine are often bimodal: the best repetition of each
+  # benchmark is the fairer comparison there.
+  python3 "$root/bench/report.py" --stat min --summary-only "$json"
+done

@@ -6,19 +6,23 @@
 #
 # It
 #   1. prints the machine (nvidia-smi, nvcc, torch, cmake);
-#   2. builds the GPU benchmark with nvcc directly (no Google Benchmark needed), in the background;
+#   2. builds the GPU benchmarks (bench_elementwise_gpu, bench_autograd_gpu) with nvcc directly
+#      (no Google Benchmark needed), in the background, both at once;
 #   3. configures CMake with CUDA for sm_90 and builds the CUDA-labelled tests, if Catch2 is
 #      found (on the system, or staged by bench/gpu/stage_deps.sh into .device-deps/ and carried);
 #   4. runs bench/gpu/bench_elementwise_gpu (ember) and bench/gpu/torch_peer.py (PyTorch eager and
-#      torch.compile) on the same expressions and sizes;
+#      torch.compile) on the same expressions and sizes; then the autodiff pair,
+#      bench/gpu/bench_autograd_gpu and torch_peer.py --suite autograd (PyTorch autograd, eager and
+#      torch.compile, on the same 8-op chain; eager only when less than 100 s of budget is left);
 #   5. runs `ctest -L cuda`;
 #   6. writes the results table, gpu-<date>-<commit>-<gpu>.md and .json, and the full log .log,
 #      under $OUT when set (the device tool brings those back), else under bench/results/.
 #
 # Every stage has its own time limit and a failing stage does not stop the others; the exit
 # status is non-zero when a stage failed. Environment: CHECK_BUDGET_S (default 450 s), NO_TESTS=1,
-# NO_TORCH=1, NO_COMPILE=1 (eager PyTorch only), QUICK=1 (small sizes), JOBS, EMBER_COMMIT (the
-# commit to name the results after, when the copy on the device has no .git).
+# NO_TORCH=1, NO_COMPILE=1 (eager PyTorch only), NO_AUTOGRAD=1 (skip the autodiff benchmarks),
+# QUICK=1 (small sizes), JOBS, EMBER_COMMIT (the commit to name the results after, when the copy
+# on the device has no .git).
 #
 # From a session with a lent H200 (see /work/.library/device/README.md), after
 # `bash bench/gpu/stage_deps.sh` here (Catch2 for the tests):
@@ -79,15 +83,26 @@ main() {
   echo "== python3: $(python3 --version 2>&1), torch $torch_version"
   echo "== cmake: $(cmake --version 2>/dev/null | head -n 1)"
 
-  # ---- 2. the GPU benchmark, compiled directly with nvcc (background) --------------------------
+  # ---- 2. the GPU benchmarks, compiled directly with nvcc (background, both at once) ----------
+  nvcc_flags=(-std=c++20 -O3 "-gencode=arch=compute_90,code=sm_90" --expt-relaxed-constexpr
+    -Xcompiler=-fopenmp -Iinclude)
   bench_bin="$work/bench_elementwise_gpu"
   (
-    "$nvcc_bin" -std=c++20 -O3 -gencode=arch=compute_90,code=sm_90 --expt-relaxed-constexpr \
-      -Xcompiler=-fopenmp -Iinclude bench/gpu/bench_elementwise_gpu.cu -o "$bench_bin" -lgomp \
+    "$nvcc_bin" "${nvcc_flags[@]}" bench/gpu/bench_elementwise_gpu.cu -o "$bench_bin" -lgomp \
       >"$work/nvcc.log" 2>&1
     echo $? >"$work/nvcc.rc"
   ) &
   nvcc_pid=$!
+  autograd_bin="$work/bench_autograd_gpu"
+  autograd_pid=""
+  if [[ "${NO_AUTOGRAD:-0}" != 1 ]]; then
+    (
+      "$nvcc_bin" "${nvcc_flags[@]}" bench/gpu/bench_autograd_gpu.cu -o "$autograd_bin" -lgomp \
+        >"$work/nvcc-autograd.log" 2>&1
+      echo $? >"$work/nvcc-autograd.rc"
+    ) &
+    autograd_pid=$!
+  fi
 
   # ---- 3. CMake with CUDA; the CUDA tests build in the background too -------------------------
   build="$work/build"
@@ -132,6 +147,11 @@ main() {
   limited 240 bash -c "while kill -0 $nvcc_pid 2>/dev/null; do sleep 1; done"
   wait "$nvcc_pid" 2>/dev/null
   echo "== benchmark binary built after $((SECONDS - t_start)) s"
+  if [[ -n "$autograd_pid" ]]; then
+    limited 120 bash -c "while kill -0 $autograd_pid 2>/dev/null; do sleep 1; done"
+    wait "$autograd_pid" 2>/dev/null
+    echo "== autodiff benchmark binary built after $((SECONDS - t_start)) s"
+  fi
   if [[ -n "$test_build_pid" ]]; then
     limited 120 bash -c "while kill -0 $test_build_pid 2>/dev/null; do sleep 1; done"
     if kill -0 "$test_build_pid" 2>/dev/null; then
@@ -168,6 +188,38 @@ main() {
     ((rc == 0)) || { note "torch peer: exit status $rc"; status=1; }
   else
     note "torch peer: skipped (NO_TORCH=1 or no torch)"
+  fi
+
+  # ---- 4b. the autodiff benchmarks: ember, then PyTorch autograd -------------------------------
+  autograd_json="$work/ember-autograd.json"
+  torch_autograd_json="$work/torch-autograd.json"
+  if [[ "${NO_AUTOGRAD:-0}" != 1 ]]; then
+    if [[ "$(cat "$work/nvcc-autograd.rc" 2>/dev/null)" == 0 && -x "$autograd_bin" ]]; then
+      echo "== ember autodiff benchmark"
+      limited 90 "$autograd_bin" --json "$autograd_json" "${quick_flag[@]}"
+      rc=$?
+      ((rc == 0)) || { note "ember autodiff benchmark: exit status $rc"; status=1; }
+    else
+      note "ember autodiff benchmark: nvcc failed or unfinished (log below)"
+      tail -n 40 "$work/nvcc-autograd.log"
+      status=1
+    fi
+    if [[ "${NO_TORCH:-0}" != 1 && "$torch_version" != missing ]]; then
+      echo "== PyTorch autograd peer"
+      torch_flags=("${quick_flag[@]}")
+      # torch.compile builds a forward and a backward graph per dtype: eager only when time is short.
+      if [[ "${NO_COMPILE:-0}" == 1 ]] || (($(left) < 100)); then
+        torch_flags+=(--no-compile)
+        [[ "${NO_COMPILE:-0}" == 1 ]] || note "torch autograd peer: eager only ($(left) s of budget left)"
+      fi
+      TORCHINDUCTOR_CACHE_DIR="$work/inductor" TRITON_CACHE_DIR="$work/triton" PYTHONUNBUFFERED=1 \
+        limited 150 python3 bench/gpu/torch_peer.py --suite autograd --json "$torch_autograd_json" \
+        "${torch_flags[@]}"
+      rc=$?
+      ((rc == 0)) || { note "torch autograd peer: exit status $rc"; status=1; }
+    fi
+  else
+    note "autodiff benchmarks: skipped (NO_AUTOGRAD=1)"
   fi
 
   gpu_after=$(nvidia-smi --query-gpu=$gpu_query --format=csv,noheader 2>/dev/null | head -n 1)
@@ -207,9 +259,12 @@ main() {
     --meta "nvcc=${nvcc_version:-missing}" --meta "torch=$torch_version" --meta "CUDA tests=${tests_summary:-not run}")
   i=0
   for n in "${stage_notes[@]}"; do i=$((i + 1)); meta+=(--meta "note $i=$n"); done
-  if [[ -s "$ember_json" ]]; then
-    python3 bench/gpu/summarize.py --ember "$ember_json" --torch "$torch_json" --out "$base" "${meta[@]}" ||
-      status=1
+  ember_args=()
+  [[ -s "$ember_json" ]] && ember_args+=(--ember "$ember_json")
+  [[ -s "$autograd_json" ]] && ember_args+=(--ember "$autograd_json")
+  if ((${#ember_args[@]})); then
+    python3 bench/gpu/summarize.py "${ember_args[@]}" --torch "$torch_json" \
+      --torch "$torch_autograd_json" --out "$base" "${meta[@]}" || status=1
   else
     note "no ember results: nothing to tabulate"
     status=1

@@ -9,7 +9,15 @@ table, as markdown and JSON, with the ratios the issue asks for:
   vs builtin    torch's own fused kernel (F.softmax, F.layer_norm) over ember's (for reference)
   vs compile    torch.compile's time over ember's                          target >= 1.0x
 
-  summarize.py --ember ember.json --torch torch.json --out PREFIX [--meta key=value ...]
+and, for the autodiff benchmarks (bench_autograd_gpu: autograd_bwd_<dt>, the backward of an 8-op
+chain alone; autograd_fwdbwd_<dt>, forward and backward), a table of their own: ember's GB/s as a
+share of the H200's HBM peak (4.8 TB/s) and of the measured copy, the fused backward against
+ember's op-by-op backward, and both against PyTorch autograd, eager and torch.compile. The issue
+sets no target there: the fused backward should approach one read of the inputs and one write of
+the gradients, which is what the two shares measure.
+
+  summarize.py --ember ember.json [--ember ember_autograd.json] --torch torch.json [--torch ...]
+               --out PREFIX [--meta key=value ...]
 writes PREFIX.md and PREFIX.json and prints the markdown.
 """
 import argparse
@@ -20,6 +28,7 @@ import sys
 TARGET_COPY = {"chain": 0.90, "softmax": 0.85, "layernorm": 0.85}
 TARGET_EAGER = 3.0
 TARGET_COMPILE = 1.0
+HBM_PEAK_GBPS = 4800.0  # H200: 4.8 TB/s of HBM3e, the datasheet figure
 
 
 def load(path):
@@ -67,8 +76,8 @@ def fmt_x(v, target=None):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--ember", required=True)
-    ap.add_argument("--torch")
+    ap.add_argument("--ember", required=True, action="append", help="ember's JSON (repeatable)")
+    ap.add_argument("--torch", action="append", default=[], help="torch_peer.py's JSON (repeatable)")
     ap.add_argument("--out", required=True, help="output prefix: writes PREFIX.md and PREFIX.json")
     ap.add_argument("--meta", action="append", default=[], help="key=value lines for the header")
     args = ap.parse_args()
@@ -77,8 +86,16 @@ def main():
     for kv in args.meta:
         k, _, v = kv.partition("=")
         meta[k] = v
-    ember_doc, ember = load(args.ember)
-    torch_doc, torch_recs = load(args.torch)
+    ember_doc, ember = {}, []
+    for path in args.ember:
+        doc, recs = load(path)
+        ember_doc = ember_doc or doc
+        ember += recs
+    torch_doc, torch_recs = {}, []
+    for path in args.torch:
+        doc, recs = load(path)
+        torch_doc = torch_doc or doc
+        torch_recs += recs
     if ember_doc:
         meta.setdefault("device (ember)", f"{ember_doc.get('device')}, {ember_doc.get('sm_count')} SMs, "
                                           f"L2 {ember_doc.get('l2_bytes', 0) >> 20} MiB")
@@ -95,7 +112,7 @@ def main():
 
     rows = []
     for r in ember:
-        if r["bench"].startswith("copy_"):
+        if r["bench"].startswith(("copy_", "autograd_")):
             continue
         kind = r["bench"].split("_", 1)[0]
         target_copy = TARGET_COPY.get(kind)
@@ -138,6 +155,46 @@ def main():
         md.append(f"| {x['bench']} | {x['shape']} | {x['impl']} | {x['ms']:.3f} | {x['gbps']:.0f} | {pc} | "
                   f"{fmt_x(x['vs_torch_eager'], TARGET_EAGER)} | {fmt_x(x['vs_torch_eager_builtin'])} | "
                   f"{fmt_x(x['vs_torch_compile'], TARGET_COMPILE)} | {x['check']} |")
+    # ---- autodiff: the fused backward against op by op, PyTorch eager and torch.compile ----
+    autograd = []
+    for r in ember:
+        if not r["bench"].startswith("autograd_"):
+            continue
+        obo = by.get((r["bench"], r["shape"], "ember_opbyop")) if r["impl"] != "ember_opbyop" else None
+        eager = by.get((r["bench"], r["shape"], "torch_eager"))
+        comp = by.get((r["bench"], r["shape"], "torch_compile"))
+        autograd.append({
+            "bench": r["bench"], "shape": r["shape"], "impl": r["impl"], "ms": r["ms"], "gbps": gbps(r),
+            "pct_hbm_peak": gbps(r) / HBM_PEAK_GBPS,
+            "pct_copy": gbps(r) / copy_bw if copy_bw == copy_bw else float("nan"),
+            "vs_ember_opbyop": ratio(obo, r), "vs_torch_eager": ratio(eager, r),
+            "vs_torch_compile": ratio(comp, r),
+            "torch_eager_gbps": gbps(eager), "torch_compile_gbps": gbps(comp), "check": r.get("check", "?"),
+        })
+    if autograd:
+        def pct(v):
+            return "–" if v != v else f"{100 * v:.0f}%"
+
+        def rate(v):
+            return "–" if v != v else f"{v:.0f}"
+
+        md.append("")
+        md.append("## Autodiff: tanh(a*b + c) * sigmoid(a - c) + exp(b), 8 ops")
+        md.append("")
+        md.append("`autograd_bwd`: `y.backward(g)` alone, the forward enqueued before the start event; "
+                  "`autograd_fwdbwd`: gradients freed, forward, backward. GB/s counts the fewest bytes "
+                  "(backward: a, b, c, g read and 3 gradients written; forward + backward: also a, b, c "
+                  f"read and y written). % peak: of the H200's {HBM_PEAK_GBPS / 1000:.1f} TB/s. "
+                  "`vs X` = X's time / ember's time (above 1: ember is faster).")
+        md.append("")
+        md.append("| benchmark | shape | ember | ms | GB/s | % peak | % copy | vs ember op by op | "
+                  "vs torch eager | vs torch.compile | eager GB/s | compile GB/s | check |")
+        md.append("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+        for x in autograd:
+            md.append(f"| {x['bench']} | {x['shape']} | {x['impl']} | {x['ms']:.3f} | {rate(x['gbps'])} | "
+                      f"{pct(x['pct_hbm_peak'])} | {pct(x['pct_copy'])} | {fmt_x(x['vs_ember_opbyop'])} | "
+                      f"{fmt_x(x['vs_torch_eager'])} | {fmt_x(x['vs_torch_compile'])} | "
+                      f"{rate(x['torch_eager_gbps'])} | {rate(x['torch_compile_gbps'])} | {x['check']} |")
     md.append("")
     md.append("## Every measurement")
     md.append("")
@@ -157,7 +214,8 @@ def main():
         f.write(text)
     with open(args.out + ".json", "w") as f:
         json.dump(finite({"meta": meta, "copy_reference": copy_ref, "copy_gbps": copy_bw, "summary": rows,
-                          "ember": ember, "torch": torch_recs}), f, indent=1, default=str)
+                          "autograd": autograd, "ember": ember, "torch": torch_recs}), f, indent=1,
+                         default=str)
     print(text)
     return 0
 

@@ -10,8 +10,17 @@ compiled functions are compiled and warmed up before timing).
                     F.softmax as the built-in kernel (torch_eager_builtin)
   layernorm_bf16    (x - mean) * rsqrt(var + eps) * gamma + beta in float, and F.layer_norm
 
+With --suite autograd, the peers of bench/gpu/bench_autograd_gpu.cu: PyTorch autograd on the
+8-op chain tanh(a*b + c) * sigmoid(a - c) + exp(b), f32 and bf16, 2^28 elements:
+
+  autograd_bwd_<dt>     y.backward(g) alone (the forward runs before the start event)
+  autograd_fwdbwd_<dt>  grads set to None, forward, backward
+  torch_eager           one kernel per op forward and backward, saved activations in memory
+  torch_compile         AOTAutograd + Inductor: fused forward and fused backward kernels
+
 Writes JSON records (bench, shape, impl, ms, ...) that bench/gpu/summarize.py joins with
 ember's. Usage: torch_peer.py [--json out.json] [--reps N] [--quick] [--no-compile]
+                              [--suite elementwise|autograd|all]
 """
 import argparse
 import json
@@ -19,8 +28,11 @@ import statistics
 import sys
 import time
 
-import torch
-import torch.nn.functional as F
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError:  # --help works without torch; main() says what is missing
+    torch = F = None
 
 EPS = 1e-5
 records = []
@@ -35,13 +47,18 @@ def save():
             json.dump({"source": "torch", **meta, "records": records}, f, indent=1)
 
 
-def time_it(bench, shape, impl, nbytes, fn, warmup=3, reps=20):
+def time_it(bench, shape, impl, nbytes, fn, warmup=3, reps=20, setup=None):
+    """Median of `reps` CUDA-event-timed calls of fn; setup() runs before each start event."""
     for _ in range(warmup):
+        if setup:
+            setup()
         fn()
     torch.cuda.synchronize()
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     for s, e in zip(starts, ends):
+        if setup:
+            setup()
         s.record()
         fn()
         e.record()
@@ -160,13 +177,98 @@ def run_rows(rows, cols, use_compile, reps):
     torch.cuda.empty_cache()
 
 
+# ---- autograd: the 8-op chain of bench_autograd_gpu.cu ----
+def chain8(a, b, c):
+    return torch.tanh(a * b + c) * torch.sigmoid(a - c) + torch.exp(b)
+
+
+def chain8_grads_ref(a, b, c, up):
+    """float64 gradients of chain8 at (a, b, c) for upstream gradient up (slices on the GPU)."""
+    a, b, c = (t.detach().double().requires_grad_() for t in (a, b, c))
+    chain8(a, b, c).backward(up.double())
+    return a.grad, b.grad, c.grad
+
+
+def run_autograd(n, use_compile, reps):
+    dev = "cuda"
+    shape = str(n)
+    k = min(n, 1 << 20)
+    for dt, dtype in (("f32", torch.float32), ("bf16", torch.bfloat16)):
+        gen = torch.Generator(device=dev).manual_seed(1)
+
+        def uniform(lo, hi):
+            return (torch.rand(n, device=dev, generator=gen) * (hi - lo) + lo).to(dtype)
+
+        a, b, c = (uniform(-2.0, 2.0).requires_grad_() for _ in range(3))
+        up = uniform(-1.0, 1.0)
+        el = a.element_size()
+        want = chain8_grads_ref(a[:k], b[:k], c[:k], up[:k])
+
+        def zero():
+            a.grad = b.grad = c.grad = None  # zero_grad(set_to_none=True)
+
+        impls = [("torch_eager", chain8)]
+        cfn = compile_fn(chain8, use_compile)
+        if cfn is not None:
+            impls.append(("torch_compile", cfn))
+        for impl, fn in impls:
+            state = {}
+
+            def forward():
+                zero()
+                state["y"] = fn(a, b, c)
+
+            def backward():
+                state["y"].backward(up)
+
+            def step():
+                zero()
+                fn(a, b, c).backward(up)
+
+            if impl == "torch_compile":
+                # The forward and backward graphs compile at the first forward and backward.
+                t0 = time.perf_counter()
+                try:
+                    for _ in range(3):
+                        step()
+                    torch.cuda.synchronize()
+                except Exception as e:  # a broken inductor must not lose the eager numbers
+                    print(f"torch.compile failed for autograd_{dt}: {type(e).__name__}: {e}",
+                          file=sys.stderr, flush=True)
+                    continue
+                print(f"compiled autograd_{dt} (forward and backward) in {time.perf_counter() - t0:.1f} s",
+                      flush=True)
+            tol = 1e-4 if dtype == torch.float32 else 6e-2  # bf16 eager rounds every intermediate
+            for bench, nbytes, kwargs in ((f"autograd_bwd_{dt}", 7 * n * el, {"setup": forward}),
+                                          (f"autograd_fwdbwd_{dt}", 11 * n * el, {})):
+                timed = backward if kwargs else step
+                rec = time_it(bench, shape, impl, nbytes, timed, reps=reps, **kwargs)
+                step()  # one more step, checked: the first 2^20 gradient elements against float64
+                rec["check"] = "ok"
+                for got, ref in zip((a.grad, b.grad, c.grad), want):
+                    verdict = close(got[:k], ref, tol, atol=1.0)
+                    if verdict != "ok":
+                        rec["check"] = verdict
+                        break
+                save()
+            state.clear()
+        del a, b, c, up, want
+        torch.cuda.empty_cache()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--json")
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--quick", action="store_true", help="small sizes: a smoke test of this script")
     ap.add_argument("--no-compile", action="store_true", help="eager only")
+    ap.add_argument("--suite", choices=["elementwise", "autograd", "all"], default="elementwise",
+                    help="elementwise: bench_elementwise_gpu's peers (default); autograd: "
+                         "bench_autograd_gpu's; all: both")
     args = ap.parse_args()
+    if torch is None:
+        print("torch_peer.py: PyTorch is not installed", file=sys.stderr)
+        return 3
     if not torch.cuda.is_available():
         print("torch_peer.py: no CUDA device visible to PyTorch", file=sys.stderr)
         return 3
@@ -178,13 +280,16 @@ def main():
     use_compile = not args.no_compile
     status = 0
     try:
-        if args.quick:
-            run_elementwise(1 << 22, use_compile, args.reps)
-            run_rows(4096, 1024, use_compile, args.reps)
-        else:
-            run_elementwise(1 << 29, use_compile, args.reps)
-            run_rows(1 << 19, 1024, use_compile, args.reps)
-            run_rows(1 << 16, 8192, use_compile, args.reps)
+        if args.suite in ("elementwise", "all"):
+            if args.quick:
+                run_elementwise(1 << 22, use_compile, args.reps)
+                run_rows(4096, 1024, use_compile, args.reps)
+            else:
+                run_elementwise(1 << 29, use_compile, args.reps)
+                run_rows(1 << 19, 1024, use_compile, args.reps)
+                run_rows(1 << 16, 8192, use_compile, args.reps)
+        if args.suite in ("autograd", "all"):
+            run_autograd(1 << 22 if args.quick else 1 << 28, use_compile, args.reps)
     except Exception as e:
         print(f"torch_peer.py: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
         status = 1
