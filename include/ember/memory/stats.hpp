@@ -18,7 +18,7 @@ struct MemoryStats {
   std::int64_t peak_bytes_in_use = 0;   ///< high-water mark of bytes_in_use
   std::int64_t active_allocations = 0;  ///< live storages
   std::int64_t allocations = 0;         ///< allocations made since start (never decreases)
-  std::int64_t reserved_bytes = 0;      ///< bytes the pool holds from the driver (CUDA only)
+  std::int64_t reserved_bytes = 0;      ///< bytes held from the system: in use or cached
 
   friend std::ostream& operator<<(std::ostream& os, const MemoryStats& s) {
     return os << "in use " << s.bytes_in_use << " B, peak " << s.peak_bytes_in_use << " B, "
@@ -62,6 +62,14 @@ inline DeviceCounters& counters(Device d) {
 
 std::int64_t cuda_reserved_bytes(int device);  // defined in cuda_pool.hpp
 
+namespace detail {
+/// Bytes the host allocator's cache holds (memory/host_allocator.hpp keeps it current).
+inline std::atomic<std::int64_t>& host_cached_counter() {
+  static std::atomic<std::int64_t> bytes{0};
+  return bytes;
+}
+}  // namespace detail
+
 /// The allocator counters of `device`.
 inline MemoryStats memory_stats(Device device) {
   auto& c = detail::counters(device);
@@ -70,7 +78,8 @@ inline MemoryStats memory_stats(Device device) {
   s.peak_bytes_in_use = c.peak.load();
   s.active_allocations = c.active.load();
   s.allocations = c.total.load();
-  if (device.is_cuda()) s.reserved_bytes = cuda_reserved_bytes(device.index());
+  s.reserved_bytes = device.is_cuda() ? cuda_reserved_bytes(device.index())
+                                      : s.bytes_in_use + detail::host_cached_counter().load();
   return s;
 }
 
