@@ -3,6 +3,7 @@
 #pragma once
 
 #include "../ember.hpp"
+#include "conv.hpp"
 #include "function.hpp"
 #include "grad_mode.hpp"
 #include "gradcheck.hpp"

@@ -1,0 +1,232 @@
+// conv2d on Tensors: PyTorch's 2-D convolution (cross-correlation) with stride, padding,
+// dilation and groups, and its backward passes.
+//
+//   conv2d(x [N, C, H, W], w [O, C/groups, KH, KW], opt)          -> [N, O, OH, OW]
+//   conv2d(x, w, bias [O], opt)
+//   OH = (H + 2 pad_h - dil_h (KH - 1) - 1) / stride_h + 1, likewise OW
+// The memory format comes from the strides: a channels-last x (x.contiguous(
+// MemoryFormat::channels_last)) gives a channels-last result, and cuDNN runs NHWC on tensor cores.
+// CPU: im2col reading x through its strides (no copy of a channels-last input), one GEMM per image
+// and group (ops/gemm_cpu.hpp); backward: the transposed GEMM and col2im for the input, GEMMs
+// accumulated over the batch for the weight, a reduction for the bias. bf16 and half are widened
+// to float and rounded once. CUDA: cuDNN (ops/conv_cudnn.hpp).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "../core/dtype.hpp"
+#include "../core/error.hpp"
+#include "../core/shape.hpp"
+#include "../exec/assign.hpp"
+#include "../exec/generate.hpp"
+#include "../exec/reduce.hpp"
+#include "../tensor/factories.hpp"
+#include "../tensor/tensor.hpp"
+#include "conv_geometry.hpp"
+#include "gemm_cpu.hpp"
+#if defined(EMBER_WITH_CUDNN)
+#include "conv_cudnn.hpp"
+#endif
+
+namespace ember {
+
+namespace ops {
+
+namespace cpu {
+
+/// col[(c, kh, kw), (oh, ow)] = x[n, c0 + c, ...] for the `cg` channels of one group of image n
+/// (0 in the padding). x is read through its strides.
+template <class T>
+void im2col(const T* x, const Strides& xs, const ConvGeometry& g, std::int64_t n, std::int64_t c0,
+            T* col) {
+  const std::int64_t cg = g.cg(), P = g.OH * g.OW;
+  const auto [sh, sw] = g.opt.stride;
+  const auto [ph, pw] = g.opt.padding;
+  const auto [dh, dw] = g.opt.dilation;
+#pragma omp parallel for schedule(static) if (cg * g.KH * g.KW * P >= (1 << 15))
+  for (std::int64_t r = 0; r < cg * g.KH * g.KW; ++r) {
+    const std::int64_t c = r / (g.KH * g.KW), kh = r / g.KW % g.KH, kw = r % g.KW;
+    const T* xc = x + n * xs[0] + (c0 + c) * xs[1];
+    T* out = col + r * P;
+    for (std::int64_t oh = 0; oh < g.OH; ++oh) {
+      const std::int64_t ih = oh * sh - ph + kh * dh;
+      for (std::int64_t ow = 0; ow < g.OW; ++ow) {
+        const std::int64_t iw = ow * sw - pw + kw * dw;
+        out[oh * g.OW + ow] =
+            ih >= 0 && ih < g.H && iw >= 0 && iw < g.W ? xc[ih * xs[2] + iw * xs[3]] : T(0);
+      }
+    }
+  }
+}
+
+/// The adjoint of im2col: dx[n, c0 + c, ...] += col[(c, kh, kw), (oh, ow)]. Parallel over
+/// channels, each of which only its own rows of col touch; dx is dense NCHW.
+template <class T>
+void col2im(const T* col, const ConvGeometry& g, std::int64_t n, std::int64_t c0, T* dx) {
+  const std::int64_t cg = g.cg(), P = g.OH * g.OW;
+  const auto [sh, sw] = g.opt.stride;
+  const auto [ph, pw] = g.opt.padding;
+  const auto [dh, dw] = g.opt.dilation;
+#pragma omp parallel for schedule(static) if (cg * g.KH * g.KW * P >= (1 << 15))
+  for (std::int64_t c = 0; c < cg; ++c) {
+    T* xc = dx + ((n * g.C) + c0 + c) * g.H * g.W;
+    for (std::int64_t k = 0; k < g.KH * g.KW; ++k) {
+      const std::int64_t kh = k / g.KW, kw = k % g.KW;
+      const T* in = col + (c * g.KH * g.KW + k) * P;
+      for (std::int64_t oh = 0; oh < g.OH; ++oh) {
+        const std::int64_t ih = oh * sh - ph + kh * dh;
+        if (ih < 0 || ih >= g.H) continue;
+        for (std::int64_t ow = 0; ow < g.OW; ++ow) {
+          const std::int64_t iw = ow * sw - pw + kw * dw;
+          if (iw >= 0 && iw < g.W) xc[ih * g.W + iw] += in[oh * g.OW + ow];
+        }
+      }
+    }
+  }
+}
+
+/// y = conv(x, w) for float or double; y in the geometry's memory format.
+template <class T>
+void conv_forward(const Tensor<T>& x, const Tensor<T>& w, const ConvGeometry& g,
+                  const Tensor<T>& y) {
+  const Tensor<T> wc = w.contiguous();
+  const std::int64_t K = g.cg() * g.KH * g.KW, P = g.OH * g.OW;
+  std::vector<T> col(static_cast<std::size_t>(K * P));
+  // The GEMM writes [og, P] blocks: straight into an NCHW y, through a buffer for NHWC.
+  std::vector<T> block(g.channels_last ? static_cast<std::size_t>(g.og() * P) : 0);
+  for (std::int64_t n = 0; n < g.N; ++n) {
+    for (std::int64_t gr = 0; gr < g.groups; ++gr) {
+      im2col(x.data(), x.strides(), g, n, gr * g.cg(), col.data());
+      const MatrixView<const T> a{wc.data() + gr * g.og() * K, g.og(), K, K, 1};
+      const MatrixView<const T> b{col.data(), K, P, P, 1};
+      if (!g.channels_last) {
+        T* out = y.data() + (n * g.O + gr * g.og()) * P;
+        gemm<T>(a, b, MatrixView<T>{out, g.og(), P, P, 1}, T(1), T(0));
+      } else {
+        gemm<T>(a, b, MatrixView<T>{block.data(), g.og(), P, P, 1}, T(1), T(0));
+        const Strides& ys = y.strides();
+        for (std::int64_t o = 0; o < g.og(); ++o) {
+          for (std::int64_t p = 0; p < P; ++p) {
+            y.data()[n * ys[0] + (gr * g.og() + o) * ys[1] + p * ys[3]] =
+                block[static_cast<std::size_t>(o * P + p)];
+          }
+        }
+      }
+    }
+  }
+}
+
+/// dx (dense NCHW, zeroed here) and dw (dense, accumulated from zero) of conv(x, w) given dy.
+template <class T>
+void conv_backward(const Tensor<T>& x, const Tensor<T>& w, const Tensor<T>& dy,
+                   const ConvGeometry& g, T* dx, T* dw) {
+  const Tensor<T> wc = w.contiguous();
+  const Tensor<T> dyc = dy.contiguous();  // [N, O, OH, OW] dense
+  const std::int64_t K = g.cg() * g.KH * g.KW, P = g.OH * g.OW;
+  std::vector<T> col(static_cast<std::size_t>(K * P));
+  if (dx) std::fill(dx, dx + g.N * g.C * g.H * g.W, T(0));
+  for (std::int64_t n = 0; n < g.N; ++n) {
+    for (std::int64_t gr = 0; gr < g.groups; ++gr) {
+      const T* dyb = dyc.data() + (n * g.O + gr * g.og()) * P;
+      if (dw) {
+        // dW_g += dy_g [og, P] col^T [P, K]
+        im2col(x.data(), x.strides(), g, n, gr * g.cg(), col.data());
+        gemm<T>(MatrixView<const T>{dyb, g.og(), P, P, 1},
+                MatrixView<const T>{col.data(), P, K, 1, P},
+                MatrixView<T>{dw + gr * g.og() * K, g.og(), K, K, 1}, T(1), n == 0 ? T(0) : T(1));
+      }
+      if (dx) {
+        // dcol = W_g^T [K, og] dy_g [og, P], then scattered back.
+        gemm<T>(MatrixView<const T>{wc.data() + gr * g.og() * K, K, g.og(), 1, K},
+                MatrixView<const T>{dyb, g.og(), P, P, 1}, MatrixView<T>{col.data(), K, P, P, 1},
+                T(1), T(0));
+        col2im(col.data(), g, n, gr * g.cg(), dx);
+      }
+    }
+  }
+}
+
+}  // namespace cpu
+}  // namespace ops
+
+/// 2-D convolution of x [N, C, H, W] with w [O, C/groups, KH, KW] (see the top of this header).
+template <FloatingElement T, class Mode = exec::mode>
+Tensor<T> conv2d(const Tensor<T>& x, const Tensor<T>& w, const Tensor<T>& bias,
+                 const Conv2dOptions& opt = {}) {
+  const ops::ConvGeometry g = ops::conv_geometry(x, w, opt);
+  EMBER_CHECK(!bias.defined() || bias.shape() == Shape{g.O}, "ember: conv2d: bias ",
+              bias.defined() ? bias.shape().str() : std::string(), " for ", g.O,
+              " output channels");
+  Tensor<T> y;
+  if (x.device().is_cuda()) {
+#if defined(EMBER_WITH_CUDNN)
+    y = ops::conv_output<T>(g, x.device());
+    ops::cudnn::conv_forward(x, w, g, y);
+#else
+    fail("ember: conv2d on CUDA needs cuDNN, which this build of ember did not find");
+#endif
+  } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    y = ops::conv_output<T>(g, x.device());
+    if (y.numel() > 0) ops::cpu::conv_forward(x, w, g, y);
+  } else {
+    // bf16 and half: widened to float once, convolved in float, rounded once.
+    const Tensor<float> yf = conv2d<float, Mode>(
+        Tensor<float>(cast<float>(x))
+            .contiguous(g.channels_last ? MemoryFormat::channels_last : MemoryFormat::contiguous),
+        Tensor<float>(cast<float>(w)), Tensor<float>(), opt);
+    y = ops::conv_output<T>(g, x.device());
+    y = cast<T>(yf);
+  }
+  if (bias.defined()) y += bias.reshape(Shape{1, g.O, 1, 1});
+  return y;
+}
+template <FloatingElement T, class Mode = exec::mode>
+Tensor<T> conv2d(const Tensor<T>& x, const Tensor<T>& w, const Conv2dOptions& opt = {}) {
+  return conv2d<T, Mode>(x, w, Tensor<T>(), opt);
+}
+
+namespace ops {
+/// The gradients of conv2d's input and weight (each only when asked), given dy.
+template <FloatingElement T, class Mode = exec::mode>
+std::pair<Tensor<T>, Tensor<T>> conv2d_backward(const Tensor<T>& x, const Tensor<T>& w,
+                                                const Tensor<T>& dy, const Conv2dOptions& opt,
+                                                bool need_x, bool need_w) {
+  const ConvGeometry g = conv_geometry(x, w, opt);
+  Tensor<T> dx, dw;
+  if (x.device().is_cuda()) {
+#if defined(EMBER_WITH_CUDNN)
+    // dy in the memory format of the forward's output, as cuDNN pairs it with x.
+    const Tensor<T> dyf = dy.template contiguous<Mode>(g.channels_last ? MemoryFormat::channels_last
+                                                                       : MemoryFormat::contiguous);
+    if (need_x) {
+      dx = empty_in_format<T>(x.shape(), g.channels_last, x.device());
+      cudnn::conv_backward_data(w, dyf, g, dx);
+    }
+    if (need_w) {
+      dw = empty<T>(w.shape(), w.device());
+      cudnn::conv_backward_filter(x, dyf, g, dw);
+    }
+#else
+    fail("ember: conv2d on CUDA needs cuDNN, which this build of ember did not find");
+#endif
+  } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    if (need_x) dx = empty<T>(x.shape(), x.device());
+    if (need_w) dw = empty<T>(w.shape(), w.device());
+    if (need_w && g.N == 0) dw = zeros<T, Mode>(w.shape(), w.device());
+    cpu::conv_backward(x, w, dy, g, need_x ? dx.data() : nullptr,
+                       need_w && g.N > 0 ? dw.data() : nullptr);
+  } else {
+    const auto r =
+        conv2d_backward<float, Mode>(Tensor<float>(cast<float>(x)), Tensor<float>(cast<float>(w)),
+                                     Tensor<float>(cast<float>(dy)), opt, need_x, need_w);
+    if (need_x) dx = Tensor<T>(cast<T>(r.first));
+    if (need_w) dw = Tensor<T>(cast<T>(r.second));
+  }
+  return {dx, dw};
+}
+}  // namespace ops
+
+}  // namespace ember

@@ -1,0 +1,165 @@
+// conv2d: against a naive float64 convolution (loops straight from the definition) over strides,
+// paddings, dilations, groups, odd sizes, NCHW and channels-last, the four dtypes; ONNX's Conv
+// reference data; gradcheck of input, weight and bias; errors.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <ember/ember.hpp>
+
+#include "support/onnx.hpp"
+
+namespace {
+
+using ember::bf16;
+using ember::Conv2dOptions;
+using ember::MemoryFormat;
+using ember::Shape;
+using ember::Tensor;
+using ember::Var;
+using Vars = std::vector<Var<double>>;
+
+Tensor<double> rand_tensor(const Shape& s, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> d(-1, 1);
+  std::vector<double> v(static_cast<std::size_t>(s.numel()));
+  for (auto& x : v) x = d(rng);
+  return ember::from_vector<double>(v, s);
+}
+
+// y[n, o, i, j] = b[o] + sum_{c in o's group, kh, kw} x[n, c, i s + kh d - p, ...] w[o, c', kh, kw]
+Tensor<double> naive_conv(const Tensor<double>& xt, const Tensor<double>& wt,
+                          const Tensor<double>& bt, const Conv2dOptions& o) {
+  const auto x = xt.contiguous().to_vector(), w = wt.contiguous().to_vector();
+  const std::int64_t N = xt.size(0), C = xt.size(1), H = xt.size(2), W = xt.size(3);
+  const std::int64_t O = wt.size(0), CG = wt.size(1), KH = wt.size(2), KW = wt.size(3);
+  const std::int64_t OG = O / o.groups;
+  const std::int64_t OH = (H + 2 * o.padding[0] - o.dilation[0] * (KH - 1) - 1) / o.stride[0] + 1;
+  const std::int64_t OW = (W + 2 * o.padding[1] - o.dilation[1] * (KW - 1) - 1) / o.stride[1] + 1;
+  std::vector<double> y(static_cast<std::size_t>(N * O * OH * OW));
+  const auto bv =
+      bt.defined() ? bt.to_vector() : std::vector<double>(static_cast<std::size_t>(O), 0.0);
+  for (std::int64_t n = 0; n < N; ++n)
+    for (std::int64_t oc = 0; oc < O; ++oc)
+      for (std::int64_t i = 0; i < OH; ++i)
+        for (std::int64_t j = 0; j < OW; ++j) {
+          double s = bv[static_cast<std::size_t>(oc)];
+          const std::int64_t g = oc / OG;
+          for (std::int64_t c = 0; c < CG; ++c)
+            for (std::int64_t kh = 0; kh < KH; ++kh)
+              for (std::int64_t kw = 0; kw < KW; ++kw) {
+                const std::int64_t ih = i * o.stride[0] + kh * o.dilation[0] - o.padding[0];
+                const std::int64_t iw = j * o.stride[1] + kw * o.dilation[1] - o.padding[1];
+                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                s += x[static_cast<std::size_t>(((n * C + g * CG + c) * H + ih) * W + iw)] *
+                     w[static_cast<std::size_t>(((oc * CG + c) * KH + kh) * KW + kw)];
+              }
+          y[static_cast<std::size_t>(((n * O + oc) * OH + i) * OW + j)] = s;
+        }
+  return ember::from_vector<double>(y, Shape{N, O, OH, OW});
+}
+
+template <class T>
+void require_close(const Tensor<T>& got, const Tensor<double>& want, double scale, double tol) {
+  REQUIRE(got.shape() == want.shape());
+  const auto g = Tensor<double>(ember::cast<double>(got)).contiguous().to_vector();
+  const auto w = want.to_vector();
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    INFO("element " << i << ": " << g[i] << " vs " << w[i]);
+    REQUIRE(std::fabs(g[i] - w[i]) <= tol * (scale + std::fabs(w[i])));
+  }
+}
+
+struct Case {
+  Shape x, w;
+  Conv2dOptions opt;
+};
+const std::vector<Case> kCases = {
+    {{1, 1, 5, 5}, {1, 1, 3, 3}, {}},
+    {{2, 3, 7, 6}, {4, 3, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 1}},
+    {{2, 4, 9, 8}, {6, 2, 3, 2}, {{2, 1}, {1, 0}, {1, 2}, 2}},  // groups, asymmetric everything
+    {{1, 6, 8, 8}, {6, 1, 3, 3}, {{1, 1}, {2, 2}, {2, 2}, 6}},  // depthwise, dilated
+    {{3, 2, 5, 7}, {5, 2, 1, 1}, {{2, 2}, {0, 0}, {1, 1}, 1}},  // 1x1, strided
+    {{2, 3, 4, 4}, {2, 3, 4, 4}, {{1, 1}, {0, 0}, {1, 1}, 1}},  // kernel = input
+    {{0, 3, 5, 5}, {2, 3, 3, 3}, {}},                           // empty batch
+};
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("conv2d against a naive float64 convolution", "[ops][conv]", float, double, bf16,
+                   ember::half) {
+  using T = TestType;
+  const double tol = std::is_same_v<T, double>  ? 1e-13
+                     : std::is_same_v<T, float> ? 1e-6
+                     : std::is_same_v<T, bf16>  ? 1.0 / 128
+                                                : 1.0 / 1024;
+  std::uint32_t seed = 1;
+  for (const auto& c : kCases) {
+    INFO("x " << c.x.str() << " w " << c.w.str());
+    const Tensor<T> x = ember::cast<T>(rand_tensor(c.x, seed++));
+    const Tensor<T> w = ember::cast<T>(rand_tensor(c.w, seed++));
+    const Tensor<T> b = ember::cast<T>(rand_tensor(Shape{c.w[0]}, seed++));
+    const Tensor<double> want =
+        naive_conv(Tensor<double>(ember::cast<double>(x)), Tensor<double>(ember::cast<double>(w)),
+                   Tensor<double>(ember::cast<double>(b)), c.opt);
+    const double k = static_cast<double>(c.w[1] * c.w[2] * c.w[3]);
+    require_close(ember::conv2d(x, w, b, c.opt), want, k, tol);
+    // Channels-last in, channels-last out, the same values.
+    const Tensor<T> y = ember::conv2d(x.contiguous(MemoryFormat::channels_last), w, b, c.opt);
+    if (y.numel() > 0 && y.size(1) > 1 && y.size(2) * y.size(3) > 1) {
+      REQUIRE(y.is_contiguous(MemoryFormat::channels_last));
+    }
+    require_close(y, want, k, tol);
+  }
+}
+
+TEST_CASE("conv2d: bad shapes are errors that name them", "[ops][conv]") {
+  const Tensor<float> x = ember::zeros<float>(Shape{1, 4, 5, 5});
+  REQUIRE_THROWS_WITH(ember::conv2d(x, ember::zeros<float>(Shape{2, 3, 3, 3})),
+                      Catch::Contains("[2, 3, 3, 3]"));
+  REQUIRE_THROWS_WITH(ember::conv2d(x, ember::zeros<float>(Shape{3, 2, 3, 3}),
+                                    Conv2dOptions{{1, 1}, {0, 0}, {1, 1}, 2}),
+                      Catch::Contains("groups"));
+  REQUIRE_THROWS_WITH(ember::conv2d(x, ember::zeros<float>(Shape{2, 4, 7, 3})),
+                      Catch::Contains("larger than the padded input"));
+  REQUIRE_THROWS_AS(
+      ember::conv2d(ember::zeros<float>(Shape{4, 5, 5}), ember::zeros<float>(Shape{2, 4, 3, 3})),
+      ember::Error);
+  REQUIRE_THROWS_AS(
+      ember::conv2d(x, ember::zeros<float>(Shape{2, 4, 3, 3}), ember::zeros<float>(Shape{3})),
+      ember::Error);
+  REQUIRE_THROWS_AS(ember::conv2d(x, ember::zeros<float>(Shape{2, 4, 3, 3}), Conv2dOptions{{0, 1}}),
+                    ember::Error);
+}
+
+TEST_CASE("gradcheck: conv2d input, weight and bias", "[ops][conv][gradcheck]") {
+  std::uint32_t seed = 31;
+  for (const auto& c : kCases) {
+    if (c.x[0] == 0) continue;
+    INFO("x " << c.x.str() << " w " << c.w.str());
+    // Small enough for central differences over every element.
+    Shape xs = c.x;
+    xs[0] = 1;
+    auto r = ember::gradcheck(
+        [&](const Vars& v) {
+          return Var<double>(ember::tanh(ember::conv2d(v[0], v[1], v[2], c.opt)));
+        },
+        {rand_tensor(xs, seed++), rand_tensor(c.w, seed++), rand_tensor(Shape{c.w[0]}, seed++)});
+    INFO(r);
+    REQUIRE(r);
+  }
+  // A channels-last input, a constant weight.
+  const Tensor<double> w = rand_tensor(Shape{3, 2, 2, 2}, 41);
+  auto r2 = ember::gradcheck(
+      [&](const Vars& v) {
+        return ember::conv2d(Var<double>(v[0].contiguous(MemoryFormat::channels_last)), w,
+                             Conv2dOptions{{2, 2}, {1, 1}});
+      },
+      {rand_tensor(Shape{2, 2, 4, 5}, 42)});
+  INFO(r2);
+  REQUIRE(r2);
+}
