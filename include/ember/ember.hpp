@@ -18,6 +18,7 @@
 #include "exec/reduce.hpp"
 #include "expr/operators.hpp"
 #include "memory/stats.hpp"
+#include "ops/attention.hpp"
 #include "ops/conv.hpp"
 #include "ops/dropout.hpp"
 #include "ops/losses.hpp"

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "../ember.hpp"
+#include "attention.hpp"
 #include "conv.hpp"
 #include "function.hpp"
 #include "grad_mode.hpp"
