@@ -179,3 +179,41 @@ TEST_CASE("gradcheck: layer_norm and batch_norm", "[ops][norm][gradcheck]") {
     REQUIRE(r3);
   }
 }
+
+TEST_CASE("batch_norm_add_relu: relu(batch_norm(x) + residual) in one pass, and its gradients",
+          "[ops][norm]") {
+  const Tensor<double> x = rand_tensor(Shape{3, 2, 4, 3}, 51),
+                       res = rand_tensor(Shape{3, 2, 4, 3}, 52);
+  const Tensor<double> w = rand_tensor(Shape{2}, 53), b = rand_tensor(Shape{2}, 54);
+  for (bool training : {true, false}) {
+    Tensor<double> rm = rand_tensor(Shape{2}, 55),
+                   rv = Tensor<double>(ember::exp(rand_tensor(Shape{2}, 56)));
+    Tensor<double> rm2 = rm.clone(), rv2 = rv.clone();
+    const Tensor<double> want =
+        Tensor<double>(ember::relu(ember::batch_norm(x, w, b, rm2, rv2, training) + res));
+    // Channels-last in, channels-last out; the running statistics updated as batch_norm does.
+    const Tensor<double> got = ember::batch_norm_add_relu(
+        x.contiguous(ember::MemoryFormat::channels_last), res, w, b, rm, rv, training);
+    REQUIRE(got.memory_format() == ember::MemoryFormat::channels_last);
+    require_close(got, want, 1e-13);
+    require_close(rm, rm2, 1e-14);
+    require_close(rv, rv2, 1e-14);
+    const std::uint64_t l0 = ember::launch_count();
+    (void)ember::batch_norm_add_relu(x, Tensor<double>(), w, b, rm, rv, false);
+    CHECK(ember::launch_count() - l0 <= 3);  // the statistics' small passes and one over x
+    Tensor<double> rm3 = ember::zeros<double>(Shape{2}), rv3 = ember::ones<double>(Shape{2});
+    auto r = ember::gradcheck(
+        [&](const Vars& v) {
+          return ember::batch_norm_add_relu(v[0], v[3], v[1], v[2], rm3, rv3, training);
+        },
+        {x, w, b, res});
+    INFO("training " << training << ": " << r);
+    REQUIRE(r);
+  }
+  Tensor<double> rm = ember::zeros<double>(Shape{2}), rv = ember::ones<double>(Shape{2});
+  REQUIRE_THROWS_AS(
+      ember::batch_norm_add_relu(x, rand_tensor(Shape{3, 2, 4, 2}, 57), w, b, rm, rv, true),
+      ember::Error);
+  REQUIRE_THROWS_AS(ember::batch_norm_add_relu(x, res, Tensor<double>(), b, rm, rv, true),
+                    ember::Error);
+}

@@ -74,34 +74,69 @@ Var<T> batch_norm(const Var<T>& x, const autograd::param_arg_t<T>& weight,
                   const std::type_identity_t<Tensor<T>>& running_mean,
                   const std::type_identity_t<Tensor<T>>& running_var, bool training,
                   double momentum = 0.1, double eps = 1e-5) {
-  using A = acc_t<T>;
   const Tensor<T> xv = x.value();
   const Dims axes = ops::batch_norm_axes(xv, weight.value, bias.value, running_mean, running_var);
   const int r = xv.rank();
   const Tensor<T> wv =
       weight.value.defined() ? ops::param_view(weight.value, r, true) : Tensor<T>();
   const Tensor<T> bv = bias.value.defined() ? ops::param_view(bias.value, r, true) : Tensor<T>();
-  ops::NormStats<A> st;
-  if (training) {
-    st = ops::norm_stats<T, Mode>(xv, axes, eps, "batch_norm");
-    // The running statistics, as the Tensor batch_norm updates them.
-    if (running_mean.defined() && running_var.defined()) {
-      no_grad guard;
-      const double n = static_cast<double>(xv.numel() / std::max<std::int64_t>(xv.size(1), 1));
-      const double unbias = n > 1 ? n / (n - 1) : 1.0;
-      Tensor<T> rm = running_mean, rv = running_var;
-      assign(std::tie(rm, rv),
-             rm * (1.0 - momentum) + st.mean.reshape(Shape{xv.size(1)}) * momentum,
-             rv * (1.0 - momentum) + st.var.reshape(Shape{xv.size(1)}) * (unbias * momentum));
-    }
-  } else {
-    EMBER_CHECK(running_mean.defined() && running_var.defined(),
-                "ember: batch_norm: evaluation needs the running statistics");
-    st = {Tensor<A>(cast<A>(ops::param_view(running_mean, r, true))), Tensor<A>(),
-          Tensor<A>(rsqrt(cast<A>(ops::param_view(running_var, r, true)) + eps))};
+  ops::NormStats<acc_t<T>> st;
+  {
+    no_grad guard;  // the running statistics are not part of the graph
+    st = ops::batch_norm_stats<T, Mode>(xv, axes, running_mean, running_var, training, momentum,
+                                        eps);
   }
   return autograd::record_normalize<T, Mode>("batch_norm", x, st, weight, bias, wv, bv, axes,
                                              training);
+}
+
+/// relu(batch_norm(x) + residual) of Vars, in one pass after the statistics (ResNet's block
+/// ending); residual may be a Var, a Tensor or undefined. Backward: the ReLU's mask in one pass,
+/// then batch_norm's backward; the residual's gradient is the masked gradient itself.
+template <FloatingElement T, class Mode = exec::mode>
+Var<T> batch_norm_add_relu(const Var<T>& x, const autograd::param_arg_t<T>& residual,
+                           const autograd::param_arg_t<T>& weight,
+                           const autograd::param_arg_t<T>& bias,
+                           const std::type_identity_t<Tensor<T>>& running_mean,
+                           const std::type_identity_t<Tensor<T>>& running_var, bool training,
+                           double momentum = 0.1, double eps = 1e-5) {
+  const Tensor<T> xv = x.value();
+  const Dims axes = ops::batch_norm_axes(xv, weight.value, bias.value, running_mean, running_var);
+  const int r = xv.rank();
+  EMBER_CHECK(weight.value.defined() && bias.value.defined(),
+              "ember: batch_norm_add_relu: weight and bias are required");
+  const Tensor<T> wv = ops::param_view(weight.value, r, true);
+  const Tensor<T> bv = ops::param_view(bias.value, r, true);
+  ops::NormStats<acc_t<T>> st;
+  {
+    no_grad guard;
+    st = ops::batch_norm_stats<T, Mode>(xv, axes, running_mean, running_var, training, momentum,
+                                        eps);
+  }
+  Tensor<T> y = empty<T>(xv.shape(), xv.device(), xv.memory_format());
+  const auto pre = (xv - st.mean) * st.rstd * wv + bv;
+  if (residual.value.defined()) {
+    EMBER_CHECK(residual.value.shape() == xv.shape(), "ember: batch_norm_add_relu: residual ",
+                residual.value.shape().str(), " for an input of shape ", xv.shape().str());
+    y = cast<T>(relu(pre + residual.value));
+  } else {
+    y = cast<T>(relu(pre));
+  }
+  return Var<T>::from_node(autograd::record_op<T>(
+      "batch_norm_add_relu", y, {x.node(), residual.node, weight.node, bias.node},
+      {xv, residual.value, weight.value, bias.value},
+      [xv, y, st, wv, bv, axes, training, wshape = weight.value.shape()](const Tensor<T>& g) {
+        const Tensor<T> gpre = Tensor<T>(cast<T>(where(y > 0.0, g, 0.0)));
+        Tensor<T> gx, gw, gb;
+        if (training) {
+          std::tie(gx, gw, gb) = ops::normalize_backward<T, Mode>(xv, st, wv, bv, gpre, axes, true);
+        } else {
+          gx = Tensor<T>(cast<T>(gpre * wv * st.rstd));
+          std::tie(std::ignore, gw, gb) =
+              ops::normalize_backward<T, Mode>(xv, st, wv, bv, gpre, axes, false);
+        }
+        return std::vector<Tensor<T>>{gx, gpre, gw.reshape(wshape), gb.reshape(wshape)};
+      }));
 }
 
 /// Dropout of a Var: the backward applies the same mask (recomputed from seed and offset).

@@ -202,7 +202,7 @@ std::pair<Tensor<T>, Tensor<T>> conv2d_backward(const Tensor<T>& x, const Tensor
     const Tensor<T> dyf = dy.template contiguous<Mode>(g.channels_last ? MemoryFormat::channels_last
                                                                        : MemoryFormat::contiguous);
     if (need_x) {
-      dx = empty_in_format<T>(x.shape(), g.channels_last, x.device());
+      dx = empty<T>(x.shape(), x.device(), x.memory_format());
       cudnn::conv_backward_data(w, dyf, g, dx);
     }
     if (need_w) {

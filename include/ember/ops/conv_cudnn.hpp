@@ -71,7 +71,7 @@ struct Descriptors {
     check(cudnnCreateConvolutionDescriptor(&conv), "cudnnCreateConvolutionDescriptor");
     describe(x, xt);
     describe(y, yt);
-    const bool nhwc = !wt.is_contiguous() && wt.is_contiguous(MemoryFormat::channels_last);
+    const bool nhwc = wt.memory_format() == MemoryFormat::channels_last;
     check(cudnnSetFilter4dDescriptor(w, data_type<T>(),
                                      nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW, dim(wt.size(0)),
                                      dim(wt.size(1)), dim(wt.size(2)), dim(wt.size(3))),

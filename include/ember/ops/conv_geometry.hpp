@@ -63,21 +63,15 @@ ConvGeometry conv_geometry(const Tensor<T>& x, const Tensor<T>& w, const Conv2dO
               x.shape().str(), ")");
   g.OH = (ph - eh) / opt.stride[0] + 1;
   g.OW = (pw - ew) / opt.stride[1] + 1;
-  g.channels_last = !x.is_contiguous() && x.is_contiguous(MemoryFormat::channels_last);
+  g.channels_last = x.memory_format() == MemoryFormat::channels_last;
   return g;
 }
 
-/// An empty tensor of `shape` (rank 4) in the given memory format.
-template <Storable T>
-Tensor<T> empty_in_format(const Shape& shape, bool channels_last, Device device) {
-  Tensor<T> out = empty<T>(shape, device);
-  if (!channels_last) return out;
-  return Tensor<T>(out.storage(), 0, shape, channels_last_strides(shape));
-}
 /// An empty result of the convolution, in the input's memory format.
 template <Storable T>
 Tensor<T> conv_output(const ConvGeometry& g, Device device) {
-  return empty_in_format<T>(g.out_shape(), g.channels_last, device);
+  return empty<T>(g.out_shape(), device,
+                  g.channels_last ? MemoryFormat::channels_last : MemoryFormat::contiguous);
 }
 
 }  // namespace ops

@@ -23,6 +23,7 @@
 #include "../exec/assign.hpp"
 #include "../exec/reduce.hpp"
 #include "../expr/operators.hpp"
+#include "../tensor/factories.hpp"
 #include "../tensor/tensor.hpp"
 
 namespace ember {
@@ -145,26 +146,23 @@ Tensor<T> layer_norm(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T
                                  bias);
 }
 
-/// Batch normalisation of x [N, C, ...] (see the top of this header). In training, running_mean
-/// and running_var (when defined) are updated in place with `momentum`.
+namespace ops {
+/// The statistics batch_norm normalises with: the batch's in training (and then the running
+/// statistics, when defined, are updated in place with `momentum`), the running ones in
+/// evaluation. Kept, in the compute type.
 template <FloatingElement T, class Mode = exec::mode>
-Tensor<T> batch_norm(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& bias,
-                     const Tensor<T>& running_mean, const Tensor<T>& running_var, bool training,
-                     double momentum = 0.1, double eps = 1e-5) {
+NormStats<acc_t<T>> batch_norm_stats(const Tensor<T>& x, const Dims& axes,
+                                     const Tensor<T>& running_mean, const Tensor<T>& running_var,
+                                     bool training, double momentum, double eps) {
   using A = acc_t<T>;
-  const Dims axes = ops::batch_norm_axes(x, weight, bias, running_mean, running_var);
   const int r = x.rank();
-  const Tensor<T> w = weight.defined() ? ops::param_view(weight, r, true) : weight;
-  const Tensor<T> b = bias.defined() ? ops::param_view(bias, r, true) : bias;
   if (!training) {
     EMBER_CHECK(running_mean.defined() && running_var.defined(),
                 "ember: batch_norm: evaluation needs the running statistics");
-    const ops::NormStats<A> st{
-        Tensor<A>(cast<A>(ops::param_view(running_mean, r, true))), Tensor<A>(),
-        Tensor<A>(rsqrt(cast<A>(ops::param_view(running_var, r, true)) + eps))};
-    return ops::normalize<T, Mode>(x, st, w, b);
+    return {Tensor<A>(cast<A>(param_view(running_mean, r, true))), Tensor<A>(),
+            Tensor<A>(rsqrt(cast<A>(param_view(running_var, r, true)) + eps))};
   }
-  const auto st = ops::norm_stats<T, Mode>(x, axes, eps, "batch_norm");
+  auto st = norm_stats<T, Mode>(x, axes, eps, "batch_norm");
   if (running_mean.defined() && running_var.defined()) {
     const double n = static_cast<double>(x.numel() / std::max<std::int64_t>(x.size(1), 1));
     const double unbias = n > 1 ? n / (n - 1) : 1.0;  // the running variance is unbiased
@@ -174,7 +172,50 @@ Tensor<T> batch_norm(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T
     assign(std::tie(rm, rv), rm * (1.0 - momentum) + mean * momentum,
            rv * (1.0 - momentum) + var * (unbias * momentum));
   }
-  return ops::normalize<T, Mode>(x, st, w, b);
+  return st;
+}
+}  // namespace ops
+
+/// Batch normalisation of x [N, C, ...] (see the top of this header). In training, running_mean
+/// and running_var (when defined) are updated in place with `momentum`.
+template <FloatingElement T, class Mode = exec::mode>
+Tensor<T> batch_norm(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& bias,
+                     const Tensor<T>& running_mean, const Tensor<T>& running_var, bool training,
+                     double momentum = 0.1, double eps = 1e-5) {
+  const Dims axes = ops::batch_norm_axes(x, weight, bias, running_mean, running_var);
+  const int r = x.rank();
+  const auto st =
+      ops::batch_norm_stats<T, Mode>(x, axes, running_mean, running_var, training, momentum, eps);
+  return ops::normalize<T, Mode>(x, st,
+                                 weight.defined() ? ops::param_view(weight, r, true) : weight,
+                                 bias.defined() ? ops::param_view(bias, r, true) : bias);
+}
+
+/// relu(batch_norm(x) + residual) in one pass after the statistics: ResNet's block ending
+/// (residual undefined: batch norm then ReLU). Weight and bias are required here.
+template <FloatingElement T, class Mode = exec::mode>
+Tensor<T> batch_norm_add_relu(const Tensor<T>& x, const Tensor<T>& residual,
+                              const Tensor<T>& weight, const Tensor<T>& bias,
+                              const Tensor<T>& running_mean, const Tensor<T>& running_var,
+                              bool training, double momentum = 0.1, double eps = 1e-5) {
+  EMBER_CHECK(weight.defined() && bias.defined(),
+              "ember: batch_norm_add_relu: weight and bias are required");
+  EMBER_CHECK(
+      !residual.defined() || residual.shape() == x.shape(), "ember: batch_norm_add_relu: residual ",
+      residual.defined() ? residual.shape().str() : "", " for an input of shape ", x.shape().str());
+  const Dims axes = ops::batch_norm_axes(x, weight, bias, running_mean, running_var);
+  const int r = x.rank();
+  const auto st =
+      ops::batch_norm_stats<T, Mode>(x, axes, running_mean, running_var, training, momentum, eps);
+  const Tensor<T> w = ops::param_view(weight, r, true), b = ops::param_view(bias, r, true);
+  const auto pre = (x - st.mean) * st.rstd * w + b;
+  Tensor<T> y = empty<T>(x.shape(), x.device(), x.memory_format());
+  if (residual.defined()) {
+    y = cast<T>(relu(pre + residual));
+  } else {
+    y = cast<T>(relu(pre));
+  }
+  return y;
 }
 
 }  // namespace ember

@@ -102,6 +102,14 @@ class Tensor {
     return true;
   }
 
+  /// channels_last for a rank-4 tensor dense in NHWC order (and not also in NCHW order, as
+  /// tensors with a unit dimension can be), else contiguous: the format results should keep.
+  MemoryFormat memory_format() const {
+    return rank() == 4 && !is_contiguous() && is_contiguous(MemoryFormat::channels_last)
+               ? MemoryFormat::channels_last
+               : MemoryFormat::contiguous;
+  }
+
   // ---- views (no copy) ----
 
   /// Same elements, new shape; one extent may be -1. Throws unless viewable without a copy.
