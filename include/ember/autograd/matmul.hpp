@@ -102,7 +102,8 @@ requires ProductOperands<X, W> || ProductOperands<X, Bias> || ProductOperands<W,
   Tensor<T> y, pre;
   if (act == Activation::gelu) {
     // The backward needs the pre-activation: kept by the same pass (cuBLASLt's GELU_AUX).
-    if (xv.device().is_cuda()) {
+    // cuBLASLt keeps the auxiliary output only with a leading dimension that is a multiple of 8.
+    if (xv.device().is_cuda() && wv.size(0) % 8 == 0) {
 #if defined(EMBER_WITH_CUDA)
       pre = empty<T>(Shape{xv.numel() / std::max<std::int64_t>(wv.size(1), 1), wv.size(0)},
                      xv.device());
