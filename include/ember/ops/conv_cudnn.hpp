@@ -155,79 +155,113 @@ Algo choose(const AlgoKey& key, Query&& query) {
 template <class T>
 using Scale = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
-template <class T>
-void conv_forward(const Tensor<T>& x, const Tensor<T>& w, const ConvGeometry& g, Tensor<T>& y) {
-  if (y.numel() == 0) return;
-  const int dev = x.device().index();
-  const Tensor<T> wd =
-      w.is_contiguous() || w.is_contiguous(MemoryFormat::channels_last) ? w : w.contiguous();
-  Descriptors<T> d(x, wd, y, g);
-  const cudnnHandle_t h = handle(dev);
-  const auto algo = choose<cudnnConvolutionFwdAlgo_t, cudnnConvolutionFwdAlgoPerf_t>(
-      algo_key(0, x, wd, g), [&](int n, int* found, cudnnConvolutionFwdAlgoPerf_t* perf) {
-        check(cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y, n, found, perf),
-              "cudnnGetConvolutionForwardAlgorithm_v7");
-      });
+// The three passes of a convolution, each over the same three tensors in their forward roles:
+// x (input), w (weight), y (output); each writes one of them.
+struct Forward {
+  using Algo = cudnnConvolutionFwdAlgo_t;
+  using Perf = cudnnConvolutionFwdAlgoPerf_t;
+  static constexpr int id = 0;
+  template <class D>
+  static void heuristic(cudnnHandle_t h, const D& d, int n, int* found, Perf* perf) {
+    check(cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y, n, found, perf),
+          "cudnnGetConvolutionForwardAlgorithm_v7");
+  }
+  template <class D>
+  static void workspace(cudnnHandle_t h, const D& d, Algo a, std::size_t* bytes) {
+    check(cudnnGetConvolutionForwardWorkspaceSize(h, d.x, d.w, d.conv, d.y, a, bytes),
+          "cudnnGetConvolutionForwardWorkspaceSize");
+  }
+  template <class D, class S>
+  static void run(cudnnHandle_t h, const D& d, Algo a, void* ws, std::size_t bytes, const S* one,
+                  const S* zero, void* x, void* w, void* y) {
+    check(cudnnConvolutionForward(h, one, d.x, x, d.w, w, d.conv, a, ws, bytes, zero, d.y, y),
+          "cudnnConvolutionForward");
+  }
+};
+struct BackwardData {
+  using Algo = cudnnConvolutionBwdDataAlgo_t;
+  using Perf = cudnnConvolutionBwdDataAlgoPerf_t;
+  static constexpr int id = 1;
+  template <class D>
+  static void heuristic(cudnnHandle_t h, const D& d, int n, int* found, Perf* perf) {
+    check(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w, d.y, d.conv, d.x, n, found, perf),
+          "cudnnGetConvolutionBackwardDataAlgorithm_v7");
+  }
+  template <class D>
+  static void workspace(cudnnHandle_t h, const D& d, Algo a, std::size_t* bytes) {
+    check(cudnnGetConvolutionBackwardDataWorkspaceSize(h, d.w, d.y, d.conv, d.x, a, bytes),
+          "cudnnGetConvolutionBackwardDataWorkspaceSize");
+  }
+  template <class D, class S>
+  static void run(cudnnHandle_t h, const D& d, Algo a, void* ws, std::size_t bytes, const S* one,
+                  const S* zero, void* x, void* w, void* y) {
+    check(cudnnConvolutionBackwardData(h, one, d.w, w, d.y, y, d.conv, a, ws, bytes, zero, d.x, x),
+          "cudnnConvolutionBackwardData");
+  }
+};
+struct BackwardFilter {
+  using Algo = cudnnConvolutionBwdFilterAlgo_t;
+  using Perf = cudnnConvolutionBwdFilterAlgoPerf_t;
+  static constexpr int id = 2;
+  template <class D>
+  static void heuristic(cudnnHandle_t h, const D& d, int n, int* found, Perf* perf) {
+    check(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x, d.y, d.conv, d.w, n, found, perf),
+          "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
+  }
+  template <class D>
+  static void workspace(cudnnHandle_t h, const D& d, Algo a, std::size_t* bytes) {
+    check(cudnnGetConvolutionBackwardFilterWorkspaceSize(h, d.x, d.y, d.conv, d.w, a, bytes),
+          "cudnnGetConvolutionBackwardFilterWorkspaceSize");
+  }
+  template <class D, class S>
+  static void run(cudnnHandle_t h, const D& d, Algo a, void* ws, std::size_t bytes, const S* one,
+                  const S* zero, void* x, void* w, void* y) {
+    check(
+        cudnnConvolutionBackwardFilter(h, one, d.x, x, d.y, y, d.conv, a, ws, bytes, zero, d.w, w),
+        "cudnnConvolutionBackwardFilter");
+  }
+};
+
+/// Runs one pass over x, w, y (in their forward roles): the algorithm cached per shape, the
+/// workspace from ember's pool, the call on ember's stream.
+template <class Pass, class T>
+void run_pass(const Tensor<T>& x, const Tensor<T>& w, const Tensor<T>& y, const ConvGeometry& g) {
+  const Device device = x.device();
+  Descriptors<T> d(x, w, y, g);
+  const cudnnHandle_t h = handle(device.index());
+  const auto algo = choose<typename Pass::Algo, typename Pass::Perf>(
+      algo_key(Pass::id, x, w, g),
+      [&](int n, int* found, typename Pass::Perf* perf) { Pass::heuristic(h, d, n, found, perf); });
   std::size_t bytes = 0;
-  check(cudnnGetConvolutionForwardWorkspaceSize(h, d.x, d.w, d.conv, d.y, algo, &bytes),
-        "cudnnGetConvolutionForwardWorkspaceSize");
+  Pass::workspace(h, d, algo, &bytes);
   const Tensor<std::uint8_t> ws =
-      empty<std::uint8_t>(Shape{static_cast<std::int64_t>(bytes)}, x.device());
-  const Scale<T> one = 1, zero = 0;
+      empty<std::uint8_t>(Shape{static_cast<std::int64_t>(bytes)}, device);
+  using Scale = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  const Scale one = 1, zero = 0;
   exec::count_launch();
-  check(cudnnConvolutionForward(h, &one, d.x, x.data(), d.w, wd.data(), d.conv, algo,
-                                bytes ? ws.data() : nullptr, bytes, &zero, d.y, y.data()),
-        "cudnnConvolutionForward");
+  Pass::run(h, d, algo, bytes ? ws.data() : nullptr, bytes, &one, &zero, x.data(), w.data(),
+            y.data());
 }
 
+/// The weight as cuDNN takes it: dense in NCHW or NHWC order.
+template <class T>
+Tensor<T> dense_filter(const Tensor<T>& w) {
+  return w.is_contiguous() || w.is_contiguous(MemoryFormat::channels_last) ? w : w.contiguous();
+}
+
+template <class T>
+void conv_forward(const Tensor<T>& x, const Tensor<T>& w, const ConvGeometry& g, Tensor<T>& y) {
+  if (y.numel() > 0) run_pass<Forward>(x, dense_filter(w), y, g);
+}
 template <class T>
 void conv_backward_data(const Tensor<T>& w, const Tensor<T>& dy, const ConvGeometry& g,
                         Tensor<T>& dx) {
-  if (dx.numel() == 0) return;
-  const int dev = dx.device().index();
-  const Tensor<T> wd =
-      w.is_contiguous() || w.is_contiguous(MemoryFormat::channels_last) ? w : w.contiguous();
-  Descriptors<T> d(dx, wd, dy, g);
-  const cudnnHandle_t h = handle(dev);
-  const auto algo = choose<cudnnConvolutionBwdDataAlgo_t, cudnnConvolutionBwdDataAlgoPerf_t>(
-      algo_key(1, dx, wd, g), [&](int n, int* found, cudnnConvolutionBwdDataAlgoPerf_t* perf) {
-        check(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w, d.y, d.conv, d.x, n, found, perf),
-              "cudnnGetConvolutionBackwardDataAlgorithm_v7");
-      });
-  std::size_t bytes = 0;
-  check(cudnnGetConvolutionBackwardDataWorkspaceSize(h, d.w, d.y, d.conv, d.x, algo, &bytes),
-        "cudnnGetConvolutionBackwardDataWorkspaceSize");
-  const Tensor<std::uint8_t> ws =
-      empty<std::uint8_t>(Shape{static_cast<std::int64_t>(bytes)}, dx.device());
-  const Scale<T> one = 1, zero = 0;
-  exec::count_launch();
-  check(cudnnConvolutionBackwardData(h, &one, d.w, wd.data(), d.y, dy.data(), d.conv, algo,
-                                     bytes ? ws.data() : nullptr, bytes, &zero, d.x, dx.data()),
-        "cudnnConvolutionBackwardData");
+  if (dx.numel() > 0) run_pass<BackwardData>(dx, dense_filter(w), dy, g);
 }
-
 template <class T>
 void conv_backward_filter(const Tensor<T>& x, const Tensor<T>& dy, const ConvGeometry& g,
                           Tensor<T>& dw) {
-  const int dev = x.device().index();
-  Descriptors<T> d(x, dw, dy, g);
-  const cudnnHandle_t h = handle(dev);
-  const auto algo = choose<cudnnConvolutionBwdFilterAlgo_t, cudnnConvolutionBwdFilterAlgoPerf_t>(
-      algo_key(2, x, dw, g), [&](int n, int* found, cudnnConvolutionBwdFilterAlgoPerf_t* perf) {
-        check(
-            cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x, d.y, d.conv, d.w, n, found, perf),
-            "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
-      });
-  std::size_t bytes = 0;
-  check(cudnnGetConvolutionBackwardFilterWorkspaceSize(h, d.x, d.y, d.conv, d.w, algo, &bytes),
-        "cudnnGetConvolutionBackwardFilterWorkspaceSize");
-  const Tensor<std::uint8_t> ws =
-      empty<std::uint8_t>(Shape{static_cast<std::int64_t>(bytes)}, x.device());
-  const Scale<T> one = 1, zero = 0;
-  exec::count_launch();
-  check(cudnnConvolutionBackwardFilter(h, &one, d.x, x.data(), d.y, dy.data(), d.conv, algo,
-                                       bytes ? ws.data() : nullptr, bytes, &zero, d.w, dw.data()),
-        "cudnnConvolutionBackwardFilter");
+  run_pass<BackwardFilter>(x, dw, dy, g);
 }
 
 }  // namespace ember::ops::cudnn
