@@ -146,11 +146,12 @@ inline TensorData read_tensor(const std::filesystem::path& path) {
   return t;
 }
 
-/// The float, int and string attributes of the single node of model.onnx
+/// The float, int, int-list and string attributes of the single node of model.onnx
 /// (ModelProto.graph.node).
 struct Attributes {
   std::map<std::string, double> f;
   std::map<std::string, std::int64_t> i;
+  std::map<std::string, std::vector<std::int64_t>> ints;
   std::map<std::string, std::string> s;
   std::string get_string(const std::string& name, const std::string& fallback) const {
     auto it = s.find(name);
@@ -160,6 +161,11 @@ struct Attributes {
     if (auto it = f.find(name); it != f.end()) return it->second;
     if (auto it = i.find(name); it != i.end()) return static_cast<double>(it->second);
     return fallback;
+  }
+  std::vector<std::int64_t> get_ints(const std::string& name,
+                                     const std::vector<std::int64_t>& fallback) const {
+    auto it = ints.find(name);
+    return it == ints.end() ? fallback : it->second;
   }
 };
 
@@ -173,9 +179,10 @@ inline Attributes read_attributes(const std::filesystem::path& model) {
       for (const Field& at : fields(n.bytes)) {
         if (at.number != 5 || at.wire != 2) continue;  // NodeProto.attribute
         std::string name;
-        bool has_f = false, has_i = false;
+        bool has_f = false, has_i = false, has_ints = false;
         float fv = 0;
         std::int64_t iv = 0;
+        std::vector<std::int64_t> list;
         for (const Field& x : fields(at.bytes)) {
           if (x.number == 1) name = std::string(x.bytes);
           if (x.number == 2 && x.wire == 5) {
@@ -188,9 +195,21 @@ inline Attributes read_attributes(const std::filesystem::path& model) {
             has_i = true;
           }
           if (x.number == 4 && x.wire == 2) a.s[name] = std::string(x.bytes);
+          if (x.number == 8 && x.wire == 0) {  // AttributeProto.ints, one value per field
+            list.push_back(static_cast<std::int64_t>(x.varint));
+            has_ints = true;
+          }
+          if (x.number == 8 && x.wire == 2) {  // AttributeProto.ints, packed
+            std::size_t p = 0;
+            while (p < x.bytes.size()) {
+              list.push_back(static_cast<std::int64_t>(read_varint(x.bytes, p)));
+            }
+            has_ints = true;
+          }
         }
         if (has_f) a.f[name] = fv;
         if (has_i) a.i[name] = iv;
+        if (has_ints) a.ints[name] = list;
       }
     }
   }

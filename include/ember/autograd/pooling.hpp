@@ -1,0 +1,55 @@
+// max_pool2d, avg_pool2d and adaptive_avg_pool2d on Vars: the Tensor operators of
+// ops/pooling.hpp, recorded with their gather backward passes (one launch each). Max pooling
+// keeps its int32 argmax for the backward (only when recorded); neither saves the input, whose
+// values the backward does not read. The input's gradient is written NCHW, the layout autograd
+// keeps gradients in (var_node.hpp would copy a channels-last one).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "../ops/pooling.hpp"
+#include "grad_mode.hpp"
+#include "op_node.hpp"
+#include "var.hpp"
+
+namespace ember {
+
+template <FloatingElement T, class Mode = exec::mode>
+Var<T> max_pool2d(const Var<T>& x, const Pool2dOptions& opt) {
+  const ops::Pool2dGeometry g = ops::pool2d_geometry(x.value(), opt, "max_pool2d");
+  const bool record = grad_enabled() && x.requires_grad();
+  auto [y, argmax] = ops::max_pool2d_forward<T, Mode>(x.value(), g, record);
+  return Var<T>::from_node(autograd::record_op<T>(
+      "max_pool2d", y, {x.node()}, {}, [argmax = argmax, g](const Tensor<T>& gy) {
+        return std::vector<Tensor<T>>{
+            ops::max_pool2d_backward<T, Mode>(gy, argmax, g, MemoryFormat::contiguous)};
+      }));
+}
+
+template <FloatingElement T, class Mode = exec::mode>
+Var<T> avg_pool2d(const Var<T>& x, const Pool2dOptions& opt) {
+  const ops::Pool2dGeometry g = ops::avg_pool2d_geometry(x.value(), opt);
+  const bool include_pad = opt.count_include_pad;
+  const Tensor<T> y = ops::avg_pool2d_forward<T, Mode>(x.value(), g, include_pad);
+  return Var<T>::from_node(autograd::record_op<T>(
+      "avg_pool2d", y, {x.node()}, {}, [g, include_pad](const Tensor<T>& gy) {
+        return std::vector<Tensor<T>>{
+            ops::avg_pool2d_backward<T, Mode>(gy, g, include_pad, MemoryFormat::contiguous)};
+      }));
+}
+
+template <FloatingElement T, class Mode = exec::mode>
+Var<T> adaptive_avg_pool2d(const Var<T>& x, std::array<std::int64_t, 2> out) {
+  const ops::Pool2dGeometry g =
+      ops::adaptive_pool2d_geometry(x.value(), out, "adaptive_avg_pool2d");
+  const Tensor<T> y = ops::avg_pool2d_forward<T, Mode>(x.value(), g, true);
+  return Var<T>::from_node(
+      autograd::record_op<T>("adaptive_avg_pool2d", y, {x.node()}, {}, [g](const Tensor<T>& gy) {
+        return std::vector<Tensor<T>>{
+            ops::avg_pool2d_backward<T, Mode>(gy, g, true, MemoryFormat::contiguous)};
+      }));
+}
+
+}  // namespace ember

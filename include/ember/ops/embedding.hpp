@@ -1,0 +1,186 @@
+// embedding on Tensors: a lookup of rows of a table, and the deterministic backward for the
+// table.
+//
+//   embedding(weight [V, D], ids [...] int64) -> [..., D],  out[p, :] = weight[ids[p], :]
+//
+// ids outside [0, V) are an ember::Error (two small reductions check them). Forward: one gather
+// pass, one thread per output element; weight may be any strided view.
+//
+// Backward (dweight = scatter-add of the output's gradient g at the ids) without atomics, so
+// the same ids and gradient give the same bits every run, and the CPU and the GPU add in the
+// same order:
+//   1. order the positions p by id, stably (positions of one id stay increasing): a counting
+//      sort on the CPU, CUB's radix sort (stable) of (id, p) pairs on the GPU;
+//   2. find where each id's run starts (a prefix sum of the counts on the CPU, a binary search
+//      in the sorted ids on the GPU);
+//   3. dweight[v, d] = sum of g[p, d] over the positions p of id v in increasing p, in the
+//      compute type (float for bf16/half), rounded once; 0 for ids that do not occur. Every
+//      element of dweight is written, so nothing is zeroed first.
+// An id repeated very often is summed by one thread per column: correct, but serial.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "../core/config.hpp"
+#include "../core/dtype.hpp"
+#include "../core/error.hpp"
+#include "../core/shape.hpp"
+#include "../exec/assign.hpp"
+#include "../exec/cpu_executor.hpp"
+#include "../exec/launch_counter.hpp"
+#include "../exec/reduce.hpp"
+#include "../tensor/factories.hpp"
+#include "../tensor/tensor.hpp"
+#if defined(EMBER_CUDA_KERNELS)
+#include "embedding_cuda.cuh"
+#endif
+
+namespace ember {
+
+namespace ops {
+
+/// Output element i of embedding: weight[ids[i / D], i % D].
+template <class T>
+struct EmbeddingGather {
+  const T* weight;
+  std::int64_t ws0, ws1;    // weight's strides
+  const std::int64_t* ids;  // dense
+  T* out;                   // dense [M, D]
+  std::int64_t D;
+
+  EMBER_HD void operator()(std::int64_t i) const {
+    const std::int64_t p = i / D, d = i - p * D;
+    out[i] = weight[ids[p] * ws0 + d * ws1];
+  }
+};
+
+/// Element (v, d) of dweight: the sum of g[order[j], d] for j in [start[v], start[v + 1]).
+template <class T>
+struct EmbeddingSumRuns {
+  const T* g;                 // dense [M, D]
+  const std::int32_t* order;  // positions sorted stably by id
+  const std::int32_t* start;  // [V + 1]: where each id's run begins in `order`
+  T* gw;                      // dense [V, D]
+  std::int64_t D;
+
+  EMBER_HD void operator()(std::int64_t i) const {
+    using A = acc_t<T>;
+    const std::int64_t v = i / D, d = i - v * D;
+    A s = A(0);
+    for (std::int32_t j = start[v]; j < start[v + 1]; ++j) s += to_acc(g[order[j] * D + d]);
+    gw[i] = to_storage<T>(s);
+  }
+};
+
+/// Checks the operands of embedding (shapes, devices, the range of the ids).
+template <FloatingElement T, class Mode = exec::mode>
+void check_embedding(const Tensor<T>& weight, const Tensor<std::int64_t>& ids) {
+  EMBER_CHECK(weight.defined() && weight.rank() == 2,
+              "ember: embedding: weight must be [V, D], got ",
+              weight.defined() ? weight.shape().str() : std::string("undefined"));
+  EMBER_CHECK(ids.defined() && ids.rank() < kMaxRank, "ember: embedding: ids of shape ",
+              ids.defined() ? ids.shape().str() : std::string("undefined"), " (at most rank ",
+              kMaxRank - 1, ")");
+  EMBER_CHECK(weight.device() == ids.device(), "ember: embedding: weight is on ",
+              weight.device().str(), " but ids are on ", ids.device().str());
+  // The backward's sort keeps ids and positions in int32.
+  EMBER_CHECK(ids.numel() <= std::numeric_limits<std::int32_t>::max() &&
+                  weight.size(0) <= std::numeric_limits<std::int32_t>::max(),
+              "ember: embedding: ", ids.numel(), " ids into ", weight.size(0),
+              " rows: at most 2^31 - 1 of either");
+  if (ids.numel() == 0) return;
+  const std::int64_t V = weight.size(0);
+  const std::int64_t lo = min<Tensor<std::int64_t>, Mode>(ids).item();
+  const std::int64_t hi = max<Tensor<std::int64_t>, Mode>(ids).item();
+  EMBER_CHECK(lo >= 0 && hi < V, "ember: embedding: id ", lo < 0 ? lo : hi, " is outside [0, ", V,
+              ") (weight ", weight.shape().str(), ", ids ", ids.shape().str(), ")");
+}
+
+/// Runs f(i) for i in [0, n) on `device`: one OpenMP pass or one CUDA launch.
+template <class F, class Mode = exec::mode>
+void embedding_for_each(const F& f, std::int64_t n, std::int64_t work, Device device) {
+  if (n == 0) return;
+  if (device.is_cpu()) {
+    exec::count_launch();
+#pragma omp parallel for schedule(static) if (n * work >= exec::cpu::kParallelThreshold)
+    for (std::int64_t i = 0; i < n; ++i) f(i);
+  } else {
+    exec::require_runnable(device);
+#if defined(EMBER_CUDA_KERNELS)
+    gpu::launch_embedding(f, n, device.index());
+#endif
+  }
+}
+
+/// The positions 0..M-1 ordered stably by id, and where each id's run starts ([V + 1]):
+/// a counting sort on the CPU, CUB's radix sort on the GPU (embedding_cuda.cuh).
+struct EmbeddingRuns {
+  Tensor<std::int32_t> order, start;
+};
+template <class Mode = exec::mode>
+EmbeddingRuns embedding_runs(const Tensor<std::int64_t>& ids, std::int64_t V) {
+  const std::int64_t M = ids.numel();
+  const Device device = ids.device();
+  if (device.is_cuda()) {
+    exec::require_runnable(device);
+#if defined(EMBER_CUDA_KERNELS)
+    EmbeddingRuns r;
+    gpu::sort_runs(ids.data(), M, V, device.index(), r.order, r.start);
+    return r;
+#endif
+  }
+  EmbeddingRuns r{empty<std::int32_t>(Shape{M}), empty<std::int32_t>(Shape{V + 1})};
+  const std::int64_t* id = ids.data();
+  std::int32_t* start = r.start.data();
+  std::int32_t* order = r.order.data();
+  // One serial pass: counts, their prefix sum, then each position into its id's next slot.
+  exec::count_launch();
+  std::fill(start, start + V + 1, 0);
+  for (std::int64_t p = 0; p < M; ++p) ++start[id[p] + 1];
+  for (std::int64_t v = 0; v < V; ++v) start[v + 1] += start[v];
+  std::vector<std::int32_t> next(start, start + V);
+  for (std::int64_t p = 0; p < M; ++p)
+    order[next[static_cast<std::size_t>(id[p])]++] = static_cast<std::int32_t>(p);
+  return r;
+}
+
+/// The gradient of embedding's weight [V, D] from the output's gradient g [..., D] and the ids
+/// (already checked by the forward). Deterministic: see the top of this header.
+template <FloatingElement T, class Mode = exec::mode>
+Tensor<T> embedding_backward(const Tensor<T>& g, const Tensor<std::int64_t>& ids, std::int64_t V,
+                             std::int64_t D) {
+  const std::int64_t M = ids.numel();
+  EMBER_CHECK(g.numel() == M * D && g.rank() >= 1 && g.size(-1) == D,
+              "ember: embedding: a gradient of shape ", g.shape().str(), " for ids of shape ",
+              ids.shape().str(), " and ", D, " features");
+  const Tensor<T> gd = g.template contiguous<Mode>();
+  const EmbeddingRuns r = embedding_runs<Mode>(ids.template contiguous<Mode>(), V);
+  Tensor<T> gw = empty<T>(Shape{V, D}, g.device());
+  const EmbeddingSumRuns<T> f{gd.data(), r.order.data(), r.start.data(), gw.data(), D};
+  embedding_for_each<EmbeddingSumRuns<T>, Mode>(f, V * D, 1 + M / std::max<std::int64_t>(V, 1),
+                                                g.device());
+  return gw;
+}
+
+}  // namespace ops
+
+/// Rows `ids` of `weight` (see the top of this header): shape ids.shape() + [D].
+template <FloatingElement T, class Mode = exec::mode>
+Tensor<T> embedding(const Tensor<T>& weight, const Tensor<std::int64_t>& ids) {
+  ops::check_embedding<T, Mode>(weight, ids);
+  const std::int64_t D = weight.size(1);
+  Shape s = ids.shape();
+  s.push_back(D);
+  Tensor<T> out = empty<T>(s, weight.device());
+  const Tensor<std::int64_t> flat = ids.template contiguous<Mode>();
+  const ops::EmbeddingGather<T> f{weight.data(), weight.stride(0), weight.stride(1),
+                                  flat.data(),   out.data(),       D};
+  ops::embedding_for_each<ops::EmbeddingGather<T>, Mode>(f, out.numel(), 1, weight.device());
+  return out;
+}
+
+}  // namespace ember

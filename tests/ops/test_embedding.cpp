@@ -1,0 +1,209 @@
+// embedding: the lookup and the weight's gradient against float64 references written here, over
+// id shapes (rank 0 to 3, empty), repeated and absent ids, a strided weight and the four dtypes;
+// the backward's fixed summation order (bit-exact against a float sum in position order, the
+// same bits every run); gradcheck; launch counts; errors.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <ember/ember.hpp>
+
+namespace {
+
+using ember::bf16;
+using ember::Shape;
+using ember::Tensor;
+using ember::Var;
+using Vars = std::vector<Var<double>>;
+using Ids = Tensor<std::int64_t>;
+
+Tensor<double> rand_tensor(const Shape& s, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> d(0.0, 1.5);
+  std::vector<double> v(static_cast<std::size_t>(s.numel()));
+  for (auto& x : v) x = d(rng);
+  return ember::from_vector<double>(v, s);
+}
+
+Ids rand_ids(const Shape& s, std::int64_t V, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<std::int64_t> d(0, V - 1);
+  std::vector<std::int64_t> v(static_cast<std::size_t>(s.numel()));
+  for (auto& x : v) x = d(rng);
+  return ember::from_vector<std::int64_t>(v, s);
+}
+
+template <class T>
+std::vector<double> values(const Tensor<T>& t) {
+  return Tensor<double>(ember::cast<double>(t)).contiguous().to_vector();
+}
+
+// out[p, d] = w[ids[p], d]; dw[v, d] = sum of g[p, d] over ids[p] == v.
+std::vector<double> ref_lookup(const std::vector<double>& w, const std::vector<std::int64_t>& ids,
+                               std::int64_t D) {
+  std::vector<double> out;
+  for (const std::int64_t id : ids) {
+    for (std::int64_t d = 0; d < D; ++d) out.push_back(w[static_cast<std::size_t>(id * D + d)]);
+  }
+  return out;
+}
+std::vector<double> ref_grad(const std::vector<double>& g, const std::vector<std::int64_t>& ids,
+                             std::int64_t V, std::int64_t D) {
+  std::vector<double> dw(static_cast<std::size_t>(V * D), 0.0);
+  for (std::size_t p = 0; p < ids.size(); ++p) {
+    for (std::int64_t d = 0; d < D; ++d) {
+      dw[static_cast<std::size_t>(ids[p] * D + d)] += g[p * static_cast<std::size_t>(D) + d];
+    }
+  }
+  return dw;
+}
+
+// Every element within tol (relative to 1 + |want|); reports the count and the first miss.
+void require_close(const std::vector<double>& got, const std::vector<double>& want, double tol) {
+  REQUIRE(got.size() == want.size());
+  std::size_t bad = 0, first = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (!(std::fabs(got[i] - want[i]) <= tol * (1.0 + std::fabs(want[i]))) && bad++ == 0) first = i;
+  }
+  INFO(bad << " of " << got.size() << " differ; the first, element " << first << ": "
+           << (bad ? got[first] : 0.0) << " vs " << (bad ? want[first] : 0.0));
+  REQUIRE(bad == 0);
+}
+
+template <class T>
+double tolerance() {
+  if constexpr (std::is_same_v<T, double>) return 1e-12;
+  if constexpr (std::is_same_v<T, float>) return 1e-5;
+  if constexpr (std::is_same_v<T, bf16>) return 1.0 / 128;
+  return 1.0 / 1024;
+}
+
+template <class T>
+void check_dtype() {
+  const std::int64_t V = 13, D = 7;
+  const Tensor<double> w64 = rand_tensor(Shape{V, D}, 1);
+  const Tensor<T> w = ember::cast<T>(w64);
+  // The same table as a transposed view of a [D, V] tensor: read in place.
+  const Tensor<T> wt = Tensor<T>(ember::cast<T>(w64.t().contiguous())).t();
+  REQUIRE(!wt.is_contiguous());
+  const auto wr = values(w);
+  for (const Shape& s : {Shape{}, Shape{1}, Shape{9}, Shape{4, 6}, Shape{2, 3, 5}, Shape{0, 3}}) {
+    INFO("ids of shape " << s.str());
+    const Ids ids = rand_ids(s, V, 2);
+    const auto idv = ids.to_vector();
+    Shape out_shape = s;
+    out_shape.push_back(D);
+    for (const Tensor<T>& table : {w, wt}) {
+      const Tensor<T> y = ember::embedding(table, ids);
+      REQUIRE(y.shape() == out_shape);
+      CHECK(values(y) == ref_lookup(wr, idv, D));  // a copy: exact
+    }
+    // The gradient: repeated ids add up, absent ids get 0.
+    const Tensor<T> g = ember::cast<T>(rand_tensor(out_shape, 3));
+    auto wv = ember::param(w);
+    ember::embedding(wv, ids).backward(g);
+    REQUIRE(wv.grad().shape() == Shape{V, D});
+    require_close(values(wv.grad()), ref_grad(values(g), idv, V, D), tolerance<T>());
+  }
+}
+
+}  // namespace
+
+TEST_CASE("embedding against the float64 reference: float", "[ops][embedding]") {
+  check_dtype<float>();
+}
+TEST_CASE("embedding against the float64 reference: double", "[ops][embedding]") {
+  check_dtype<double>();
+}
+TEST_CASE("embedding against the float64 reference: bf16", "[ops][embedding]") {
+  check_dtype<bf16>();
+}
+TEST_CASE("embedding against the float64 reference: half", "[ops][embedding]") {
+  check_dtype<ember::half>();
+}
+
+TEST_CASE("embedding backward: a fixed summation order, the same bits every run",
+          "[ops][embedding]") {
+  // Many repeats of few ids, values of very different magnitudes: the order of the sum shows.
+  const std::int64_t V = 5, D = 33, M = 4000;
+  const Ids ids = rand_ids(Shape{M}, V - 1, 4);  // id V - 1 never occurs
+  std::mt19937 rng(5);
+  std::vector<float> gv(static_cast<std::size_t>(M * D));
+  for (auto& x : gv)
+    x = std::ldexp(std::uniform_real_distribution<float>(-1, 1)(rng), int(rng() % 30));
+  const Tensor<float> g = ember::from_vector<float>(gv, Shape{M, D});
+  const Tensor<float> w = ember::zeros<float>(Shape{V, D});
+  // The documented order: each id's positions in increasing order, summed in float.
+  std::vector<float> want(static_cast<std::size_t>(V * D), 0.0f);
+  const auto idv = ids.to_vector();
+  for (std::int64_t p = 0; p < M; ++p) {
+    for (std::int64_t d = 0; d < D; ++d) {
+      want[static_cast<std::size_t>(idv[p] * D + d)] += gv[static_cast<std::size_t>(p * D + d)];
+    }
+  }
+  std::vector<float> first;
+  for (int run = 0; run < 3; ++run) {
+    auto wv = ember::param(w);
+    const std::uint64_t before = ember::launch_count();
+    const Var<float> y = ember::embedding(wv, ids);
+    CHECK(ember::launch_count() - before == 3);  // two range checks, one gather
+    const std::uint64_t b2 = ember::launch_count();
+    y.backward(g);
+    CHECK(ember::launch_count() - b2 == 2);  // the counting sort, the sums
+    const auto got = wv.grad().to_vector();
+    if (run == 0) first = got;
+    REQUIRE(std::memcmp(got.data(), first.data(), got.size() * sizeof(float)) == 0);
+    REQUIRE(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
+  }
+}
+
+TEST_CASE("gradcheck: embedding", "[ops][embedding][gradcheck]") {
+  const Tensor<double> w = rand_tensor(Shape{6, 4}, 6);
+  const Ids ids = ember::from_vector<std::int64_t>({5, 0, 5, 2, 2, 5, 1}, Shape{7});
+  auto r = ember::gradcheck(
+      [&](const Vars& v) {
+        // Used twice (the gradients accumulate), and through a strided view of the table.
+        return Var<double>(ember::tanh(ember::embedding(v[0], ids)) *
+                           ember::embedding(v[0].t().t(), ids.reshape({7})));
+      },
+      {w});
+  INFO(r);
+  REQUIRE(r);
+}
+
+TEST_CASE("embedding: errors", "[ops][embedding]") {
+  const Tensor<float> w = ember::ones<float>(Shape{4, 3});
+  auto throws_with = [](auto f, const std::string& what) {
+    try {
+      f();
+      FAIL("no error for " << what);
+    } catch (const ember::Error& err) {
+      INFO(err.what());
+      CHECK(std::string(err.what()).find(what) != std::string::npos);
+    }
+  };
+  throws_with(
+      [&] {
+        ember::embedding(w, ember::from_vector<std::int64_t>({0, 4}, Shape{2}));
+      },
+      "id 4 is outside [0, 4)");
+  throws_with(
+      [&] {
+        ember::embedding(w, ember::from_vector<std::int64_t>({-1, 2}, Shape{2}));
+      },
+      "id -1 is outside");
+  throws_with([&] { ember::embedding(ember::param(w), ember::full<std::int64_t>(Shape{2}, 7)); },
+              "embedding");
+  throws_with([&] { ember::embedding(w.reshape({12}), ember::zeros<std::int64_t>(Shape{2})); },
+              "weight must be [V, D]");
+  throws_with(
+      [&] {
+        ember::embedding(w, ember::zeros<std::int64_t>(Shape{1, 1, 1, 1, 1, 1, 1, 1}));
+      },
+      "at most rank 7");
+}
