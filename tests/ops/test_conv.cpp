@@ -136,6 +136,38 @@ TEST_CASE("conv2d: bad shapes are errors that name them", "[ops][conv]") {
                     ember::Error);
 }
 
+TEST_CASE("conv2d: ONNX's Conv reference data", "[ops][conv][onnx]") {
+  namespace onnx = ember::testing::onnx;
+  if (!onnx::available("test_basic_conv_with_padding")) {
+    WARN("libonnx-testdata is not installed: ONNX reference data not checked");
+    return;
+  }
+  auto tensor = [](const onnx::TensorData& d) {
+    Shape s;
+    for (auto e : d.dims) s.push_back(e);
+    return ember::from_vector<double>(d.values, s);
+  };
+  // The symmetric-padding cases (ONNX's auto_pad and asymmetric pads are not conv2d's options).
+  for (const char* name : {"test_basic_conv_with_padding", "test_basic_conv_without_padding",
+                           "test_conv_with_strides_no_padding", "test_conv_with_strides_padding"}) {
+    INFO(name);
+    const auto t = onnx::read_node_test(name);
+    const auto pads = t.attributes.get_ints("pads", {0, 0, 0, 0});
+    const auto strides = t.attributes.get_ints("strides", {1, 1});
+    const auto dil = t.attributes.get_ints("dilations", {1, 1});
+    REQUIRE(pads.size() == 4);
+    REQUIRE(pads[0] == pads[2]);
+    REQUIRE(pads[1] == pads[3]);
+    Conv2dOptions o;
+    o.padding = {pads[0], pads[1]};
+    o.stride = {strides[0], strides[1]};
+    o.dilation = {dil[0], dil[1]};
+    o.groups = static_cast<std::int64_t>(t.attributes.get("group", 1));
+    const Tensor<double> y = ember::conv2d(tensor(t.inputs[0]), tensor(t.inputs[1]), o);
+    require_close(y, tensor(t.outputs[0]), 9, 1e-6);
+  }
+}
+
 TEST_CASE("gradcheck: conv2d input, weight and bias", "[ops][conv][gradcheck]") {
   std::uint32_t seed = 31;
   for (const auto& c : kCases) {
