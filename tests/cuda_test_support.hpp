@@ -6,8 +6,13 @@
 // so a CI machine without a GPU compiles the CUDA tests and reports them as skipped, not passed.
 #pragma once
 
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstddef>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include <ember/ember.hpp>
 
@@ -25,6 +30,25 @@ inline bool cuda_device_or_skip(const char* test_name) {
   std::printf("  skipping: %s\n", test_name);
   std::fflush(stdout);
   return false;
+}
+
+/// A tensor computed on the GPU against the same computation on the CPU: same shape, and every
+/// element within rel (1 + |cpu|) (NaN where the CPU has NaN). Counts the misses, so one CHECK
+/// reports them all.
+template <class T>
+void require_near(const Tensor<T>& gpu, const Tensor<T>& cpu, double rel) {
+  REQUIRE(gpu.defined());
+  REQUIRE(gpu.device().is_cuda());
+  REQUIRE(gpu.shape() == cpu.shape());
+  const std::vector<double> g =
+      Tensor<double>(cast<double>(gpu.to(Device::cpu()))).contiguous().to_vector();
+  const std::vector<double> c = Tensor<double>(cast<double>(cpu)).contiguous().to_vector();
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    const bool both_nan = std::isnan(g[i]) && std::isnan(c[i]);
+    if (!both_nan && !(std::fabs(g[i] - c[i]) <= rel * (1.0 + std::fabs(c[i])))) ++bad;
+  }
+  CHECK(bad == 0);
 }
 
 }  // namespace ember::testing

@@ -9,6 +9,8 @@
 
 #include <ember/autograd/autograd.hpp>
 
+#include "support/random_tensors.hpp"
+
 namespace {
 
 using ember::Shape;
@@ -17,11 +19,7 @@ using ember::Var;
 using Vars = std::vector<Var<double>>;
 
 Tensor<double> rand_tensor(const Shape& s, double lo, double hi, std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> d(lo, hi);
-  std::vector<double> v(static_cast<std::size_t>(s.numel()));
-  for (auto& x : v) x = d(rng);
-  return ember::from_vector<double>(v, s);
+  return ember::testing::uniform_tensor(s, lo, hi, seed);
 }
 
 // Values kept away from kinks (0 for relu/abs, integers for floor...).

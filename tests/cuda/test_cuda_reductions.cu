@@ -15,19 +15,7 @@ using namespace ember;
 namespace {
 const Device kGpu = Device::cuda(0);
 
-template <class T>
-void require_near(const Tensor<T>& gpu, const Tensor<T>& cpu, double rel) {
-  REQUIRE(gpu.shape() == cpu.shape());
-  const auto g = gpu.to_vector();
-  const auto c = cpu.to_vector();
-  std::size_t bad = 0;
-  for (std::size_t i = 0; i < g.size(); ++i) {
-    const double a = static_cast<double>(g[i]), b = static_cast<double>(c[i]);
-    if (!((std::isnan(a) && std::isnan(b)) || std::fabs(a - b) <= rel * (1.0 + std::fabs(b))))
-      ++bad;
-  }
-  CHECK(bad == 0);
-}
+using ember::testing::require_near;
 }  // namespace
 
 TEST_CASE("cuda: rand and randn give the CPU's bits for the same seed", "[cuda]") {

@@ -11,6 +11,8 @@
 
 #include <ember/ember.hpp>
 
+#include "support/random_tensors.hpp"
+
 namespace {
 
 using ember::AttentionOptions;
@@ -21,11 +23,7 @@ using ember::Var;
 using Vars = std::vector<Var<double>>;
 
 Tensor<double> rand_tensor(const Shape& s, std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<double> d(0, 1);
-  std::vector<double> v(static_cast<std::size_t>(s.numel()));
-  for (auto& x : v) x = d(rng);
-  return ember::from_vector<double>(v, s);
+  return ember::testing::normal_tensor(s, 0, 1, seed);
 }
 
 // One batch of [Lq, E] x [Lk, E] x [Lk, Ev], keep[Lq * Lk] (and the dropout draws u).
@@ -72,16 +70,7 @@ Tensor<double> naive_attention(const Tensor<double>& q, const Tensor<double>& k,
   return ember::from_vector<double>(out, Shape{B, Lq, Ev});
 }
 
-template <class T>
-void require_close(const Tensor<T>& got, const Tensor<double>& want, double tol) {
-  REQUIRE(got.shape() == want.shape());
-  const auto g = Tensor<double>(ember::cast<double>(got)).to_vector();
-  const auto w = want.to_vector();
-  for (std::size_t i = 0; i < g.size(); ++i) {
-    INFO("element " << i << ": " << g[i] << " vs " << w[i]);
-    REQUIRE(std::fabs(g[i] - w[i]) <= tol * (1.0 + std::fabs(w[i])));
-  }
-}
+using ember::testing::require_close;
 
 }  // namespace
 

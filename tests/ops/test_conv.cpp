@@ -12,6 +12,7 @@
 #include <ember/ember.hpp>
 
 #include "support/onnx.hpp"
+#include "support/random_tensors.hpp"
 
 namespace {
 
@@ -24,11 +25,7 @@ using ember::Var;
 using Vars = std::vector<Var<double>>;
 
 Tensor<double> rand_tensor(const Shape& s, std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> d(-1, 1);
-  std::vector<double> v(static_cast<std::size_t>(s.numel()));
-  for (auto& x : v) x = d(rng);
-  return ember::from_vector<double>(v, s);
+  return ember::testing::uniform_tensor(s, -1, 1, seed);
 }
 
 // y[n, o, i, j] = b[o] + sum_{c in o's group, kh, kw} x[n, c, i s + kh d - p, ...] w[o, c', kh, kw]
@@ -65,13 +62,7 @@ Tensor<double> naive_conv(const Tensor<double>& xt, const Tensor<double>& wt,
 
 template <class T>
 void require_close(const Tensor<T>& got, const Tensor<double>& want, double scale, double tol) {
-  REQUIRE(got.shape() == want.shape());
-  const auto g = Tensor<double>(ember::cast<double>(got)).contiguous().to_vector();
-  const auto w = want.to_vector();
-  for (std::size_t i = 0; i < g.size(); ++i) {
-    INFO("element " << i << ": " << g[i] << " vs " << w[i]);
-    REQUIRE(std::fabs(g[i] - w[i]) <= tol * (scale + std::fabs(w[i])));
-  }
+  ember::testing::require_close(got, want, tol, scale);
 }
 
 struct Case {

@@ -13,6 +13,8 @@
 
 #include <ember/ember.hpp>
 
+#include "support/random_tensors.hpp"
+
 namespace {
 
 using ember::bf16;
@@ -23,11 +25,7 @@ using Vars = std::vector<Var<double>>;
 using Ids = Tensor<std::int64_t>;
 
 Tensor<double> rand_tensor(const Shape& s, std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<double> d(0.0, 1.5);
-  std::vector<double> v(static_cast<std::size_t>(s.numel()));
-  for (auto& x : v) x = d(rng);
-  return ember::from_vector<double>(v, s);
+  return ember::testing::normal_tensor(s, 0, 1.5, seed);
 }
 
 Ids rand_ids(const Shape& s, std::int64_t V, std::uint32_t seed) {

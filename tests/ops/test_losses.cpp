@@ -12,6 +12,7 @@
 #include <ember/ember.hpp>
 
 #include "support/onnx.hpp"
+#include "support/random_tensors.hpp"
 
 namespace {
 
@@ -24,11 +25,7 @@ using ember::Var;
 using Vars = std::vector<Var<double>>;
 
 Tensor<double> rand_tensor(const Shape& s, std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<double> d(0, 2);
-  std::vector<double> v(static_cast<std::size_t>(s.numel()));
-  for (auto& x : v) x = d(rng);
-  return ember::from_vector<double>(v, s);
+  return ember::testing::normal_tensor(s, 0, 2, seed);
 }
 
 Tensor<std::int64_t> rand_targets(const Shape& s, std::int64_t C, std::int64_t ignore,
@@ -163,7 +160,7 @@ TEST_CASE("cross_entropy: ONNX's SoftmaxCrossEntropyLoss reference data", "[ops]
         "test_sce_mean_no_weight_ii_3d", "test_sce_mean_no_weight_ii_4d",
         "test_sce_NCd1d2d3_none_no_weight_negative_ii", "test_sce_NCd1d2d3d4d5_none_no_weight",
         "test_sce_none", "test_sce_sum"}) {
-    for (const std::string name : {std::string(base), std::string(base) + "_log_prob"}) {
+    for (const std::string& name : {std::string(base), std::string(base) + "_log_prob"}) {
       INFO(name);
       const auto t = onnx::read_node_test(name);
       Shape xs, ts;

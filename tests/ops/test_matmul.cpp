@@ -13,6 +13,7 @@
 #include <ember/ember.hpp>
 
 #include "support/onnx.hpp"
+#include "support/random_tensors.hpp"
 
 namespace {
 
@@ -25,11 +26,7 @@ using ember::Var;
 using Vars = std::vector<Var<double>>;
 
 Tensor<double> rand_tensor(const Shape& s, std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> d(-1, 1);
-  std::vector<double> v(static_cast<std::size_t>(s.numel()));
-  for (auto& x : v) x = d(rng);
-  return ember::from_vector<double>(v, s);
+  return ember::testing::uniform_tensor(s, -1, 1, seed);
 }
 
 // matmul by the definition, in float64, on contiguous copies (NumPy's rules written out).
@@ -82,13 +79,7 @@ double tolerance() {
 
 template <class T>
 void require_close(const Tensor<T>& got, const Tensor<double>& want, double scale, double tol) {
-  REQUIRE(got.shape() == want.shape());
-  const auto g = Tensor<double>(ember::cast<double>(got)).to_vector();
-  const auto w = want.to_vector();
-  for (std::size_t i = 0; i < g.size(); ++i) {
-    INFO("element " << i << ": " << g[i] << " vs " << w[i]);
-    REQUIRE(std::fabs(g[i] - w[i]) <= tol * (scale + std::fabs(w[i])));
-  }
+  ember::testing::require_close(got, want, tol, scale);
 }
 
 struct ShapeCase {

@@ -13,6 +13,7 @@
 #include <ember/ember.hpp>
 
 #include "support/onnx.hpp"
+#include "support/random_tensors.hpp"
 
 namespace {
 
@@ -24,11 +25,7 @@ using ember::Var;
 using Vars = std::vector<Var<double>>;
 
 Tensor<double> rand_tensor(const Shape& s, std::uint32_t seed, double mean = 0) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<double> d(mean, 1.5);
-  std::vector<double> v(static_cast<std::size_t>(s.numel()));
-  for (auto& x : v) x = d(rng);
-  return ember::from_vector<double>(v, s);
+  return ember::testing::normal_tensor(s, mean, 1.5, seed);
 }
 
 // Normalises x over `axes` (biased variance), then y = xh * w + b with w, b broadcast as given.
@@ -42,16 +39,7 @@ Tensor<double> naive_normalize(const Tensor<double>& x, const Dims& axes, double
   return y;
 }
 
-template <class T>
-void require_close(const Tensor<T>& got, const Tensor<double>& want, double tol) {
-  REQUIRE(got.shape() == want.shape());
-  const auto g = Tensor<double>(ember::cast<double>(got)).to_vector();
-  const auto w = want.contiguous().to_vector();
-  for (std::size_t i = 0; i < g.size(); ++i) {
-    INFO("element " << i << ": " << g[i] << " vs " << w[i]);
-    REQUIRE(std::fabs(g[i] - w[i]) <= tol * (1.0 + std::fabs(w[i])));
-  }
-}
+using ember::testing::require_close;
 
 Tensor<double> as_tensor(const ember::testing::onnx::TensorData& d) {
   Shape s;

@@ -17,6 +17,7 @@
 #include <ember/ember.hpp>
 
 #include "support/onnx.hpp"
+#include "support/random_tensors.hpp"
 
 namespace {
 
@@ -30,11 +31,7 @@ using Vars = std::vector<Var<double>>;
 using I2 = std::array<std::int64_t, 2>;
 
 Tensor<double> rand_tensor(const Shape& s, std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<double> d(0.0, 1.5);
-  std::vector<double> v(static_cast<std::size_t>(s.numel()));
-  for (auto& x : v) x = d(rng);
-  return ember::from_vector<double>(v, s);
+  return ember::testing::normal_tensor(s, 0, 1.5, seed);
 }
 
 // The values of any tensor as float64, in NCHW (row-major) order.

@@ -19,18 +19,7 @@ using namespace ember;
 namespace {
 const Device kGpu = Device::cuda(0);
 
-template <class T>
-void require_near(const Tensor<T>& gpu, const Tensor<T>& cpu, double rel) {
-  REQUIRE(gpu.device() == kGpu);
-  REQUIRE(gpu.shape() == cpu.shape());
-  const auto g = Tensor<double>(cast<double>(gpu.to(Device::cpu()))).to_vector();
-  const auto c = Tensor<double>(cast<double>(cpu)).to_vector();
-  std::size_t bad = 0;
-  for (std::size_t i = 0; i < g.size(); ++i) {
-    if (!(std::fabs(g[i] - c[i]) <= rel * (1.0 + std::fabs(c[i])))) ++bad;
-  }
-  CHECK(bad == 0);
-}
+using ember::testing::require_near;
 
 template <class T>
 double tolerance() {

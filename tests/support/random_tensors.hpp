@@ -1,0 +1,48 @@
+// Random float64 test inputs from a fixed seed, and the closeness check of results against a
+// float64 reference, shared by the autograd and operator tests.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include <ember/ember.hpp>
+
+namespace ember::testing {
+
+/// Uniform values in [lo, hi) (std::mt19937 seeded with `seed`), on the CPU.
+inline Tensor<double> uniform_tensor(const Shape& s, double lo, double hi, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> d(lo, hi);
+  std::vector<double> v(static_cast<std::size_t>(s.numel()));
+  for (auto& x : v) x = d(rng);
+  return from_vector<double>(v, s);
+}
+
+/// Normal(mean, stddev) values (std::mt19937 seeded with `seed`), on the CPU.
+inline Tensor<double> normal_tensor(const Shape& s, double mean, double stddev,
+                                    std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> d(mean, stddev);
+  std::vector<double> v(static_cast<std::size_t>(s.numel()));
+  for (auto& x : v) x = d(rng);
+  return from_vector<double>(v, s);
+}
+
+/// Every element of `got` (any dtype, any layout) within tol (scale + |want|) of `want`.
+template <class T>
+void require_close(const Tensor<T>& got, const Tensor<double>& want, double tol,
+                   double scale = 1.0) {
+  REQUIRE(got.shape() == want.shape());
+  const std::vector<double> g = Tensor<double>(cast<double>(got)).contiguous().to_vector();
+  const std::vector<double> w = want.contiguous().to_vector();
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    INFO("element " << i << ": " << g[i] << " vs " << w[i]);
+    REQUIRE(std::fabs(g[i] - w[i]) <= tol * (scale + std::fabs(w[i])));
+  }
+}
+
+}  // namespace ember::testing
