@@ -1,0 +1,55 @@
+// nn::Linear: y = x W^T + b, PyTorch's layer: weight [out, in] and bias [out] are public Vars,
+// initialised as PyTorch does (U(+-1/sqrt(in)) for both, from nn::manual_seed's stream), and the
+// activation (none, ReLU, GELU) can be fused into the product (ember::linear).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "../autograd/matmul.hpp"
+#include "init.hpp"
+#include "module.hpp"
+
+namespace ember::nn {
+
+template <FloatingElement T = float>
+class Linear : public Module {
+ public:
+  Var<T> weight;
+  Var<T> bias;  // undefined when built without one
+  std::int64_t in_features, out_features;
+
+  // Constructor and forward take the defaulted Mode of every evaluating template (core/config.hpp)
+  // so .cpp and .cu files may both build and run the same layer type.
+  template <class Mode = exec::mode>
+  Linear(std::int64_t in, std::int64_t out, bool with_bias = true, Device device = Device::cpu(),
+         Activation activation = Activation::none)
+      : in_features(in), out_features(out), activation_(activation) {
+    EMBER_CHECK(in > 0 && out > 0, "ember: nn::Linear: features must be positive, got ", in, " -> ",
+                out);
+    const double bound = 1.0 / std::sqrt(static_cast<double>(in));
+    weight = param(init::uniform<T, Mode>(Shape{out, in}, -bound, bound, device));
+    register_parameter("weight", weight);
+    if (with_bias) {
+      bias = param(init::uniform<T, Mode>(Shape{out}, -bound, bound, device));
+      register_parameter("bias", bias);
+    }
+  }
+
+  /// x [..., in] -> [..., out].
+  template <class Mode = exec::mode>
+  Var<T> forward(const Var<T>& x) const {
+    return bias.defined()
+               ? linear<Var<T>, Var<T>, Var<T>, Mode>(x, weight, bias, activation_)
+               : linear<Var<T>, Var<T>, Tensor<T>, Mode>(x, weight, Tensor<T>(), activation_);
+  }
+  template <class Mode = exec::mode>
+  Var<T> operator()(const Var<T>& x) const {
+    return forward<Mode>(x);
+  }
+
+ private:
+  Activation activation_;
+};
+
+}  // namespace ember::nn

@@ -1,0 +1,169 @@
+// nn::Module: a named tree of parameters (Vars), buffers (Tensors) and submodules, as PyTorch's.
+//
+// A layer is a class whose public members are its parameters, named as PyTorch names them
+// (`lin.weight`, `lin.bias`), registered in its constructor; submodules are members too,
+// registered under their names. named_parameters() walks the tree and gives PyTorch's dotted
+// names (`layer1.0.conv1.weight`), which checkpoints use. Modules hold pointers to their own
+// members, so they are neither copied nor moved: build them in place.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "../autograd/var.hpp"
+#include "../core/bf16.hpp"
+#include "../core/error.hpp"
+#include "../core/half.hpp"
+#include "../tensor/tensor.hpp"
+
+namespace ember::nn {
+
+/// A registered parameter, whatever its element type.
+using ParameterRef = std::variant<Var<float>*, Var<double>*, Var<bf16>*, Var<half>*>;
+/// A registered buffer (running statistics, counters), whatever its element type.
+using BufferRef = std::variant<Tensor<float>*, Tensor<double>*, Tensor<bf16>*, Tensor<half>*,
+                               Tensor<std::int64_t>*>;
+
+class Module {
+ public:
+  Module() = default;
+  virtual ~Module() = default;
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+  Module(Module&&) = delete;
+  Module& operator=(Module&&) = delete;
+
+  /// Parameters of this module and its submodules, with dotted names, in registration order.
+  std::vector<std::pair<std::string, ParameterRef>> named_parameters() const {
+    std::vector<std::pair<std::string, ParameterRef>> out;
+    walk("", [&](const std::string& prefix, const Module& m) {
+      for (const auto& [name, p] : m.params_) out.emplace_back(prefix + name, p);
+    });
+    return out;
+  }
+  /// The parameters of element type T (shared handles: updating them updates the module).
+  template <FloatingElement T>
+  std::vector<Var<T>> parameters() const {
+    std::vector<Var<T>> out;
+    for (const auto& [name, p] : named_parameters()) {
+      if (auto* v = std::get_if<Var<T>*>(&p)) out.push_back(**v);
+    }
+    return out;
+  }
+  std::vector<std::pair<std::string, BufferRef>> named_buffers() const {
+    std::vector<std::pair<std::string, BufferRef>> out;
+    walk("", [&](const std::string& prefix, const Module& m) {
+      for (const auto& [name, b] : m.buffers_) out.emplace_back(prefix + name, b);
+    });
+    return out;
+  }
+  /// The submodules below this one, with dotted names (this one not included).
+  std::vector<std::pair<std::string, Module*>> named_modules() const {
+    std::vector<std::pair<std::string, Module*>> out;
+    walk("", [&](const std::string& prefix, const Module& m) {
+      for (const auto& [name, c] : m.children_) out.emplace_back(prefix + name, c);
+    });
+    return out;
+  }
+
+  /// The number of parameter elements (all, or only those that require grad).
+  std::int64_t parameter_count(bool trainable_only = false) const {
+    std::int64_t n = 0;
+    for (const auto& [name, p] : named_parameters()) {
+      std::visit(
+          [&](auto* v) {
+            if (!trainable_only || v->requires_grad()) n += v->value().numel();
+          },
+          p);
+    }
+    return n;
+  }
+
+  /// Training mode (dropout active, batch norm on batch statistics) for this module and below.
+  void train(bool on = true) {
+    walk_mut([&](Module& m) { m.training_ = on; });
+  }
+  void eval() { train(false); }
+  bool is_training() const { return training_; }
+
+  /// Moves every parameter and buffer to `device` (parameters become new leaves there).
+  /// (A template, like every evaluating function: see core/config.hpp on exec::mode.)
+  template <class Mode = exec::mode>
+  void to(Device device) {
+    for (const auto& [name, p] : named_parameters()) {
+      std::visit(
+          [&](auto* v) {
+            if (v->value().device() == device) return;
+            *v = std::decay_t<decltype(*v)>(v->value().template to<Mode>(device),
+                                            v->requires_grad());
+          },
+          p);
+    }
+    for (const auto& [name, b] : named_buffers()) {
+      std::visit([&](auto* t) { *t = t->template to<Mode>(device); }, b);
+    }
+  }
+
+  /// Forgets every parameter's gradient.
+  void zero_grad() {
+    for (const auto& [name, p] : named_parameters()) std::visit([](auto* v) { v->zero_grad(); }, p);
+  }
+
+ protected:
+  /// Registers `p` (a member of the derived class) as parameter `name`; returns it.
+  template <FloatingElement T>
+  Var<T>& register_parameter(std::string name, Var<T>& p) {
+    check_name(name);
+    params_.emplace_back(std::move(name), &p);
+    return p;
+  }
+  template <Storable T>
+  Tensor<T>& register_buffer(std::string name, Tensor<T>& b) {
+    check_name(name);
+    buffers_.emplace_back(std::move(name), &b);
+    return b;
+  }
+  template <class M>
+  M& register_module(std::string name, M& m) {
+    static_assert(std::is_base_of_v<Module, M>, "ember: register_module takes an nn::Module");
+    check_name(name);
+    children_.emplace_back(std::move(name), &m);
+    m.training_ = training_;
+    return m;
+  }
+
+ private:
+  void check_name(const std::string& name) const {
+    EMBER_CHECK(!name.empty() && name.find('.') == std::string::npos,
+                "ember: nn::Module: a name must be non-empty and without '.', got '", name, "'");
+    auto taken = [&](const auto& list) {
+      for (const auto& [n, x] : list) {
+        if (n == name) return true;
+      }
+      return false;
+    };
+    EMBER_CHECK(!taken(params_) && !taken(buffers_) && !taken(children_),
+                "ember: nn::Module: the name '", name, "' is registered twice");
+  }
+  template <class F>
+  void walk(const std::string& prefix, F&& f) const {
+    f(prefix, *this);
+    for (const auto& [name, c] : children_) c->walk(prefix + name + ".", f);
+  }
+  template <class F>
+  void walk_mut(F&& f) {
+    f(*this);
+    for (const auto& [name, c] : children_) c->walk_mut(f);
+  }
+
+  std::vector<std::pair<std::string, ParameterRef>> params_;
+  std::vector<std::pair<std::string, BufferRef>> buffers_;
+  std::vector<std::pair<std::string, Module*>> children_;
+  bool training_ = true;
+};
+
+}  // namespace ember::nn
