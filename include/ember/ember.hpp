@@ -32,3 +32,8 @@
 
 // Autodiff sits on top of everything above.
 #include "autograd/autograd.hpp"
+
+// Modules and layers sit on the operators and autodiff.
+#include "nn/init.hpp"
+#include "nn/linear.hpp"
+#include "nn/module.hpp"
