@@ -167,6 +167,8 @@ TEST_CASE("linear: bias and activation against the definition", "[ops][linear]")
                 1e-13);
   require_close(ember::linear(x, w, b, Activation::gelu), Tensor<double>(ember::gelu(pre)), 4,
                 1e-13);
+  require_close(ember::linear(x, w, b, Activation::gelu_tanh),
+                Tensor<double>(ember::gelu_tanh(pre)), 4, 1e-13);
   require_close(ember::linear(x, w, Tensor<double>(), Activation::gelu),
                 Tensor<double>(ember::gelu(naive_matmul(x, w.t().contiguous()))), 4, 1e-13);
 }
@@ -238,7 +240,8 @@ TEST_CASE("gradcheck: linear with each activation, with and without bias",
           "[ops][linear][gradcheck]") {
   const Tensor<double> x = rand_tensor(Shape{2, 3, 4}, 81), w = rand_tensor(Shape{5, 4}, 82);
   const Tensor<double> b = rand_tensor(Shape{5}, 83);
-  for (Activation act : {Activation::none, Activation::relu, Activation::gelu}) {
+  for (Activation act :
+       {Activation::none, Activation::relu, Activation::gelu, Activation::gelu_tanh}) {
     INFO("activation " << static_cast<int>(act));
     auto r = ember::gradcheck([act](const Vars& v) { return ember::linear(v[0], v[1], v[2], act); },
                               {x, w, b});

@@ -100,10 +100,10 @@ requires ProductOperands<X, W> || ProductOperands<X, Bias> || ProductOperands<W,
   const Tensor<T> xv = autograd::arg_value(x), wv = autograd::arg_value(w);
   const Tensor<T> bv = autograd::arg_value(bias);
   Tensor<T> y, pre;
-  if (act == Activation::gelu) {
-    // The backward needs the pre-activation: kept by the same pass (cuBLASLt's GELU_AUX).
-    // cuBLASLt keeps the auxiliary output only with a leading dimension that is a multiple of 8.
-    if (xv.device().is_cuda() && wv.size(0) % 8 == 0) {
+  if (act == Activation::gelu || act == Activation::gelu_tanh) {
+    // The backward needs the pre-activation. cuBLASLt keeps it in the same call (GELU_AUX) for
+    // its tanh-form GELU, when the auxiliary output's leading dimension is a multiple of 8.
+    if (xv.device().is_cuda() && act == Activation::gelu_tanh && wv.size(0) % 8 == 0) {
 #if defined(EMBER_WITH_CUDA)
       pre = empty<T>(Shape{xv.numel() / std::max<std::int64_t>(wv.size(1), 1), wv.size(0)},
                      xv.device());
@@ -111,7 +111,7 @@ requires ProductOperands<X, W> || ProductOperands<X, Bias> || ProductOperands<W,
 #endif
     } else {
       pre = linear<T, Mode>(xv, wv, bv, Activation::none);
-      y = Tensor<T>(gelu(pre));
+      y = act == Activation::gelu ? Tensor<T>(gelu(pre)) : Tensor<T>(gelu_tanh(pre));
     }
   } else {
     y = linear<T, Mode>(xv, wv, bv, act);
@@ -126,7 +126,10 @@ requires ProductOperands<X, W> || ProductOperands<X, Bias> || ProductOperands<W,
           gp = Tensor<T>(where(y.template reshape<Mode>(Shape{rows, N}) > 0.0, gp, 0.0));
         } else if (act == Activation::gelu) {
           const Tensor<T> p = pre.template reshape<Mode>(Shape{rows, N});
-          gp = Tensor<T>(gp * expr::make_map(fn::Derivative<fn::Gelu>{}, p));
+          gp = Tensor<T>(gp * expr::make_map(fn::Derivative<fn::GeluErf>{}, p));
+        } else if (act == Activation::gelu_tanh) {
+          const Tensor<T> p = pre.template reshape<Mode>(Shape{rows, N});
+          gp = Tensor<T>(gp * expr::make_map(fn::Derivative<fn::GeluTanh>{}, p));
         }
         const Tensor<T> x2 = xv.template reshape<Mode>(Shape{rows, K});
         Tensor<T> gb;

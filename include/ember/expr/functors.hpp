@@ -232,30 +232,49 @@ EMBER_FLOATING_FN(Silu, "silu", return x * Sigmoid{}(x);, {
 })
 #undef EMBER_FLOATING_FN
 
-/// GELU: 0.5 x (1 + erf(x / sqrt 2)) exactly (BERT's), or with `tanh_form` GPT-2's
-/// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+/// GELU: 0.5 x (1 + erf(x / sqrt 2)) exactly (BERT's). Branch-free, so loops over it vectorise.
+struct GeluErf {
+  static constexpr Kind kind = Kind::floating;
+  static constexpr const char* name = "gelu";
+  template <class X>
+  EMBER_HD EMBER_FORCEINLINE X operator()(X x) const {
+    return X(0.5) * x * (X(1) + math::erf(x * X(0.70710678118654752440)));
+  }
+  template <class X>
+  EMBER_HD EMBER_FORCEINLINE X derivative(X x, X) const {
+    const X cdf = X(0.5) * (X(1) + math::erf(x * X(0.70710678118654752440)));
+    return cdf + x * X(0.39894228040143267794) * math::exp(X(-0.5) * x * x);
+  }
+};
+/// GPT-2's GELU: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (cuBLASLt's GELU epilogue).
+struct GeluTanh {
+  static constexpr Kind kind = Kind::floating;
+  static constexpr const char* name = "gelu_tanh";
+  template <class X>
+  EMBER_HD EMBER_FORCEINLINE X operator()(X x) const {
+    const X inner = X(0.79788456080286535588) * (x + X(0.044715) * x * x * x);
+    return X(0.5) * x * (X(1) + math::tanh(inner));
+  }
+  template <class X>
+  EMBER_HD EMBER_FORCEINLINE X derivative(X x, X) const {
+    const X k = X(0.79788456080286535588);
+    const X t = math::tanh(k * (x + X(0.044715) * x * x * x));
+    return X(0.5) * (X(1) + t) + X(0.5) * x * (X(1) - t * t) * k * (X(1) + X(3 * 0.044715) * x * x);
+  }
+};
+/// GELU with the form chosen at run time (ember::gelu(x, GeluApproximation)); gelu(x) and
+/// gelu_tanh(x) use the branch-free forms above.
 struct Gelu {
   static constexpr Kind kind = Kind::floating;
   static constexpr const char* name = "gelu";
   bool tanh_form = false;
   template <class X>
   EMBER_HD EMBER_FORCEINLINE X operator()(X x) const {
-    if (tanh_form) {
-      const X inner = X(0.79788456080286535588) * (x + X(0.044715) * x * x * x);
-      return X(0.5) * x * (X(1) + math::tanh(inner));
-    }
-    return X(0.5) * x * (X(1) + math::erf(x * X(0.70710678118654752440)));
+    return tanh_form ? GeluTanh{}(x) : GeluErf{}(x);
   }
   template <class X>
-  EMBER_HD EMBER_FORCEINLINE X derivative(X x, X) const {
-    if (tanh_form) {
-      const X k = X(0.79788456080286535588);
-      const X t = math::tanh(k * (x + X(0.044715) * x * x * x));
-      return X(0.5) * (X(1) + t) +
-             X(0.5) * x * (X(1) - t * t) * k * (X(1) + X(3 * 0.044715) * x * x);
-    }
-    const X cdf = X(0.5) * (X(1) + math::erf(x * X(0.70710678118654752440)));
-    return cdf + x * X(0.39894228040143267794) * math::exp(X(-0.5) * x * x);
+  EMBER_HD EMBER_FORCEINLINE X derivative(X x, X y) const {
+    return tanh_form ? GeluTanh{}.derivative(x, y) : GeluErf{}.derivative(x, y);
   }
 };
 /// A unary functor's derivative as a function of its argument, F'(x): the backward passes of

@@ -100,13 +100,20 @@ EMBER_UNARY_FUNCTION(isnan, IsNan)
 /// Which formula gelu uses: the exact erf form (BERT) or the tanh approximation (GPT-2).
 enum class GeluApproximation { none, tanh };
 
+/// GELU, exact (erf) form: BERT's.
 template <ArrayOperand A>
-auto gelu(const A& a, GeluApproximation approx = GeluApproximation::none) {
+auto gelu(const A& a) {
+  return expr::make_map(fn::GeluErf{}, a);
+}
+/// GELU with the form chosen at run time (a branch per element: prefer gelu or gelu_tanh).
+template <ArrayOperand A>
+auto gelu(const A& a, GeluApproximation approx) {
   return expr::make_map(fn::Gelu{approx == GeluApproximation::tanh}, a);
 }
+/// GELU, tanh approximation: GPT-2's, and cuBLASLt's GELU epilogue.
 template <ArrayOperand A>
 auto gelu_tanh(const A& a) {
-  return gelu(a, GeluApproximation::tanh);
+  return expr::make_map(fn::GeluTanh{}, a);
 }
 
 template <ArrayOperand A>

@@ -4,7 +4,9 @@
 //                           a 1-D a is a row [1, K] and a 1-D b a column [K, 1], whose unit
 //                           dimension is then dropped (1-D x 1-D is a rank-0 dot product)
 //   linear(x, w)            x [..., K] x w [N, K]^T -> [..., N] (PyTorch's weight layout)
-//   linear(x, w, bias, act) the same + bias [N], then act (none, relu, gelu) in the same pass
+//   linear(x, w, bias, act) the same + bias [N], then act (none, relu, gelu, gelu_tanh) in the
+//                           same pass (on CUDA, cuBLASLt's epilogue; its GELU is the tanh form,
+//                           so the exact gelu is a pass after the product there)
 //
 // Transposed and sliced views are read in place (no copy) wherever the GEMM accepts their
 // strides. CPU: CBLAS (ops/gemm_cpu.hpp) on float and double; bf16 and half are widened to
@@ -92,7 +94,9 @@ Tensor<T> linear(const Tensor<T>& x, const Tensor<T>& w, const Tensor<T>& bias =
               " output features");
   if (x.device().is_cuda()) {
 #if defined(EMBER_WITH_CUDA)
-    return ops::cuda::linear(x, w, bias, act);
+    // cuBLASLt's GELU epilogue is the tanh form: the exact GELU is one pass after the product.
+    if (act != Activation::gelu) return ops::cuda::linear(x, w, bias, act);
+    return Tensor<T>(gelu(ops::cuda::linear(x, w, bias, Activation::none)));
 #else
     fail("ember: linear: a CUDA tensor in a build without CUDA");
 #endif
@@ -109,6 +113,9 @@ Tensor<T> linear(const Tensor<T>& x, const Tensor<T>& w, const Tensor<T>& bias =
         break;
       case Activation::gelu:
         y = gelu(pre);
+        break;
+      case Activation::gelu_tanh:
+        y = gelu_tanh(pre);
         break;
     }
   };

@@ -276,7 +276,9 @@ Tensor<T> linear(const Tensor<T>& x, const Tensor<T>& w, const Tensor<T>& bias, 
   Epilogue ep;
   ep.bias = bias.defined() ? bias.data() : nullptr;
   ep.relu = act == Activation::relu;
-  ep.gelu = act == Activation::gelu;
+  ep.gelu = act == Activation::gelu_tanh;  // cuBLASLt's GELU is the tanh approximation
+  EMBER_CHECK(act != Activation::gelu,
+              "ember: internal: the exact GELU is not a cuBLASLt epilogue");
   ep.gelu_aux = pre.defined() ? pre.data() : nullptr;
   matmul_into(matmul_operands(x2, w.t(), "linear"), out, ep);
   return out.view(out_shape);

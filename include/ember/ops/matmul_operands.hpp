@@ -12,7 +12,8 @@
 namespace ember {
 
 /// What linear applies after the bias, in the same pass.
-enum class Activation { none, relu, gelu };
+/// gelu is the exact (erf) form, gelu_tanh the tanh approximation (cuBLASLt's GELU epilogue).
+enum class Activation { none, relu, gelu, gelu_tanh };
 
 namespace ops {
 
