@@ -9,7 +9,7 @@ EMBER_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 EMBER_MAIN_PACKAGES=(cmake g++ make libopenblas-dev)
 # shellcheck disable=SC2034
 EMBER_TEST_PACKAGES=(cmake g++ make catch2 libbenchmark-dev libeigen3-dev libopenblas-dev
-  libonnx-testdata)
+  libonnx-testdata nlohmann-json3-dev)
 
 ember_log() { printf '==> %s\n' "$*"; }
 

@@ -1,0 +1,680 @@
+// Checkpoints in the safetensors format (https://github.com/huggingface/safetensors): read and
+// write named tensors of any ember dtype, with a string-to-string metadata map. See docs/io.md.
+//
+// File layout: an 8-byte little-endian header length N, N bytes of JSON header
+//   {"__metadata__": {"key": "value"}, "name": {"dtype": "F32", "shape": [2, 3],
+//    "data_offsets": [begin, end]}, ...}
+// padded with spaces to a multiple of 8, then the data buffer: every tensor dense, row-major and
+// little-endian, at [begin, end) relative to the buffer's start, the tensors tiling the buffer.
+//
+// This header needs nlohmann/json (header-only; Debian: nlohmann-json3-dev; CMake:
+// find_package(nlohmann_json 3 CONFIG) and nlohmann_json::nlohmann_json). It is not included by
+// <ember/ember.hpp>, so the core keeps no JSON dependency: include <ember/io/safetensors.hpp>.
+// Writing uses POSIX calls (open, fsync, rename).
+#pragma once
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cerrno>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <thread>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "../core/config.hpp"
+#include "../core/device.hpp"
+#include "../core/dtype.hpp"
+#include "../core/error.hpp"
+#include "../core/shape.hpp"
+#include "../exec/assign.hpp"
+#include "../tensor/copy.hpp"
+#include "../tensor/factories.hpp"
+#include "../tensor/tensor.hpp"
+
+namespace ember::io {
+
+static_assert(std::endian::native == std::endian::little || std::endian::native == std::endian::big,
+              "ember::io: mixed-endian hosts are not supported");
+
+/// A tensor of any of ember's element types: what a checkpoint holds.
+class AnyTensor {
+ public:
+  using Variant =
+      std::variant<Tensor<double>, Tensor<float>, Tensor<half>, Tensor<bf16>, Tensor<std::int64_t>,
+                   Tensor<std::int32_t>, Tensor<std::uint8_t>, Tensor<bool>>;
+
+  /// An undefined tensor (an undefined Tensor<double>).
+  AnyTensor() = default;
+  template <Storable T>
+  AnyTensor(Tensor<T> t) : v_(std::move(t)) {}  // NOLINT(google-explicit-constructor)
+
+  /// std::visit on the Tensor<T> held.
+  template <class F>
+  decltype(auto) visit(F&& f) const {
+    return std::visit(std::forward<F>(f), v_);
+  }
+  bool defined() const {
+    return visit([](const auto& t) { return t.defined(); });
+  }
+  DType dtype() const {
+    return visit([](const auto& t) { return t.dtype(); });
+  }
+  /// ember's name of the element type: "float32", "bfloat16", "int64", "bool", ...
+  std::string_view dtype_name() const { return name_of(dtype()); }
+  Shape shape() const {
+    return visit([](const auto& t) { return t.shape(); });
+  }
+  int rank() const { return shape().rank(); }
+  std::int64_t numel() const { return shape().numel(); }
+  Device device() const {
+    return visit([](const auto& t) { return t.device(); });
+  }
+
+  /// True when this holds a Tensor<T>.
+  template <Storable T>
+  bool holds() const {
+    return std::holds_alternative<Tensor<T>>(v_);
+  }
+  /// The Tensor<T> held (the same handle, no copy); throws ember::Error on another element type,
+  /// naming the tensor when `name` is given. No conversion: use cast<T> on the result for that.
+  template <Storable T>
+  Tensor<T> as(std::string_view name = {}) const {
+    if (const auto* t = std::get_if<Tensor<T>>(&v_)) return *t;
+    if (name.empty()) {
+      fail("ember: the tensor holds ", dtype_name(), ", not ", ::ember::dtype_name<T>);
+    }
+    fail("ember: tensor '", name, "' holds ", dtype_name(), ", not ", ::ember::dtype_name<T>);
+  }
+
+  const Variant& variant() const { return v_; }
+
+ private:
+  Variant v_;
+};
+
+/// Named tensors, in the order of a file's data buffer when loaded.
+using NamedTensors = std::vector<std::pair<std::string, AnyTensor>>;
+
+/// The tensor called `name` as a Tensor<T>; throws ember::Error when there is none or it holds
+/// another element type.
+template <Storable T>
+Tensor<T> get_tensor(const NamedTensors& tensors, std::string_view name) {
+  for (const auto& [n, t] : tensors) {
+    if (n == name) return t.template as<T>(name);
+  }
+  fail("ember: no tensor named '", name, "'");
+}
+
+namespace detail {
+
+inline constexpr std::uint64_t kMaxHeaderBytes = 100'000'000;  // as the reference implementation
+
+// The safetensors dtype code of each ember dtype, its size, and its place in the reference
+// implementation's dtype order (writers put larger ranks first so every tensor's data is
+// aligned to its element size).
+inline constexpr std::string_view st_code(DType d) {
+  switch (d) {
+    case DType::f64:
+      return "F64";
+    case DType::f32:
+      return "F32";
+    case DType::f16:
+      return "F16";
+    case DType::bf16:
+      return "BF16";
+    case DType::i64:
+      return "I64";
+    case DType::i32:
+      return "I32";
+    case DType::u8:
+      return "U8";
+    case DType::boolean:
+      return "BOOL";
+  }
+  return "?";
+}
+inline constexpr std::uint64_t st_itemsize(DType d) {
+  switch (d) {
+    case DType::f64:
+    case DType::i64:
+      return 8;
+    case DType::f32:
+    case DType::i32:
+      return 4;
+    case DType::f16:
+    case DType::bf16:
+      return 2;
+    case DType::u8:
+    case DType::boolean:
+      return 1;
+  }
+  return 0;
+}
+inline constexpr int st_order(DType d) {  // the reference's Dtype enum order
+  switch (d) {
+    case DType::boolean:
+      return 0;
+    case DType::u8:
+      return 1;
+    case DType::f16:
+      return 7;
+    case DType::bf16:
+      return 8;
+    case DType::i32:
+      return 9;
+    case DType::f32:
+      return 11;
+    case DType::f64:
+      return 12;
+    case DType::i64:
+      return 13;
+  }
+  return -1;
+}
+inline std::optional<DType> st_parse(std::string_view code) {
+  for (DType d : {DType::f64, DType::f32, DType::f16, DType::bf16, DType::i64, DType::i32,
+                  DType::u8, DType::boolean}) {
+    if (st_code(d) == code) return d;
+  }
+  return std::nullopt;
+}
+
+template <class F>
+decltype(auto) with_dtype(DType d, F&& f) {
+  switch (d) {
+    case DType::f64:
+      return f(double{});
+    case DType::f32:
+      return f(float{});
+    case DType::f16:
+      return f(half{});
+    case DType::bf16:
+      return f(bf16{});
+    case DType::i64:
+      return f(std::int64_t{});
+    case DType::i32:
+      return f(std::int32_t{});
+    case DType::u8:
+      return f(std::uint8_t{});
+    case DType::boolean:
+      return f(bool{});
+  }
+  fail("ember: unknown dtype");
+}
+
+inline std::string errno_text(int err) { return std::system_category().message(err); }
+
+inline void byteswap_elements(unsigned char* p, std::size_t bytes, std::size_t itemsize) {
+  if (itemsize < 2) return;
+  for (std::size_t i = 0; i + itemsize <= bytes; i += itemsize)
+    std::reverse(p + i, p + i + itemsize);
+}
+
+// A JSON string literal for `s` (escaped as serde_json does); throws on invalid UTF-8.
+inline std::string json_quote(const std::string& s, std::string_view what) {
+  try {
+    return nlohmann::json(s).dump();
+  } catch (const nlohmann::json::exception&) {
+    fail("ember: save_safetensors: ", what, " is not valid UTF-8");
+  }
+}
+
+// ---- reading ------------------------------------------------------------------------------------
+
+class ReadFile {
+ public:
+  explicit ReadFile(const std::filesystem::path& path) : path_(path) {
+    do {
+      fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    } while (fd_ < 0 && errno == EINTR);
+    if (fd_ < 0)
+      fail("ember: cannot open safetensors file '", path.string(), "': ", errno_text(errno));
+    struct stat st {};
+    if (::fstat(fd_, &st) != 0) {
+      const int err = errno;
+      ::close(fd_);
+      fail("ember: cannot stat safetensors file '", path.string(), "': ", errno_text(err));
+    }
+    if (!S_ISREG(st.st_mode)) {
+      ::close(fd_);
+      fail("ember: safetensors file '", path.string(), "' is not a regular file");
+    }
+    size_ = static_cast<std::uint64_t>(st.st_size);
+  }
+  ~ReadFile() { ::close(fd_); }
+  ReadFile(const ReadFile&) = delete;
+  ReadFile& operator=(const ReadFile&) = delete;
+
+  std::uint64_t size() const { return size_; }
+
+  void read(std::uint64_t offset, void* dst, std::uint64_t bytes) const {
+    auto* p = static_cast<unsigned char*>(dst);
+    while (bytes > 0) {
+      const std::size_t chunk = static_cast<std::size_t>(std::min<std::uint64_t>(bytes, 1u << 30));
+      const ssize_t got = ::pread(fd_, p, chunk, static_cast<off_t>(offset));
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) {
+        fail("ember: cannot read safetensors file '", path_.string(), "': ", errno_text(errno));
+      }
+      if (got == 0)
+        fail("ember: safetensors file '", path_.string(), "' ended early while reading");
+      p += got;
+      offset += static_cast<std::uint64_t>(got);
+      bytes -= static_cast<std::uint64_t>(got);
+    }
+  }
+
+ private:
+  std::filesystem::path path_;
+  int fd_ = -1;
+  std::uint64_t size_ = 0;
+};
+
+struct StEntry {
+  std::string name;
+  DType dtype{};
+  Shape shape;
+  std::uint64_t begin = 0;
+  std::uint64_t end = 0;
+};
+
+struct StHeader {
+  std::vector<StEntry> entries;  // in data-offset order
+  std::map<std::string, std::string> metadata;
+  std::uint64_t data_start = 0;  // 8 + N
+};
+
+// Reads and checks the header of the file at `path`; `op` names the caller in errors.
+inline StHeader read_header(const ReadFile& file, const std::filesystem::path& path,
+                            std::string_view op) {
+  const std::string where = ::ember::detail::concat("ember: ", op, ": '", path.string(), "'");
+  const std::uint64_t size = file.size();
+  EMBER_CHECK(size >= 8, where, " is ", size,
+              " bytes long, too short for the 8-byte header length");
+  unsigned char len_bytes[8];
+  file.read(0, len_bytes, 8);
+  std::uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | len_bytes[i];
+  EMBER_CHECK(n <= kMaxHeaderBytes, where, ": the header length ", n,
+              " is larger than the limit of ", kMaxHeaderBytes, " bytes");
+  EMBER_CHECK(n <= size - 8, where, ": the header length ", n, " runs past the end of the file (",
+              size, " bytes)");
+  std::string text(static_cast<std::size_t>(n), '\0');
+  file.read(8, text.data(), n);
+  EMBER_CHECK(!text.empty() && text[0] == '{', where, ": the header does not start with '{'");
+  // nlohmann/json stops at a NUL byte; JSON text never holds one.
+  EMBER_CHECK(text.find('\0') == std::string::npos, where,
+              ": the header is not valid JSON: it holds a NUL byte");
+
+  // Duplicate keys are ambiguous (JSON parsers keep either one): refuse them.
+  std::vector<std::set<std::string>> keys;
+  std::optional<std::string> duplicate;
+  const nlohmann::json::parser_callback_t on_event =
+      [&](int /*depth*/, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+        using E = nlohmann::json::parse_event_t;
+        if (event == E::object_start) {
+          keys.emplace_back();
+        } else if (event == E::object_end) {
+          if (!keys.empty()) keys.pop_back();
+        } else if (event == E::key && !keys.empty() && parsed.is_string()) {
+          if (!keys.back().insert(parsed.get<std::string>()).second && !duplicate) {
+            duplicate = parsed.get<std::string>();
+          }
+        }
+        return true;
+      };
+  nlohmann::json header;
+  try {
+    header = nlohmann::json::parse(text, on_event);
+  } catch (const nlohmann::json::exception& e) {
+    fail(where, ": the header is not valid JSON: ", e.what());
+  }
+  EMBER_CHECK(!duplicate, where, ": the header repeats the key '", duplicate.value_or(""), "'");
+  EMBER_CHECK(header.is_object(), where, ": the header is not a JSON object");
+
+  StHeader out;
+  out.data_start = 8 + n;
+  const std::uint64_t data_size = size - out.data_start;
+  for (const auto& [key, value] : header.items()) {
+    if (key == "__metadata__") {
+      EMBER_CHECK(value.is_object(), where, ": __metadata__ is not a JSON object");
+      for (const auto& [mk, mv] : value.items()) {
+        EMBER_CHECK(mv.is_string(), where, ": __metadata__ value of '", mk, "' is not a string");
+        out.metadata.emplace(mk, mv.get<std::string>());
+      }
+      continue;
+    }
+    const std::string tw = ::ember::detail::concat(where, ": tensor '", key, "'");
+    EMBER_CHECK(value.is_object(), tw, ": its entry is not a JSON object");
+    EMBER_CHECK(value.contains("dtype") && value.at("dtype").is_string(), tw,
+                ": missing or non-string \"dtype\"");
+    EMBER_CHECK(value.contains("shape") && value.at("shape").is_array(), tw,
+                ": missing or non-array \"shape\"");
+    EMBER_CHECK(value.contains("data_offsets") && value.at("data_offsets").is_array(), tw,
+                ": missing or non-array \"data_offsets\"");
+    StEntry e;
+    e.name = key;
+    const std::string code = value.at("dtype").get<std::string>();
+    const auto dt = st_parse(code);
+    if (!dt) {
+      static constexpr std::string_view known[] = {"I8",      "I16",     "U16",     "U32",
+                                                   "U64",     "F8_E5M2", "F8_E4M3", "F8_E8M0",
+                                                   "F6_E2M3", "F6_E3M2", "F4",      "C64"};
+      const bool is_known = std::find(std::begin(known), std::end(known), code) != std::end(known);
+      fail(tw, ": ", is_known ? "unsupported" : "unknown", " dtype ", code,
+           " (ember reads F64, F32, F16, BF16, I64, I32, U8 and BOOL)");
+    }
+    e.dtype = *dt;
+    const auto& shape = value.at("shape");
+    EMBER_CHECK(shape.size() <= static_cast<std::size_t>(kMaxRank), tw, ": rank ", shape.size(),
+                " exceeds ember's maximum rank ", kMaxRank);
+    std::uint64_t numel = 1;
+    bool overflow = false;
+    for (const auto& d : shape) {
+      // (No dump() of the value in these messages: it recurses, and the JSON may nest deeply.)
+      EMBER_CHECK(d.is_number_unsigned(), tw,
+                  ": shape holds something other than a non-negative integer");
+      const auto extent = d.get<std::uint64_t>();
+      EMBER_CHECK(extent <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()),
+                  tw, ": shape has an extent too large");
+      if (extent != 0 &&
+          numel > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) / extent) {
+        overflow = true;
+      }
+      numel *= extent;
+      e.shape.push_back(static_cast<std::int64_t>(extent));
+    }
+    const std::uint64_t itemsize = st_itemsize(e.dtype);
+    overflow = overflow || (numel > std::numeric_limits<std::uint64_t>::max() / itemsize);
+    EMBER_CHECK(
+        !overflow && numel <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()),
+        tw, ": shape ", shape.dump(), " has too many elements");
+    const auto& offsets = value.at("data_offsets");
+    EMBER_CHECK(
+        offsets.size() == 2 && offsets[0].is_number_unsigned() && offsets[1].is_number_unsigned(),
+        tw, ": data_offsets is not a pair of non-negative integers");
+    e.begin = offsets[0].get<std::uint64_t>();
+    e.end = offsets[1].get<std::uint64_t>();
+    EMBER_CHECK(e.begin <= e.end, tw, ": data_offsets [", e.begin, ", ", e.end,
+                "] end before they begin");
+    EMBER_CHECK(e.end - e.begin == numel * itemsize, tw, ": data_offsets [", e.begin, ", ", e.end,
+                "] hold ", e.end - e.begin, " bytes, but shape ", e.shape.str(), " of ", code,
+                " needs ", numel * itemsize);
+    EMBER_CHECK(e.end <= data_size, tw, ": data_offsets [", e.begin, ", ", e.end,
+                "] run past the end of the data buffer (", data_size, " bytes)");
+    out.entries.push_back(std::move(e));
+  }
+
+  // The tensors must tile the data buffer: no overlap, no gap, nothing after the last one.
+  std::stable_sort(out.entries.begin(), out.entries.end(), [](const StEntry& a, const StEntry& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  });
+  std::uint64_t pos = 0;
+  const StEntry* prev = nullptr;
+  for (const StEntry& e : out.entries) {
+    if (e.begin < pos) {
+      fail(where, ": tensor '", e.name, "': data_offsets [", e.begin, ", ", e.end,
+           "] overlap those of tensor '", prev->name, "' [", prev->begin, ", ", prev->end, "]");
+    }
+    if (e.begin > pos) {
+      fail(where, ": tensor '", e.name, "': data_offsets [", e.begin, ", ", e.end,
+           "] leave a gap of ", e.begin - pos, " bytes before them");
+    }
+    pos = e.end;
+    prev = &e;
+  }
+  EMBER_CHECK(pos == data_size, where, ": ", data_size - pos,
+              " bytes of trailing data after the last tensor (the data buffer is ", data_size,
+              " bytes, the tensors cover ", pos, ")");
+  return out;
+}
+
+// ---- writing ------------------------------------------------------------------------------------
+
+// A temporary file next to the target; removed unless committed.
+class TempFile {
+ public:
+  explicit TempFile(const std::filesystem::path& target) {
+    static std::atomic<unsigned> counter{0};
+    for (int attempt = 0;; ++attempt) {
+      path_ = target;
+      path_ += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+      do {
+        fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+      } while (fd_ < 0 && errno == EINTR);
+      if (fd_ >= 0) return;
+      if (errno != EEXIST || attempt >= 100) {
+        fail("ember: save_safetensors: cannot create '", path_.string(), "': ", errno_text(errno));
+      }
+    }
+  }
+  ~TempFile() {
+    if (fd_ >= 0) ::close(fd_);
+    if (!committed_) ::unlink(path_.c_str());
+  }
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+
+  const std::filesystem::path& path() const { return path_; }
+
+  void write(const void* src, std::uint64_t bytes) {
+    const auto* p = static_cast<const unsigned char*>(src);
+    while (bytes > 0) {
+      const std::size_t chunk = static_cast<std::size_t>(std::min<std::uint64_t>(bytes, 1u << 30));
+      const ssize_t put = ::write(fd_, p, chunk);
+      if (put < 0 && errno == EINTR) continue;
+      if (put < 0) fail_io("cannot write");
+      p += put;
+      bytes -= static_cast<std::uint64_t>(put);
+    }
+  }
+
+  // fsync, close, rename over `target`: the target now holds the new contents.
+  void commit(const std::filesystem::path& target) {
+    if (::fsync(fd_) != 0) fail_io("cannot fsync");
+    const int fd = fd_;
+    fd_ = -1;
+    if (::close(fd) != 0) fail_io("cannot close");
+    if (::rename(path_.c_str(), target.c_str()) != 0) {
+      const int err = errno;
+      fail("ember: save_safetensors: cannot rename '", path_.string(), "' to '", target.string(),
+           "': ", errno_text(err));
+    }
+    committed_ = true;
+  }
+
+ private:
+  [[noreturn]] void fail_io(const char* what) {
+    const int err = errno;
+    fail("ember: save_safetensors: ", what, " '", path_.string(), "': ", errno_text(err));
+  }
+
+  std::filesystem::path path_;
+  int fd_ = -1;
+  bool committed_ = false;
+};
+
+// Test hook (tests/io/test_safetensors.cpp): EMBER_TEST_SAVE_DELAY_MS=<ms> makes the writer
+// sleep after writing the header and before the tensor data, so a test can kill it mid-write.
+inline void test_save_delay() {
+  if (const char* ms = std::getenv("EMBER_TEST_SAVE_DELAY_MS")) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::strtol(ms, nullptr, 10)));
+  }
+}
+
+// Writes the dense host copy of `t` (row-major, little-endian).
+template <Storable T>
+void write_tensor_data(TempFile& out, const Tensor<T>& t) {
+  if (t.numel() == 0) return;
+  const Tensor<T> host = t.to(Device::cpu()).contiguous();
+  const auto bytes = static_cast<std::uint64_t>(host.numel()) * sizeof(T);
+  if constexpr (std::endian::native == std::endian::big && sizeof(T) > 1) {
+    std::vector<unsigned char> buf(reinterpret_cast<const unsigned char*>(host.data()),
+                                   reinterpret_cast<const unsigned char*>(host.data()) + bytes);
+    byteswap_elements(buf.data(), buf.size(), sizeof(T));
+    out.write(buf.data(), bytes);
+  } else {
+    out.write(host.data(), bytes);
+  }
+}
+
+}  // namespace detail
+
+/// Writes `tensors` (any device, any layout; stored dense and row-major) and `metadata` to
+/// `path` in the safetensors format, atomically: the bytes go to `<path>.tmp.<pid>.<n>` in the
+/// same directory, which is fsynced, renamed over `path`, and the directory fsynced. On failure
+/// the temporary file is removed, `path` is left as it was, and ember::Error says why. Names
+/// must be non-empty, unique, valid UTF-8 and not "__metadata__".
+inline void save_safetensors(const NamedTensors& tensors, const std::filesystem::path& path,
+                             const std::map<std::string, std::string>& metadata = {}) {
+  struct Entry {
+    const std::string* name;
+    const AnyTensor* tensor;
+    DType dtype;
+    std::uint64_t bytes;
+  };
+  std::vector<Entry> entries;
+  entries.reserve(tensors.size());
+  std::set<std::string_view> names;
+  for (const auto& [name, t] : tensors) {
+    EMBER_CHECK(!name.empty(), "ember: save_safetensors: a tensor has an empty name");
+    EMBER_CHECK(name != "__metadata__",
+                "ember: save_safetensors: \"__metadata__\" is reserved and cannot name a tensor");
+    EMBER_CHECK(names.insert(name).second, "ember: save_safetensors: two tensors are named '", name,
+                "'");
+    EMBER_CHECK(t.defined(), "ember: save_safetensors: tensor '", name, "' is undefined");
+    const DType d = t.dtype();
+    entries.push_back(
+        {&name, &t, d, static_cast<std::uint64_t>(t.numel()) * detail::st_itemsize(d)});
+  }
+  // As the reference implementation: larger element types first (so every tensor's data is
+  // aligned to its element size), then by name.
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    const int oa = detail::st_order(a.dtype), ob = detail::st_order(b.dtype);
+    return oa != ob ? oa > ob : *a.name < *b.name;
+  });
+
+  std::string header = "{";
+  if (!metadata.empty()) {
+    header += "\"__metadata__\":{";
+    bool first = true;
+    for (const auto& [k, v] : metadata) {
+      if (!first) header += ',';
+      first = false;
+      header += detail::json_quote(k, "a metadata key") + ":" +
+                detail::json_quote(v, ::ember::detail::concat("the metadata value of '", k, "'"));
+    }
+    header += "}";
+  }
+  std::uint64_t offset = 0;
+  for (const Entry& e : entries) {
+    if (header.size() > 1) header += ',';
+    header += detail::json_quote(*e.name, ::ember::detail::concat("tensor name '", *e.name, "'"));
+    header += ":{\"dtype\":\"";
+    header += detail::st_code(e.dtype);
+    header += "\",\"shape\":[";
+    const Shape shape = e.tensor->shape();
+    for (int i = 0; i < shape.rank(); ++i) {
+      if (i) header += ',';
+      header += std::to_string(shape[i]);
+    }
+    header += "],\"data_offsets\":[" + std::to_string(offset) + "," +
+              std::to_string(offset + e.bytes) + "]}";
+    offset += e.bytes;
+  }
+  header += "}";
+  header.append((8 - header.size() % 8) % 8, ' ');
+  EMBER_CHECK(header.size() <= detail::kMaxHeaderBytes, "ember: save_safetensors: the header (",
+              header.size(), " bytes) exceeds the ", detail::kMaxHeaderBytes,
+              "-byte limit readers apply");
+
+  unsigned char len_bytes[8];
+  for (int i = 0; i < 8; ++i) len_bytes[i] = static_cast<unsigned char>(header.size() >> (8 * i));
+
+  detail::TempFile tmp(path);
+  tmp.write(len_bytes, 8);
+  tmp.write(header.data(), header.size());
+  detail::test_save_delay();
+  for (const Entry& e : entries) {
+    e.tensor->visit([&](const auto& t) { detail::write_tensor_data(tmp, t); });
+  }
+  tmp.commit(path);
+
+  // Make the rename itself durable.
+  const std::filesystem::path dir =
+      path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+  int dfd;
+  do {
+    dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  } while (dfd < 0 && errno == EINTR);
+  if (dfd < 0) {
+    fail("ember: save_safetensors: '", path.string(), "' was written, but its directory '",
+         dir.string(), "' cannot be opened to fsync it: ", detail::errno_text(errno));
+  }
+  const int rc = ::fsync(dfd);
+  const int err = errno;
+  ::close(dfd);
+  if (rc != 0 && err != EINVAL && err != ENOTSUP) {  // some file systems cannot fsync directories
+    fail("ember: save_safetensors: '", path.string(), "' was written, but fsync of its directory '",
+         dir.string(), "' failed: ", detail::errno_text(err));
+  }
+}
+
+/// Reads every tensor of the safetensors file at `path` onto `device`, in the order of the file's
+/// data buffer. Throws ember::Error, naming the file (and the tensor), on a file that is missing,
+/// truncated, malformed, or holds a dtype ember does not store.
+inline NamedTensors load_safetensors(const std::filesystem::path& path,
+                                     Device device = Device::cpu()) {
+  const detail::ReadFile file(path);
+  const detail::StHeader header = detail::read_header(file, path, "load_safetensors");
+  NamedTensors out;
+  out.reserve(header.entries.size());
+  for (const detail::StEntry& e : header.entries) {
+    detail::with_dtype(e.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      static_assert(sizeof(T) == detail::st_itemsize(dtype_of<T>));
+      Tensor<T> t = empty<T>(e.shape, Device::cpu());
+      if (e.end > e.begin) {
+        auto* bytes = reinterpret_cast<unsigned char*>(t.data());
+        file.read(header.data_start + e.begin, bytes, e.end - e.begin);
+        if constexpr (std::same_as<T, bool>) {
+          for (std::uint64_t i = 0; i < e.end - e.begin; ++i) bytes[i] = bytes[i] != 0;
+        } else if constexpr (std::endian::native == std::endian::big) {
+          detail::byteswap_elements(bytes, e.end - e.begin, sizeof(T));
+        }
+      }
+      out.emplace_back(e.name, AnyTensor(device.is_cpu() ? t : t.to(device)));
+    });
+  }
+  return out;
+}
+
+/// The "__metadata__" map of the safetensors file at `path` (empty when it has none). Checks the
+/// whole header as load_safetensors does, but reads no tensor data.
+inline std::map<std::string, std::string> read_safetensors_metadata(
+    const std::filesystem::path& path) {
+  const detail::ReadFile file(path);
+  return detail::read_header(file, path, "read_safetensors_metadata").metadata;
+}
+
+}  // namespace ember::io
