@@ -43,9 +43,11 @@ template <class T>
 void im2col(const T* x, const Strides& xs, const ConvGeometry& g, std::int64_t n, std::int64_t c0,
             T* col) {
   const std::int64_t cg = g.cg(), P = g.OH * g.OW;
-  const auto [sh, sw] = g.opt.stride;
-  const auto [ph, pw] = g.opt.padding;
-  const auto [dh, dw] = g.opt.dilation;
+  // Plain variables, not structured bindings: those cannot be used in OpenMP regions by every
+  // compiler (clang 14).
+  const std::int64_t sh = g.opt.stride[0], sw = g.opt.stride[1];
+  const std::int64_t ph = g.opt.padding[0], pw = g.opt.padding[1];
+  const std::int64_t dh = g.opt.dilation[0], dw = g.opt.dilation[1];
 #pragma omp parallel for schedule(static) if (cg * g.KH * g.KW * P >= (1 << 15))
   for (std::int64_t r = 0; r < cg * g.KH * g.KW; ++r) {
     const std::int64_t c = r / (g.KH * g.KW), kh = r / g.KW % g.KH, kw = r % g.KW;
@@ -67,9 +69,11 @@ void im2col(const T* x, const Strides& xs, const ConvGeometry& g, std::int64_t n
 template <class T>
 void col2im(const T* col, const ConvGeometry& g, std::int64_t n, std::int64_t c0, T* dx) {
   const std::int64_t cg = g.cg(), P = g.OH * g.OW;
-  const auto [sh, sw] = g.opt.stride;
-  const auto [ph, pw] = g.opt.padding;
-  const auto [dh, dw] = g.opt.dilation;
+  // Plain variables, not structured bindings: those cannot be used in OpenMP regions by every
+  // compiler (clang 14).
+  const std::int64_t sh = g.opt.stride[0], sw = g.opt.stride[1];
+  const std::int64_t ph = g.opt.padding[0], pw = g.opt.padding[1];
+  const std::int64_t dh = g.opt.dilation[0], dw = g.opt.dilation[1];
 #pragma omp parallel for schedule(static) if (cg * g.KH * g.KW * P >= (1 << 15))
   for (std::int64_t c = 0; c < cg; ++c) {
     T* xc = dx + ((n * g.C) + c0 + c) * g.H * g.W;
