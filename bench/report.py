@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Reads Google Benchmark JSON from bench_elementwise_cpu and bench_autograd_cpu and prints the
-ratios the issues ask for.
+"""Reads Google Benchmark JSON from bench_elementwise_cpu, bench_autograd_cpu and bench_ops_cpu
+and prints the ratios the issues ask for.
 
-Benchmark names are "<group>/<variant>/<elements>[/...]". For every chain group
+Benchmark names are "<group>/<variant>/<elements>[/...]" (bench_ops_cpu: "<group>/<variant>/<case>",
+the case a shape such as 1024x3072x768). For every chain group
 (chain_<act>_<dtype>) and size it prints:
   fused/copy   ember_fused bandwidth over the STREAM-style copy (copy_<dtype>/omp_copy), and
                over the best copy measured (ember_copy, memcpy, omp_copy)   target >= 80 %
@@ -13,6 +14,11 @@ groups (autograd_bwd_<dtype>: the backward alone; autograd_fwdbwd_<dtype>: forwa
 it prints ember_fused's time and bandwidth, % of copy, ember_opbyop's time over ember_fused's
 (above 1: the fused backward is faster), loop_omp's time over ember_fused's (the share of the
 hand-written floor reached) and the parallel passes one backward ran (counter bwd_launches).
+For the operator groups (op_<op>_<dtype>, from bench_ops_cpu) it prints, per case, each ember
+variant against the group's peer (the one variant whose name does not start with "ember":
+OpenBLAS called directly, im2col + OpenBLAS, an OpenMP loop): GFLOP/s (counter flops_per_iter)
+for products and convolutions, GB/s for softmax and layer norm, and the ratio peer time / ember
+time (1.00: ember adds nothing; below 1: ember is slower).
 
 Bandwidth is bytes_per_iter (the fewest bytes that must cross memory) over the real time.
 With repetitions, the median over repetitions is used (--stat min for the best run).
@@ -52,13 +58,15 @@ def load(paths, stat, max_others, time_field=None):
             try:
                 key = (parts[0], parts[1], int(parts[2]))
             except ValueError:
-                continue
+                if not parts[0].startswith("op_") and not parts[0].startswith("copy_"):
+                    continue
+                key = (parts[0], parts[1], parts[2])  # bench_ops_cpu: a named case (a shape)
             if b.get("error_occurred"):
                 errors[key] = b.get("error_message", "error")
                 continue
             seconds = b[field] * TIME_SCALE[b.get("time_unit", "ns")]
             entry = {"t": seconds, "bytes": b.get("bytes_per_iter", 0.0), "others": b.get("others_cpu", 0.0),
-                     "launches": b.get("bwd_launches")}
+                     "launches": b.get("bwd_launches"), "flops": b.get("flops_per_iter", 0.0)}
             if b.get("run_type") == "aggregate":
                 aggregates[key][b.get("aggregate_name")] = entry
             else:
@@ -74,16 +82,22 @@ def load(paths, stat, max_others, time_field=None):
             spread = (max(times) - min(times)) / t if len(times) > 1 and t > 0 else 0.0
             out[key] = {"t": t, "bytes": used[0]["bytes"], "spread": spread, "used": len(used),
                         "total": len(runs[key]), "noisy": not clean,
-                        "others": max(r["others"] for r in used), "launches": used[0]["launches"]}
+                        "others": max(r["others"] for r in used), "launches": used[0]["launches"],
+                        "flops": used[0]["flops"]}
         elif stat in aggregates[key]:
             a = aggregates[key][stat]
             out[key] = {"t": a["t"], "bytes": a["bytes"], "spread": float("nan"), "used": 0, "total": 0,
-                        "noisy": False, "others": a.get("others", 0.0), "launches": a.get("launches")}
+                        "noisy": False, "others": a.get("others", 0.0), "launches": a.get("launches"),
+                        "flops": a.get("flops", 0.0)}
     return out, errors, context
 
 
 def gbps(r):
     return r["bytes"] / r["t"] / 1e9 if r and r["t"] > 0 else float("nan")
+
+
+def gflops(r):
+    return r["flops"] / r["t"] / 1e9 if r and r.get("flops") and r["t"] > 0 else float("nan")
 
 
 def fmt_time(t):
@@ -95,6 +109,8 @@ def fmt_time(t):
 
 
 def size_label(n):
+    if isinstance(n, str):  # a named case (bench_ops_cpu)
+        return n
     for shift in range(40, 9, -1):
         if n == 1 << shift:
             return f"2^{shift}"
@@ -166,7 +182,8 @@ def main():
     measure = args.time or ("cpu" if ctx.get("time_measure") == "process_cpu" else "real")
     print(f"# CPU benchmarks ({args.stat} of repetitions, {'process CPU' if measure == 'cpu' else 'wall-clock'} time)")
     keys = ["host_name", "num_cpus", "mhz_per_cpu", "omp_threads", "time_measure", "isa", "arch_flags", "compiler",
-            "eigen_version", "commit", "load_average", "busy_percent_before", "date"]
+            "eigen_version", "blas", "openblas", "openblas_core", "openblas_threads", "omp_wait_policy", "commit",
+            "load_average", "busy_percent_before", "date"]
     if not args.summary_only:
         print("  " + ", ".join(f"{k}={ctx[k]}" for k in keys if k in ctx))
         caches = ctx.get("caches", [])
@@ -175,23 +192,29 @@ def main():
     print()
 
     groups = sorted({k[0] for k in res} | {k[0] for k in errors})
-    sizes = sorted({k[2] for k in res} | {k[2] for k in errors})
+    # Element counts (ints) first, in order, then the named cases of bench_ops_cpu (strings).
+    sizes = sorted({k[2] for k in res} | {k[2] for k in errors}, key=lambda n: (isinstance(n, str), n))
+    any_flops = any(r.get("flops") for r in res.values())
 
     if not args.summary_only:
         # ---- every measurement ----
-        t = Table(["benchmark", "elements", "time", "GB/s", "spread", "reps used", "others' CPU"], args.markdown)
+        t = Table(["benchmark", "elements", "time", "GB/s"] + (["GFLOP/s"] if any_flops else []) +
+                  ["spread", "reps used", "others' CPU"], args.markdown)
         for g in groups:
             variants = sorted({k[1] for k in list(res) + list(errors) if k[0] == g})
             for v in variants:
                 for n in sizes:
                     key = (g, v, n)
                     if key in errors:
-                        t.add(f"{g}/{v}", size_label(n), "ERROR", errors[key][:40], "", "", "")
+                        t.add(f"{g}/{v}", size_label(n), "ERROR", errors[key][:40], *([""] * (4 + any_flops)))
                     elif key in res:
                         r = res[key]
                         spread = "" if r["spread"] != r["spread"] else f"{100 * r['spread']:.0f}%"
                         used = f"{r['used']}/{r['total']}" + (" NOISY" if r["noisy"] else "")
-                        t.add(f"{g}/{v}", size_label(n), fmt_time(r["t"]), f"{gbps(r):7.2f}", spread, used,
+                        rate = [f"{gbps(r):7.2f}" if r["bytes"] else "-"]
+                        if any_flops:
+                            rate.append(f"{gflops(r):7.1f}" if r.get("flops") else "-")
+                        t.add(f"{g}/{v}", size_label(n), fmt_time(r["t"]), *rate, spread, used,
                               f"{100 * r['others']:.0f}%")
         print(f"## All measurements (bandwidth = fewest bytes that must move / {measure} time)\n")
         if measure == "real":
@@ -270,7 +293,7 @@ def main():
         t.print()
 
     # ---- reductions ----
-    red_groups = [g for g in groups if not g.startswith(("chain_", "copy_", "autograd_"))]
+    red_groups = [g for g in groups if not g.startswith(("chain_", "copy_", "autograd_", "op_"))]
     if red_groups:
         t = Table(["reduction", "variant", "elements", "GB/s", "% omp_copy", "vs Eigen"], args.markdown)
         for g in red_groups:
@@ -285,6 +308,42 @@ def main():
                     e = speedup(get(g, "eigen", n), r)
                     t.add(g, v, size_label(n), f"{gbps(r):7.2f}", pct(pc), fx(e, TARGET_EIGEN))
         print("## Reductions over the last axis (rows x 1024, float)\n")
+        t.print()
+
+    # ---- operators: ember against the library call or loop it should match ----
+    op_groups = [g for g in groups if g.startswith("op_")]
+    if op_groups:
+        t = Table(["operator", "case", "ember", "time", "rate", "peer", "peer rate", "ember/peer",
+                   "% omp_copy"], args.markdown)
+        for g in op_groups:
+            variants = sorted({k[1] for k in list(res) + list(errors) if k[0] == g})
+            peers = [v for v in variants if not v.startswith("ember")]
+            peer_name = peers[0] if len(peers) == 1 else None
+            for n in [n for n in sizes if isinstance(n, str)]:
+                for v in [v for v in variants if v.startswith("ember")]:
+                    key = (g, v, n)
+                    if key in errors:
+                        t.add(g, n, v, "ERROR", errors[key][:40], "", "", "", "")
+                        continue
+                    r = get(g, v, n)
+                    if not r:
+                        continue
+                    peer = get(g, peer_name, n) if peer_name else None
+
+                    def rate(x):
+                        if not x:
+                            return "-"
+                        return f"{gflops(x):7.1f} GFLOP/s" if x.get("flops") else f"{gbps(x):7.2f} GB/s"
+
+                    copy = get("copy_f32", "omp_copy", n) if not r.get("flops") else None
+                    pc = gbps(r) / gbps(copy) if copy else float("nan")
+                    t.add(g, n, v, fmt_time(r["t"]), rate(r), peer_name or "-", rate(peer),
+                          fx(speedup(peer, r)), pct(pc))
+        print("## Operators: ember against the library call or loop it should match\n")
+        print("  GEMM and linear: M x N x K; rate: GFLOP/s (2 M N K; conv2d 2 N O OH OW C KH KW) or GB/s")
+        print("  (x read and y written once). ember/peer = peer's time / ember's time = ember's rate over")
+        print("  the peer's: 1.00 is no overhead, below 1 ember is slower. % omp_copy: against the")
+        print("  OpenMP copy of the same size (copy_f32/omp_copy)\n")
         t.print()
 
     if errors:

@@ -5,14 +5,19 @@
 #                            Eigen, vs op by op; reductions vs Eigen
 #   bench_autograd_cpu    -> cpu-autograd-<date>-<shortcommit>.json: fused backward of an 8-op
 #                            chain vs the same chain op by op, vs a hand-written loop, vs copy
+#   bench_ops_cpu         -> cpu-ops-<date>-<shortcommit>.json: matmul, linear + GELU and conv2d
+#                            vs OpenBLAS called directly (GFLOP/s), softmax and layer_norm vs
+#                            OpenMP loops (GB/s); run with OMP_WAIT_POLICY=passive (default
+#                            here) so idle OpenMP threads do not spin against OpenBLAS's
 #
 #   bench/run_cpu.sh                  # everything, 5 repetitions
 #   REPS=7 MIN_TIME=0.5 bench/run_cpu.sh
 #   FILTER='chain_relu|copy' BENCHES=elementwise bench/run_cpu.sh
 #   BENCHES=autograd FILTER='f32' bench/run_cpu.sh
+#   BENCHES=ops REPS=3 MIN_TIME=0.2 FILTER='op_gemm' bench/run_cpu.sh
 #
 # Environment:
-#   BENCHES       which executables, of elementwise and autograd (default: both)
+#   BENCHES       which executables, of elementwise, autograd and ops (default: all three)
 #   BUILD_DIR     build directory (default build-bench)
 #   BUILD_JOBS    parallel compile jobs (default: all cores)
 #   EMBER_COMMIT  the commit to name the results after (default: git's HEAD, -dirty when the
@@ -26,7 +31,9 @@
 #   QUIET_WAIT    seconds to wait for other processes to leave the CPUs before starting
 #                 (default 300; 0: do not). The benchmark also waits before each measurement:
 #                 EMBER_BENCH_QUIET_WAIT (20 s each) and EMBER_BENCH_QUIET_TOTAL (900 s in all)
-#   OMP_NUM_THREADS  threads for OpenMP and for Eigen's pool (default: all cores)
+#   OMP_NUM_THREADS  threads for OpenMP and for Eigen's pool (default: all cores); OpenBLAS
+#                 (Debian's pthread build) takes it too unless OPENBLAS_NUM_THREADS is set
+#   OMP_WAIT_POLICY  for bench_ops_cpu only (default passive); the others keep OpenMP's default
 #   MODE          wall (default): wall-clock time on all cores. cpu: one thread, timed by the
 #                 process's CPU time, for a machine shared with other work (numbers per core,
 #                 not inflated by other processes; no waiting for quiet)
@@ -41,12 +48,12 @@ filter=${FILTER:-.}
 quiet_wait=${QUIET_WAIT:-300}
 jobs=$(nproc)
 build_jobs=${BUILD_JOBS:-$jobs}
-read -r -a benches <<<"${BENCHES:-elementwise autograd}"
+read -r -a benches <<<"${BENCHES:-elementwise autograd ops}"
 targets=()
 for b in "${benches[@]}"; do
   case "$b" in
-    elementwise | autograd) targets+=("bench_${b}_cpu") ;;
-    *) echo "run_cpu.sh: BENCHES takes elementwise and autograd, not '$b'" >&2; exit 2 ;;
+    elementwise | autograd | ops) targets+=("bench_${b}_cpu") ;;
+    *) echo "run_cpu.sh: BENCHES takes elementwise, autograd and ops, not '$b'" >&2; exit 2 ;;
   esac
 done
 ((${#targets[@]})) || { echo "run_cpu.sh: BENCHES is empty" >&2; exit 2; }
@@ -128,10 +135,14 @@ for i in "${!targets[@]}"; do
     bench_elementwise_cpu) json="$root/bench/results/cpu-$stamp-$commit$suffix.json" ;;
     *) json="$root/bench/results/cpu-${benches[$i]}-$stamp-$commit$suffix.json" ;;
   esac
-  say "running $bin (threads $OMP_NUM_THREADS, $reps repetitions, min time ${min_time}s) -> $json"
+  # The operator benchmarks alternate OpenMP passes with OpenBLAS's own threads: OpenMP's idle
+  # threads sleep there instead of spinning (bench_ops_cpu records the policy in its context).
+  run_env=()
+  [[ "${targets[$i]}" == bench_ops_cpu ]] && run_env=("OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}")
+  say "running $bin (threads $OMP_NUM_THREADS, $reps repetitions, min time ${min_time}s${run_env[*]:+, ${run_env[*]}}) -> $json"
   context="busy_percent_before=$busy,commit=$(ctx_value "$commit"),arch_flags=$(ctx_value "${arch_flags:-none}")"
   context+=",load_average=$(ctx_value "$(cut -d' ' -f1-3 /proc/loadavg)")"
-  "$bin" --benchmark_filter="$filter" --benchmark_repetitions="$reps" \
+  env "${run_env[@]}" "$bin" --benchmark_filter="$filter" --benchmark_repetitions="$reps" \
     --benchmark_min_time="$min_time" --benchmark_out="$json" --benchmark_out_format=json \
     --benchmark_context="$context" --benchmark_enable_random_interleaving=true \
     --benchmark_report_aggregates_only=false --benchmark_display_aggregates_only=true

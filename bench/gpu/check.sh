@@ -6,23 +6,31 @@
 #
 # It
 #   1. prints the machine (nvidia-smi, nvcc, torch, cmake);
-#   2. builds the GPU benchmarks (bench_elementwise_gpu, bench_autograd_gpu) with nvcc directly
-#      (no Google Benchmark needed), in the background, both at once;
+#   2. builds the GPU benchmarks (bench_elementwise_gpu, bench_autograd_gpu, bench_ops_gpu) with
+#      nvcc directly (no Google Benchmark needed), in the background, all at once (bench_ops_gpu
+#      links cuBLASLt, and cuDNN when cudnn.h is found: without it its conv2d records are left
+#      out);
 #   3. configures CMake with CUDA for sm_90 and builds the CUDA-labelled tests, if Catch2 is
 #      found (on the system, or staged by bench/gpu/stage_deps.sh into .device-deps/ and carried);
 #   4. runs bench/gpu/bench_elementwise_gpu (ember) and bench/gpu/torch_peer.py (PyTorch eager and
 #      torch.compile) on the same expressions and sizes; then the autodiff pair,
 #      bench/gpu/bench_autograd_gpu and torch_peer.py --suite autograd (PyTorch autograd, eager and
 #      torch.compile, on the same 8-op chain; eager only when less than 100 s of budget is left);
+#      then the operators, bench/gpu/bench_ops_gpu (GEMM and linear + bias + GELU, conv2d forward
+#      and backward, softmax, layer norm; bf16) and torch_peer.py --suite ops (eager only when
+#      less than 150 s of budget is left), with what budget remains;
 #   5. runs `ctest -L cuda`;
 #   6. writes the results table, gpu-<date>-<commit>-<gpu>.md and .json, and the full log .log,
 #      under $OUT when set (the device tool brings those back), else under bench/results/.
 #
 # Every stage has its own time limit and a failing stage does not stop the others; the exit
 # status is non-zero when a stage failed. Environment: CHECK_BUDGET_S (default 450 s), NO_TESTS=1,
-# NO_TORCH=1, NO_COMPILE=1 (eager PyTorch only), NO_AUTOGRAD=1 (skip the autodiff benchmarks),
-# QUICK=1 (small sizes), JOBS, EMBER_COMMIT (the commit to name the results after, when the copy
-# on the device has no .git).
+# NO_TORCH=1, NO_COMPILE=1 (eager PyTorch only), NO_ELEMENTWISE=1 (skip the elementwise
+# benchmarks), NO_AUTOGRAD=1 (skip the autodiff benchmarks), NO_OPS=1 (skip the operator
+# benchmarks), QUICK=1 (small sizes), JOBS, EMBER_COMMIT (the commit to name the results after,
+# when the copy on the device has no .git). Everything at once rarely fits the default budget:
+# the operators come last and get what is left; for their numbers alone,
+#   NO_ELEMENTWISE=1 NO_AUTOGRAD=1 NO_TESTS=1 bash bench/gpu/check.sh
 #
 # From a session with a lent H200 (see /work/.library/device/README.md), after
 # `bash bench/gpu/stage_deps.sh` here (Catch2 for the tests):
@@ -83,16 +91,19 @@ main() {
   echo "== python3: $(python3 --version 2>&1), torch $torch_version"
   echo "== cmake: $(cmake --version 2>/dev/null | head -n 1)"
 
-  # ---- 2. the GPU benchmarks, compiled directly with nvcc (background, both at once) ----------
+  # ---- 2. the GPU benchmarks, compiled directly with nvcc (background, all at once) -----------
   nvcc_flags=(-std=c++20 -O3 "-gencode=arch=compute_90,code=sm_90" --expt-relaxed-constexpr
     -Xcompiler=-fopenmp -Iinclude)
   bench_bin="$work/bench_elementwise_gpu"
-  (
-    "$nvcc_bin" "${nvcc_flags[@]}" bench/gpu/bench_elementwise_gpu.cu -o "$bench_bin" -lgomp \
-      >"$work/nvcc.log" 2>&1
-    echo $? >"$work/nvcc.rc"
-  ) &
-  nvcc_pid=$!
+  nvcc_pid=""
+  if [[ "${NO_ELEMENTWISE:-0}" != 1 ]]; then
+    (
+      "$nvcc_bin" "${nvcc_flags[@]}" bench/gpu/bench_elementwise_gpu.cu -o "$bench_bin" -lgomp \
+        >"$work/nvcc.log" 2>&1
+      echo $? >"$work/nvcc.rc"
+    ) &
+    nvcc_pid=$!
+  fi
   autograd_bin="$work/bench_autograd_gpu"
   autograd_pid=""
   if [[ "${NO_AUTOGRAD:-0}" != 1 ]]; then
@@ -102,6 +113,33 @@ main() {
       echo $? >"$work/nvcc-autograd.rc"
     ) &
     autograd_pid=$!
+  fi
+  # The operators call cuBLASLt and cuDNN: their libraries next to nvcc (lib64, or lib on some
+  # installs), found at run time through an rpath; CUB/Thrust under include/cccl since CUDA 13.
+  ops_bin="$work/bench_ops_gpu"
+  ops_pid=""
+  if [[ "${NO_OPS:-0}" != 1 ]]; then
+    cuda_root=$(cd "$(dirname "$nvcc_bin")/.." && pwd)
+    ops_flags=(-DEMBER_WITH_CUDA=1)
+    [[ -d "$cuda_root/include/cccl" ]] && ops_flags+=("-I$cuda_root/include/cccl")
+    ops_libs=()
+    for d in "$cuda_root/lib64" "$cuda_root/lib"; do
+      [[ -d "$d" ]] && ops_libs+=("-L$d" "-Xlinker=-rpath=$d")
+    done
+    ops_libs+=(-lcublasLt)
+    if [[ -f "$cuda_root/include/cudnn.h" || -f /usr/include/cudnn.h ||
+      -f /usr/include/x86_64-linux-gnu/cudnn.h ]]; then
+      ops_flags+=(-DEMBER_WITH_CUDNN=1)
+      ops_libs+=(-lcudnn)
+    else
+      note "operators: cudnn.h not found; bench_ops_gpu built without conv2d"
+    fi
+    (
+      "$nvcc_bin" "${nvcc_flags[@]}" "${ops_flags[@]}" bench/gpu/bench_ops_gpu.cu -o "$ops_bin" \
+        "${ops_libs[@]}" -lgomp >"$work/nvcc-ops.log" 2>&1
+      echo $? >"$work/nvcc-ops.rc"
+    ) &
+    ops_pid=$!
   fi
 
   # ---- 3. CMake with CUDA; the CUDA tests build in the background too -------------------------
@@ -144,9 +182,11 @@ main() {
 
   # Both builds share the cores; the benchmarks start once the benchmark binary exists and, when
   # it ends in time, the test build (so that timings run on a quiet machine).
-  limited 240 bash -c "while kill -0 $nvcc_pid 2>/dev/null; do sleep 1; done"
-  wait "$nvcc_pid" 2>/dev/null
-  echo "== benchmark binary built after $((SECONDS - t_start)) s"
+  if [[ -n "$nvcc_pid" ]]; then
+    limited 240 bash -c "while kill -0 $nvcc_pid 2>/dev/null; do sleep 1; done"
+    wait "$nvcc_pid" 2>/dev/null
+    echo "== benchmark binary built after $((SECONDS - t_start)) s"
+  fi
   if [[ -n "$autograd_pid" ]]; then
     limited 120 bash -c "while kill -0 $autograd_pid 2>/dev/null; do sleep 1; done"
     wait "$autograd_pid" 2>/dev/null
@@ -165,7 +205,9 @@ main() {
   ember_json="$work/ember.json"
   quick_flag=()
   [[ "${QUICK:-0}" == 1 ]] && quick_flag=(--quick)
-  if [[ "$(cat "$work/nvcc.rc" 2>/dev/null)" == 0 && -x "$bench_bin" ]]; then
+  if [[ "${NO_ELEMENTWISE:-0}" == 1 ]]; then
+    note "elementwise benchmarks: skipped (NO_ELEMENTWISE=1)"
+  elif [[ "$(cat "$work/nvcc.rc" 2>/dev/null)" == 0 && -x "$bench_bin" ]]; then
     echo "== ember benchmark"
     limited 150 "$bench_bin" --json "$ember_json" "${quick_flag[@]}"
     rc=$?
@@ -177,7 +219,9 @@ main() {
   fi
 
   torch_json="$work/torch.json"
-  if [[ "${NO_TORCH:-0}" != 1 && "$torch_version" != missing ]]; then
+  if [[ "${NO_ELEMENTWISE:-0}" == 1 ]]; then
+    :
+  elif [[ "${NO_TORCH:-0}" != 1 && "$torch_version" != missing ]]; then
     echo "== PyTorch peer"
     torch_flags=("${quick_flag[@]}")
     [[ "${NO_COMPILE:-0}" == 1 ]] && torch_flags+=(--no-compile)
@@ -222,6 +266,39 @@ main() {
     note "autodiff benchmarks: skipped (NO_AUTOGRAD=1)"
   fi
 
+  # ---- 4c. the operators: ember, then PyTorch ---------------------------------------------------
+  ops_json="$work/ember-ops.json"
+  torch_ops_json="$work/torch-ops.json"
+  if [[ -n "$ops_pid" ]]; then
+    limited 120 bash -c "while kill -0 $ops_pid 2>/dev/null; do sleep 1; done"
+    wait "$ops_pid" 2>/dev/null
+    if [[ "$(cat "$work/nvcc-ops.rc" 2>/dev/null)" == 0 && -x "$ops_bin" ]]; then
+      echo "== ember operator benchmark ($((SECONDS - t_start)) s so far)"
+      limited 120 "$ops_bin" --json "$ops_json" "${quick_flag[@]}"
+      rc=$?
+      ((rc == 0)) || { note "ember operator benchmark: exit status $rc"; status=1; }
+    else
+      note "ember operator benchmark: nvcc failed or unfinished (log below)"
+      tail -n 40 "$work/nvcc-ops.log"
+      status=1
+    fi
+    if [[ "${NO_TORCH:-0}" != 1 && "$torch_version" != missing ]]; then
+      echo "== PyTorch operator peer"
+      torch_flags=("${quick_flag[@]}")
+      # torch.compile builds one graph per shape (8 of them): eager only when time is short.
+      if [[ "${NO_COMPILE:-0}" == 1 ]] || (($(left) < 150)); then
+        torch_flags+=(--no-compile)
+        [[ "${NO_COMPILE:-0}" == 1 ]] || note "torch operator peer: eager only ($(left) s of budget left)"
+      fi
+      TORCHINDUCTOR_CACHE_DIR="$work/inductor" TRITON_CACHE_DIR="$work/triton" PYTHONUNBUFFERED=1 \
+        limited 180 python3 bench/gpu/torch_peer.py --suite ops --json "$torch_ops_json" "${torch_flags[@]}"
+      rc=$?
+      ((rc == 0)) || { note "torch operator peer: exit status $rc"; status=1; }
+    fi
+  elif [[ "${NO_OPS:-0}" == 1 ]]; then
+    note "operator benchmarks: skipped (NO_OPS=1)"
+  fi
+
   gpu_after=$(nvidia-smi --query-gpu=$gpu_query --format=csv,noheader 2>/dev/null | head -n 1)
   echo "== nvidia-smi after the benchmarks: ${gpu_after:-unavailable}"
 
@@ -262,9 +339,10 @@ main() {
   ember_args=()
   [[ -s "$ember_json" ]] && ember_args+=(--ember "$ember_json")
   [[ -s "$autograd_json" ]] && ember_args+=(--ember "$autograd_json")
+  [[ -s "$ops_json" ]] && ember_args+=(--ember "$ops_json")
   if ((${#ember_args[@]})); then
     python3 bench/gpu/summarize.py "${ember_args[@]}" --torch "$torch_json" \
-      --torch "$torch_autograd_json" --out "$base" "${meta[@]}" || status=1
+      --torch "$torch_autograd_json" --torch "$torch_ops_json" --out "$base" "${meta[@]}" || status=1
   else
     note "no ember results: nothing to tabulate"
     status=1

@@ -16,7 +16,18 @@ ember's op-by-op backward, and both against PyTorch autograd, eager and torch.co
 sets no target there: the fused backward should approach one read of the inputs and one write of
 the gradients, which is what the two shares measure.
 
-  summarize.py --ember ember.json [--ember ember_autograd.json] --torch torch.json [--torch ...]
+For the operator benchmarks (bench_ops_gpu, benches op_*), three tables:
+  GEMM and linear   TFLOP/s and % of the H200's dense bf16 peak (989 TFLOP/s); for linear with
+                    bias + GELU, the fused call (cuBLASLt epilogue) against ember's bare matmul
+                    (fused/matmul = matmul's time / fused's, target >= 0.95: the epilogue nearly
+                    free) and against matmul + a separate bias+GELU pass; vs torch eager and
+                    torch.compile
+  conv2d            forward and backward (data + filter) TFLOP/s, % of peak, vs torch eager with
+                    cuDNN's heuristic choice and with cudnn.benchmark
+  softmax, layer norm  GB/s, % of 4.8 TB/s, % of the measured copy, vs torch eager and compile
+
+  summarize.py --ember ember.json [--ember ember_autograd.json --ember ember_ops.json]
+               --torch torch.json [--torch ...]
                --out PREFIX [--meta key=value ...]
 writes PREFIX.md and PREFIX.json and prints the markdown.
 """
@@ -29,6 +40,8 @@ TARGET_COPY = {"chain": 0.90, "softmax": 0.85, "layernorm": 0.85}
 TARGET_EAGER = 3.0
 TARGET_COMPILE = 1.0
 HBM_PEAK_GBPS = 4800.0  # H200: 4.8 TB/s of HBM3e, the datasheet figure
+BF16_PEAK_TFLOPS = 989.0  # H200 SXM: dense bf16 tensor-core peak (1979 with sparsity), datasheet
+TARGET_FUSED_VS_MATMUL = 0.95  # linear + bias + GELU in the epilogue against the bare GEMM
 
 
 def load(path):
@@ -56,6 +69,10 @@ def finite(o):
 
 def gbps(r):
     return r["bytes"] / (r["ms"] * 1e-3) / 1e9 if r and r.get("ms", 0) > 0 else float("nan")
+
+
+def tflops(r):
+    return r["flops"] / (r["ms"] * 1e-3) / 1e12 if r and r.get("flops") and r.get("ms", 0) > 0 else float("nan")
 
 
 def ratio(other, mine):
@@ -112,7 +129,7 @@ def main():
 
     rows = []
     for r in ember:
-        if r["bench"].startswith(("copy_", "autograd_")):
+        if r["bench"].startswith(("copy_", "autograd_", "op_")):
             continue
         kind = r["bench"].split("_", 1)[0]
         target_copy = TARGET_COPY.get(kind)
@@ -143,18 +160,21 @@ def main():
     md.append("")
     md.append("Times are medians of CUDA-event-timed runs after warm-up; GB/s counts the fewest bytes "
               "that must move (inputs read once, output written once). `vs X` = X's time / ember's time "
-              f"(above 1: ember is faster). Targets: chain >= {100 * TARGET_COPY['chain']:.0f}% of copy, "
-              f"softmax/layer norm >= {100 * TARGET_COPY['softmax']:.0f}%, >= {TARGET_EAGER:.0f}x torch eager, "
-              f">= {TARGET_COMPILE:.1f}x torch.compile.")
-    md.append("")
-    md.append("| benchmark | shape | ember | ms | GB/s | % copy | vs eager | vs eager builtin | vs compile | check |")
-    md.append("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
-    for x in rows:
-        pc = "–" if x["pct_copy"] != x["pct_copy"] else (
-            f"{100 * x['pct_copy']:.0f}%" + (mark(x["pct_copy"], x["target_pct_copy"]) if x["target_pct_copy"] else ""))
-        md.append(f"| {x['bench']} | {x['shape']} | {x['impl']} | {x['ms']:.3f} | {x['gbps']:.0f} | {pc} | "
-                  f"{fmt_x(x['vs_torch_eager'], TARGET_EAGER)} | {fmt_x(x['vs_torch_eager_builtin'])} | "
-                  f"{fmt_x(x['vs_torch_compile'], TARGET_COMPILE)} | {x['check']} |")
+              "(above 1: ember is faster).")
+    if rows:  # the elementwise suite (absent when check.sh ran with NO_ELEMENTWISE=1)
+        md.append("")
+        md.append(f"Elementwise targets: chain >= {100 * TARGET_COPY['chain']:.0f}% of copy, "
+                  f"softmax/layer norm >= {100 * TARGET_COPY['softmax']:.0f}%, >= {TARGET_EAGER:.0f}x torch eager, "
+                  f">= {TARGET_COMPILE:.1f}x torch.compile.")
+        md.append("")
+        md.append("| benchmark | shape | ember | ms | GB/s | % copy | vs eager | vs eager builtin | vs compile | check |")
+        md.append("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+        for x in rows:
+            pc = "–" if x["pct_copy"] != x["pct_copy"] else (
+                f"{100 * x['pct_copy']:.0f}%" + (mark(x["pct_copy"], x["target_pct_copy"]) if x["target_pct_copy"] else ""))
+            md.append(f"| {x['bench']} | {x['shape']} | {x['impl']} | {x['ms']:.3f} | {x['gbps']:.0f} | {pc} | "
+                      f"{fmt_x(x['vs_torch_eager'], TARGET_EAGER)} | {fmt_x(x['vs_torch_eager_builtin'])} | "
+                      f"{fmt_x(x['vs_torch_compile'], TARGET_COMPILE)} | {x['check']} |")
     # ---- autodiff: the fused backward against op by op, PyTorch eager and torch.compile ----
     autograd = []
     for r in ember:
@@ -195,15 +215,95 @@ def main():
                       f"{pct(x['pct_hbm_peak'])} | {pct(x['pct_copy'])} | {fmt_x(x['vs_ember_opbyop'])} | "
                       f"{fmt_x(x['vs_torch_eager'])} | {fmt_x(x['vs_torch_compile'])} | "
                       f"{rate(x['torch_eager_gbps'])} | {rate(x['torch_compile_gbps'])} | {x['check']} |")
+    # ---- operators: GEMM/linear, conv2d, softmax and layer norm ----
+    ops = []
+
+    def pct(v):
+        return "–" if v != v else f"{100 * v:.0f}%"
+
+    def num(v, digits=0):
+        return "–" if v != v else f"{v:.{digits}f}"
+
+    for r in ember:
+        if not r["bench"].startswith("op_"):
+            continue
+        key = (r["bench"], r["shape"])
+        eager = by.get(key + ("torch_eager",))
+        comp = by.get(key + ("torch_compile",))
+        bench_mode = by.get(key + ("torch_eager_cudnn_benchmark",))
+        row = {"bench": r["bench"], "shape": r["shape"], "impl": r["impl"], "ms": r["ms"],
+               "tflops": tflops(r), "pct_bf16_peak": tflops(r) / BF16_PEAK_TFLOPS, "gbps": gbps(r),
+               "pct_hbm_peak": gbps(r) / HBM_PEAK_GBPS,
+               "pct_copy": gbps(r) / copy_bw if copy_bw == copy_bw else float("nan"),
+               "vs_torch_eager": ratio(eager, r), "vs_torch_compile": ratio(comp, r),
+               "vs_torch_cudnn_benchmark": ratio(bench_mode, r), "check": r.get("check", "?")}
+        if r["bench"] == "op_linear_gelu_bf16" and r["impl"] == "ember_fused":
+            row["fused_vs_matmul"] = ratio(by.get(("op_matmul_bf16", r["shape"], "ember")), r)
+            row["fused_vs_unfused"] = ratio(by.get(("op_linear_gelu_bf16", r["shape"], "ember_unfused")), r)
+            row["meets_fused_vs_matmul"] = (row["fused_vs_matmul"] >= TARGET_FUSED_VS_MATMUL
+                                            if row["fused_vs_matmul"] == row["fused_vs_matmul"] else None)
+        ops.append(row)
+    if ops:
+        gemm = [x for x in ops if x["bench"] in ("op_matmul_bf16", "op_linear_gelu_bf16")]
+        conv = [x for x in ops if x["bench"].startswith("op_conv2d")]
+        rowops = [x for x in ops if x["bench"] in ("op_softmax_bf16", "op_layernorm_bf16")]
+        if gemm:
+            md.append("")
+            md.append("## Operators: GEMM and linear + bias + GELU (bf16, float accumulation)")
+            md.append("")
+            md.append(f"Shape M x N x K. TFLOP/s counts 2 M N K; % peak: of the H200's dense bf16 "
+                      f"{BF16_PEAK_TFLOPS:.0f} TFLOP/s. `ember_fused`: one cuBLASLt call, bias and GELU (tanh "
+                      "form) in the epilogue; `ember_unfused`: matmul, then one bias+GELU pass. fused/matmul = "
+                      f"the bare GEMM's time / the fused call's (target >= {TARGET_FUSED_VS_MATMUL}); vs unfused "
+                      "= the unfused time / the fused (above 1: fusing pays). `vs X` = X's time / ember's.")
+            md.append("")
+            md.append("| benchmark | shape | ember | ms | TFLOP/s | % peak | fused/matmul | vs unfused | "
+                      "vs torch eager | vs torch.compile | check |")
+            md.append("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+            for x in sorted(gemm, key=lambda x: (x["shape"], x["bench"], x["impl"])):
+                fm = x.get("fused_vs_matmul", float("nan"))
+                md.append(f"| {x['bench']} | {x['shape']} | {x['impl']} | {x['ms']:.3f} | {num(x['tflops'])} | "
+                          f"{pct(x['pct_bf16_peak'])} | {fmt_x(fm, TARGET_FUSED_VS_MATMUL)} | "
+                          f"{fmt_x(x.get('fused_vs_unfused', float('nan')))} | {fmt_x(x['vs_torch_eager'])} | "
+                          f"{fmt_x(x['vs_torch_compile'])} | {x['check']} |")
+        if conv:
+            md.append("")
+            md.append("## Operators: conv2d (bf16, channels-last, cuDNN)")
+            md.append("")
+            md.append("Forward: 2 N O OH OW C KH KW FLOPs; backward: dx and dw, twice that. vs torch eager: "
+                      "PyTorch with cuDNN's heuristic choice (as ember); vs cudnn.benchmark: PyTorch with "
+                      "measured algorithm choice.")
+            md.append("")
+            md.append("| benchmark | shape | ms | TFLOP/s | % peak | vs torch eager | vs torch cudnn.benchmark | check |")
+            md.append("| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |")
+            for x in conv:
+                md.append(f"| {x['bench']} | {x['shape']} | {x['ms']:.3f} | {num(x['tflops'])} | "
+                          f"{pct(x['pct_bf16_peak'])} | {fmt_x(x['vs_torch_eager'])} | "
+                          f"{fmt_x(x['vs_torch_cudnn_benchmark'])} | {x['check']} |")
+        if rowops:
+            md.append("")
+            md.append("## Operators: softmax and layer norm over rows (bf16, float compute)")
+            md.append("")
+            md.append("GB/s: x read and y written once (layer norm: plus weight and bias); % peak: of "
+                      f"{HBM_PEAK_GBPS / 1000:.1f} TB/s. Both shapes fit in the 50 MiB L2, so rates can pass "
+                      "the HBM peak.")
+            md.append("")
+            md.append("| benchmark | shape | ms | GB/s | % peak | % copy | vs torch eager | vs torch.compile | check |")
+            md.append("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+            for x in rowops:
+                md.append(f"| {x['bench']} | {x['shape']} | {x['ms']:.3f} | {num(x['gbps'])} | "
+                          f"{pct(x['pct_hbm_peak'])} | {pct(x['pct_copy'])} | {fmt_x(x['vs_torch_eager'])} | "
+                          f"{fmt_x(x['vs_torch_compile'])} | {x['check']} |")
     md.append("")
     md.append("## Every measurement")
     md.append("")
-    md.append("| benchmark | shape | implementation | ms (median) | min | max | GB/s | % copy | check |")
-    md.append("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |")
+    md.append("| benchmark | shape | implementation | ms (median) | min | max | GB/s | TFLOP/s | % copy | check |")
+    md.append("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
     for r in sorted(ember + torch_recs, key=lambda r: (r["bench"], r["shape"], r["impl"])):
         pc = gbps(r) / copy_bw if copy_bw == copy_bw else float("nan")
+        tf = tflops(r)
         md.append(f"| {r['bench']} | {r['shape']} | {r['impl']} | {r['ms']:.3f} | {r.get('ms_min', 0):.3f} | "
-                  f"{r.get('ms_max', 0):.3f} | {gbps(r):.0f} | "
+                  f"{r.get('ms_max', 0):.3f} | {gbps(r):.0f} | {'–' if tf != tf else f'{tf:.1f}'} | "
                   f"{'–' if pc != pc else f'{100 * pc:.0f}%'} | {r.get('check', '?')} |")
     if not torch_recs:
         md.append("")
@@ -214,7 +314,7 @@ def main():
         f.write(text)
     with open(args.out + ".json", "w") as f:
         json.dump(finite({"meta": meta, "copy_reference": copy_ref, "copy_gbps": copy_bw, "summary": rows,
-                          "autograd": autograd, "ember": ember, "torch": torch_recs}), f, indent=1,
+                          "autograd": autograd, "ops": ops, "ember": ember, "torch": torch_recs}), f, indent=1,
                          default=str)
     print(text)
     return 0

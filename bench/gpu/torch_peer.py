@@ -18,9 +18,24 @@ With --suite autograd, the peers of bench/gpu/bench_autograd_gpu.cu: PyTorch aut
   torch_eager           one kernel per op forward and backward, saved activations in memory
   torch_compile         AOTAutograd + Inductor: fused forward and fused backward kernels
 
+With --suite ops, the peers of bench/gpu/bench_ops_gpu.cu (bf16, the same shapes):
+
+  op_matmul_bf16        x @ w.t()                                   torch_eager
+  op_linear_gelu_bf16   F.gelu(F.linear(x, w, b), approximate="tanh") (cuBLASLt's GELU epilogue
+                        is the tanh form)                           torch_eager, torch_compile
+  op_conv2d_fwd_bf16    F.conv2d, x and w channels_last, under autocast(bfloat16)
+  op_conv2d_bwd_bf16    aten.convolution_backward for dx and dw (what autograd calls)
+                        torch_eager (cudnn.benchmark off: cuDNN's heuristic choice, as ember),
+                        torch_eager_cudnn_benchmark (cudnn.benchmark on: measured choice)
+  op_softmax_bf16       F.softmax(x, -1)                            torch_eager, torch_compile
+  op_layernorm_bf16     F.layer_norm(x, (cols,), w, b, 1e-5)        torch_eager, torch_compile
+
+Records carry "flops" where the work is counted in FLOPs (2 M N K; conv2d 2 N O OH OW C KH KW,
+backward twice that).
+
 Writes JSON records (bench, shape, impl, ms, ...) that bench/gpu/summarize.py joins with
 ember's. Usage: torch_peer.py [--json out.json] [--reps N] [--quick] [--no-compile]
-                              [--suite elementwise|autograd|all]
+                              [--suite elementwise|autograd|ops|all]
 """
 import argparse
 import json
@@ -47,7 +62,7 @@ def save():
             json.dump({"source": "torch", **meta, "records": records}, f, indent=1)
 
 
-def time_it(bench, shape, impl, nbytes, fn, warmup=3, reps=20, setup=None):
+def time_it(bench, shape, impl, nbytes, fn, warmup=3, reps=20, setup=None, flops=0.0):
     """Median of `reps` CUDA-event-timed calls of fn; setup() runs before each start event."""
     for _ in range(warmup):
         if setup:
@@ -66,8 +81,12 @@ def time_it(bench, shape, impl, nbytes, fn, warmup=3, reps=20, setup=None):
     ms = sorted(s.elapsed_time(e) for s, e in zip(starts, ends))
     rec = {"bench": bench, "shape": shape, "impl": impl, "ms": statistics.median(ms),
            "ms_min": ms[0], "ms_max": ms[-1], "bytes": nbytes, "reps": reps, "check": "ok"}
+    rate = f"{nbytes / rec['ms'] / 1e6:8.1f} GB/s"
+    if flops:
+        rec["flops"] = flops
+        rate = f"{flops / rec['ms'] / 1e9:7.1f} TFLOP/s"
     print(f"{bench:<18} {shape:<14} {impl:<22} {rec['ms']:9.3f} ms  "
-          f"{nbytes / rec['ms'] / 1e6:8.1f} GB/s  (min {ms[0]:.3f}, max {ms[-1]:.3f})", flush=True)
+          f"{rate}  (min {ms[0]:.3f}, max {ms[-1]:.3f})", flush=True)
     records.append(rec)
     save()
     return rec
@@ -256,15 +275,156 @@ def run_autograd(n, use_compile, reps):
         torch.cuda.empty_cache()
 
 
+# ---- ops: the peers of bench_ops_gpu.cu ----
+def linear_gelu(x, w, b):
+    return F.gelu(F.linear(x, w, b), approximate="tanh")
+
+
+def normwise(got, want, tol):
+    """'ok' when max |got - want| <= tol * max |want| (for sums that cancel: convolution gradients)."""
+    err = ((got.double() - want.double()).abs().max() / want.double().abs().max().clamp_min(1e-30)).item()
+    return "ok" if err <= tol else f"FAIL: error {err:.3g} > {tol:.3g}"
+
+
+def run_ops_linear(M, N, K, use_compile, reps):
+    dev = "cuda"
+    shape = f"{M}x{N}x{K}"
+    g = torch.Generator(device=dev).manual_seed(1)
+    x = torch.randn(M, K, device=dev, generator=g).to(torch.bfloat16)
+    w = (torch.randn(N, K, device=dev, generator=g) / K ** 0.5).to(torch.bfloat16)
+    b = (0.5 * torch.randn(N, device=dev, generator=g)).to(torch.bfloat16)
+    flops = 2.0 * M * N * K
+    nbytes = 2.0 * (M * K + N * K + M * N)
+    rows = torch.linspace(0, M - 1, 16, device=dev).long()
+    pre = x[rows].double() @ w.double().t()
+
+    rec = time_it("op_matmul_bf16", shape, "torch_eager", nbytes, lambda: x @ w.t(), reps=reps, flops=flops)
+    rec["check"] = close((x @ w.t())[rows], pre, 2e-2, atol=1.0)
+    want = F.gelu(pre + b.double(), approximate="tanh")
+    rec = time_it("op_linear_gelu_bf16", shape, "torch_eager", nbytes + 2 * N, lambda: linear_gelu(x, w, b),
+                  reps=reps, flops=flops)
+    rec["check"] = close(linear_gelu(x, w, b)[rows], want, 2e-2, atol=1.0)
+    save()
+    cfn = compile_fn(linear_gelu, use_compile)
+    if cfn is not None and warm_compiled(f"op_linear_gelu_bf16 {shape}", cfn, x, w, b) is not None:
+        rec = time_it("op_linear_gelu_bf16", shape, "torch_compile", nbytes + 2 * N, lambda: cfn(x, w, b),
+                      reps=reps, flops=flops)
+        rec["check"] = close(cfn(x, w, b)[rows], want, 2e-2, atol=1.0)
+        save()
+    del x, w, b
+    torch.cuda.empty_cache()
+
+
+def run_ops_conv(label, N, C, H, W, O, k, stride, pad, reps):
+    dev = "cuda"
+    cl = torch.channels_last
+    OH, OW = (H + 2 * pad - k) // stride + 1, (W + 2 * pad - k) // stride + 1
+    shape = f"{label}_n{N}_c{C}_{H}x{W}_o{O}_k{k}s{stride}"
+    g = torch.Generator(device=dev).manual_seed(4)
+    x = torch.randn(N, C, H, W, device=dev, generator=g).to(torch.bfloat16).contiguous(memory_format=cl)
+    w = (torch.randn(O, C, k, k, device=dev, generator=g) / (C * k * k) ** 0.5).to(torch.bfloat16)
+    w = w.contiguous(memory_format=cl)
+    dy = torch.randn(N, O, OH, OW, device=dev, generator=g).to(torch.bfloat16).contiguous(memory_format=cl)
+    flops = 2.0 * N * O * OH * OW * C * k * k
+    xb, wb, yb = 2.0 * x.numel(), 2.0 * w.numel(), 2.0 * N * O * OH * OW
+    st, pd = [stride, stride], [pad, pad]
+
+    def fwd():
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            return F.conv2d(x, w, None, st, pd)
+
+    def bwd():
+        return torch.ops.aten.convolution_backward(dy, x, w, None, st, pd, [1, 1], False, [0, 0], 1,
+                                                   [True, True, False])
+
+    # float64 references (NCHW: double convolutions have no channels-last kernels): the forward on
+    # the first two images, both gradients on the whole batch.
+    xd, wd, dyd = (t.double().contiguous() for t in (x, w, dy))
+    ref_y = F.conv2d(xd[:2], wd, None, st, pd)
+    ref_dx, ref_dw, _ = torch.ops.aten.convolution_backward(dyd, xd, wd, None, st, pd, [1, 1], False, [0, 0], 1,
+                                                            [True, True, False])
+    del xd, wd, dyd
+    saved = torch.backends.cudnn.benchmark
+    try:
+        for impl, bench_mode in (("torch_eager", False), ("torch_eager_cudnn_benchmark", True)):
+            torch.backends.cudnn.benchmark = bench_mode
+            rec = time_it("op_conv2d_fwd_bf16", shape, impl, xb + wb + yb, fwd, reps=reps, flops=flops)
+            rec["check"] = normwise(fwd()[:2], ref_y, 2e-2)
+            rec = time_it("op_conv2d_bwd_bf16", shape, impl, xb + wb + 2 * yb, bwd, reps=reps, flops=2 * flops)
+            dx, dw, _ = bwd()
+            rec["check"] = normwise(dx, ref_dx, 2e-2)
+            if rec["check"] == "ok":
+                rec["check"] = normwise(dw, ref_dw, 2e-2)
+            save()
+    finally:
+        torch.backends.cudnn.benchmark = saved
+    del x, w, dy, ref_y, ref_dx, ref_dw
+    torch.cuda.empty_cache()
+
+
+def run_ops_rows(rows, cols, use_compile, reps):
+    dev = "cuda"
+    shape = f"{rows}x{cols}"
+    g = torch.Generator(device=dev).manual_seed(7)
+    x = (2.0 * torch.randn(rows, cols, device=dev, generator=g)).to(torch.bfloat16)
+    w = (0.5 + torch.rand(cols, device=dev, generator=g)).to(torch.bfloat16)
+    b = (0.1 * torch.randn(cols, device=dev, generator=g)).to(torch.bfloat16)
+    nbytes = 2 * rows * cols * x.element_size()
+    ref_rows = torch.linspace(0, rows - 1, 64, device=dev).long()
+
+    def softmax(t):
+        return F.softmax(t, dim=-1)
+
+    def layernorm(t, w, b):
+        return F.layer_norm(t, (cols,), w, b, EPS)
+
+    want = torch.softmax(x[ref_rows].double(), -1)
+    rec = time_it("op_softmax_bf16", shape, "torch_eager", nbytes, lambda: softmax(x), reps=reps)
+    rec["check"] = close(softmax(x)[ref_rows], want, 1e-2, atol=1e-30)
+    cfn = compile_fn(softmax, use_compile)
+    if cfn is not None and warm_compiled(f"op_softmax_bf16 {shape}", cfn, x) is not None:
+        rec = time_it("op_softmax_bf16", shape, "torch_compile", nbytes, lambda: cfn(x), reps=reps)
+        rec["check"] = close(cfn(x)[ref_rows], want, 1e-2, atol=1e-30)
+    save()
+
+    nb = nbytes + 4 * cols
+    want = F.layer_norm(x[ref_rows].double(), (cols,), w.double(), b.double(), EPS)
+    rec = time_it("op_layernorm_bf16", shape, "torch_eager", nb, lambda: layernorm(x, w, b), reps=reps)
+    rec["check"] = close(layernorm(x, w, b)[ref_rows], want, 1e-2, atol=1.0)
+    cfn = compile_fn(layernorm, use_compile)
+    if cfn is not None and warm_compiled(f"op_layernorm_bf16 {shape}", cfn, x, w, b) is not None:
+        rec = time_it("op_layernorm_bf16", shape, "torch_compile", nb, lambda: cfn(x, w, b), reps=reps)
+        rec["check"] = close(cfn(x, w, b)[ref_rows], want, 1e-2, atol=1.0)
+    save()
+    del x
+    torch.cuda.empty_cache()
+
+
+def run_ops(use_compile, reps, quick):
+    """The shapes of bench_ops_gpu.cu (its --quick ones with quick)."""
+    gemms = [(1024, 1024, 1024)] if quick else [(8192, 8192, 8192), (4096, 3072, 768), (4096, 768, 3072),
+                                               (4096, 768, 768)]
+    for M, N, K in gemms:
+        run_ops_linear(M, N, K, use_compile, reps)
+    n = 8 if quick else 256
+    for label, C, H, O, k, stride, pad in (("stem", 3, 224, 64, 7, 2, 3), ("res2_3x3", 64, 56, 64, 3, 1, 1),
+                                           ("res3_3x3", 128, 28, 128, 3, 1, 1), ("res4_3x3", 256, 14, 256, 3, 1, 1),
+                                           ("res5_3x3", 512, 7, 512, 3, 1, 1), ("res2_1x1", 64, 56, 256, 1, 1, 0),
+                                           ("res4_1x1", 1024, 14, 256, 1, 1, 0)):
+        run_ops_conv(label, n, C, H, H, O, k, stride, pad, reps)
+    run_ops_rows(1024 if quick else 4096 * 12, 128, use_compile, reps)
+    run_ops_rows(1024 if quick else 4096, 768, use_compile, reps)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--json")
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--quick", action="store_true", help="small sizes: a smoke test of this script")
     ap.add_argument("--no-compile", action="store_true", help="eager only")
-    ap.add_argument("--suite", choices=["elementwise", "autograd", "all"], default="elementwise",
+    ap.add_argument("--suite", choices=["elementwise", "autograd", "ops", "all"], default="elementwise",
                     help="elementwise: bench_elementwise_gpu's peers (default); autograd: "
-                         "bench_autograd_gpu's; all: both")
+                         "bench_autograd_gpu's; ops: bench_ops_gpu's; all: the three")
     args = ap.parse_args()
     if torch is None:
         print("torch_peer.py: PyTorch is not installed", file=sys.stderr)
@@ -290,6 +450,8 @@ def main():
                 run_rows(1 << 16, 8192, use_compile, args.reps)
         if args.suite in ("autograd", "all"):
             run_autograd(1 << 22 if args.quick else 1 << 28, use_compile, args.reps)
+        if args.suite in ("ops", "all"):
+            run_ops(use_compile, args.reps, args.quick)
     except Exception as e:
         print(f"torch_peer.py: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
         status = 1
