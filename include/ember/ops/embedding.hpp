@@ -31,6 +31,7 @@
 #include "../core/shape.hpp"
 #include "../exec/assign.hpp"
 #include "../exec/cpu_executor.hpp"
+#include "../exec/for_each.hpp"
 #include "../exec/launch_counter.hpp"
 #include "../exec/reduce.hpp"
 #include "../tensor/factories.hpp"
@@ -100,22 +101,6 @@ void check_embedding(const Tensor<T>& weight, const Tensor<std::int64_t>& ids) {
               ") (weight ", weight.shape().str(), ", ids ", ids.shape().str(), ")");
 }
 
-/// Runs f(i) for i in [0, n) on `device`: one OpenMP pass or one CUDA launch.
-template <class F, class Mode = exec::mode>
-void embedding_for_each(const F& f, std::int64_t n, std::int64_t work, Device device) {
-  if (n == 0) return;
-  if (device.is_cpu()) {
-    exec::count_launch();
-#pragma omp parallel for schedule(static) if (n * work >= exec::cpu::kParallelThreshold)
-    for (std::int64_t i = 0; i < n; ++i) f(i);
-  } else {
-    exec::require_runnable(device);
-#if defined(EMBER_CUDA_KERNELS)
-    gpu::launch_embedding(f, n, device.index());
-#endif
-  }
-}
-
 /// The positions 0..M-1 ordered stably by id, and where each id's run starts ([V + 1]):
 /// a counting sort on the CPU, CUB's radix sort on the GPU (embedding_cuda.cuh).
 struct EmbeddingRuns {
@@ -161,8 +146,8 @@ Tensor<T> embedding_backward(const Tensor<T>& g, const Tensor<std::int64_t>& ids
   const EmbeddingRuns r = embedding_runs<Mode>(ids.template contiguous<Mode>(), V);
   Tensor<T> gw = empty<T>(Shape{V, D}, g.device());
   const EmbeddingSumRuns<T> f{gd.data(), r.order.data(), r.start.data(), gw.data(), D};
-  embedding_for_each<EmbeddingSumRuns<T>, Mode>(f, V * D, 1 + M / std::max<std::int64_t>(V, 1),
-                                                g.device());
+  exec::for_each_index<EmbeddingSumRuns<T>, Mode>(f, V * D, 1 + M / std::max<std::int64_t>(V, 1),
+                                                  g.device());
   return gw;
 }
 
@@ -179,7 +164,7 @@ Tensor<T> embedding(const Tensor<T>& weight, const Tensor<std::int64_t>& ids) {
   const Tensor<std::int64_t> flat = ids.template contiguous<Mode>();
   const ops::EmbeddingGather<T> f{weight.data(), weight.stride(0), weight.stride(1),
                                   flat.data(),   out.data(),       D};
-  ops::embedding_for_each<ops::EmbeddingGather<T>, Mode>(f, out.numel(), 1, weight.device());
+  exec::for_each_index<ops::EmbeddingGather<T>, Mode>(f, out.numel(), 1, weight.device());
   return out;
 }
 

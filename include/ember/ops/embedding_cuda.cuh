@@ -1,5 +1,4 @@
-// The CUDA side of ops/embedding.hpp: one grid-stride kernel that runs an embedding functor
-// (the gather, the per-id sums, and the two helpers below), and the stable sort of positions
+// The CUDA side of ops/embedding.hpp: the stable sort of positions
 // by id behind the deterministic backward: CUB's radix sort of (id, position) pairs, whose
 // stability keeps each id's positions in increasing order, over only the bits ids can use;
 // then a binary search per id for where its run starts. CUB's scratch memory comes from ember's
@@ -14,31 +13,13 @@
 
 #include "../core/cuda.hpp"
 #include "../exec/cuda_executor.cuh"
+#include "../exec/for_each.hpp"
 #include "../exec/launch_counter.hpp"
 #include "../tensor/factories.hpp"
 #include "../tensor/tensor.hpp"
 
 namespace ember::ops::gpu {
 inline namespace EMBER_EXEC_NS {
-
-template <class F>
-__global__ void __launch_bounds__(exec::gpu::kBlockThreads) embedding_kernel(F f, std::int64_t n) {
-  const std::int64_t stride = std::int64_t{gridDim.x} * blockDim.x;
-  for (std::int64_t i = std::int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += stride) {
-    f(i);
-  }
-}
-
-/// Runs f(i) for i in [0, n) on CUDA device `device`: one launch, counted.
-template <class F>
-void launch_embedding(const F& f, std::int64_t n, int device) {
-  if (n == 0) return;
-  ember::cuda::DeviceGuard guard(device);
-  embedding_kernel<<<exec::gpu::grid_for(n, device), exec::gpu::kBlockThreads, 0,
-                     ember::cuda::current_stream(device)>>>(f, n);
-  exec::gpu::check_launch("an embedding kernel launch");
-  exec::count_launch();
-}
 
 /// The sort's input: key p = ids[p] (checked to fit int32), value p = p.
 struct SortInput {
@@ -81,7 +62,7 @@ inline void sort_runs(const std::int64_t* ids, std::int64_t M, std::int64_t V, i
   const Tensor<std::int32_t> sorted = empty<std::int32_t>(Shape{M}, dev);
   const Tensor<std::int32_t> positions = empty<std::int32_t>(Shape{M}, dev);
   if (M > 0) {
-    launch_embedding(SortInput{ids, keys.data(), positions.data()}, M, device);
+    exec::gpu::launch_for_each(SortInput{ids, keys.data(), positions.data()}, M, device);
     int bits = 1;  // ids are non-negative and below V: sort only the bits they can set
     while (bits < 31 && (std::int64_t{1} << bits) < V) ++bits;
     ember::cuda::DeviceGuard guard(device);
@@ -99,7 +80,7 @@ inline void sort_runs(const std::int64_t* ids, std::int64_t M, std::int64_t V, i
                        "cub::DeviceRadixSort::SortPairs");
     exec::count_launch();  // CUB's sort: counted as one (it runs a few kernels)
   }
-  launch_embedding(RunStarts{sorted.data(), M, start.data()}, V + 1, device);
+  exec::gpu::launch_for_each(RunStarts{sorted.data(), M, start.data()}, V + 1, device);
 }
 
 }  // namespace EMBER_EXEC_NS

@@ -33,13 +33,11 @@
 #include "../core/shape.hpp"
 #include "../exec/assign.hpp"
 #include "../exec/cpu_executor.hpp"
+#include "../exec/for_each.hpp"
 #include "../exec/launch_counter.hpp"
 #include "../expr/math.hpp"
 #include "../tensor/factories.hpp"
 #include "../tensor/tensor.hpp"
-#if defined(EMBER_CUDA_KERNELS)
-#include "pooling_cuda.cuh"
-#endif
 
 namespace ember {
 
@@ -278,23 +276,6 @@ struct AvgPool2dBackward {
   }
 };
 
-/// Runs f(i) for i in [0, n) on `device`: one OpenMP pass or one CUDA launch. `work` is a rough
-/// cost per element, for the CPU's choice of threads.
-template <class F, class Mode = exec::mode>
-void pool_for_each(const F& f, std::int64_t n, std::int64_t work, Device device) {
-  if (n == 0) return;
-  if (device.is_cpu()) {
-    exec::count_launch();
-#pragma omp parallel for schedule(static) if (n * work >= exec::cpu::kParallelThreshold)
-    for (std::int64_t i = 0; i < n; ++i) f(i);
-  } else {
-    exec::require_runnable(device);
-#if defined(EMBER_CUDA_KERNELS)
-    gpu::launch_pool(f, n, device.index());
-#endif
-  }
-}
-
 /// The geometry of a fixed-window pooling of x after PyTorch's checks; errors name `name`.
 template <Storable T>
 Pool2dGeometry pool2d_geometry(const Tensor<T>& x, const Pool2dOptions& o, const char* name) {
@@ -370,7 +351,7 @@ std::pair<Tensor<T>, Tensor<std::int32_t>> max_pool2d_forward(const Tensor<T>& x
   Tensor<std::int32_t> argmax;
   if (keep_argmax) argmax = empty<std::int32_t>(g.out_shape(), x.device(), g.format());
   const MaxPool2dForward<T> f{x.data(), y.data(), keep_argmax ? argmax.data() : nullptr, g};
-  pool_for_each<MaxPool2dForward<T>, Mode>(f, g.out_numel(), window_size(g), x.device());
+  exec::for_each_index<MaxPool2dForward<T>, Mode>(f, g.out_numel(), window_size(g), x.device());
   return {y, argmax};
 }
 
@@ -378,7 +359,7 @@ template <FloatingElement T, class Mode = exec::mode>
 Tensor<T> avg_pool2d_forward(const Tensor<T>& x, const Pool2dGeometry& g, bool include_pad) {
   Tensor<T> y = empty<T>(g.out_shape(), x.device(), g.format());
   const AvgPool2dForward<T> f{x.data(), y.data(), g, include_pad};
-  pool_for_each<AvgPool2dForward<T>, Mode>(f, g.out_numel(), window_size(g), x.device());
+  exec::for_each_index<AvgPool2dForward<T>, Mode>(f, g.out_numel(), window_size(g), x.device());
   return y;
 }
 
@@ -395,7 +376,7 @@ Tensor<T> max_pool2d_backward(const Tensor<T>& gy, const Tensor<std::int32_t>& a
   const bool cl = format == MemoryFormat::channels_last;
   const Strides4 gs = strides4(gy.strides());
   const MaxPool2dBackward<T> f{gy.data(), gs, argmax.data(), gx.data(), g, cl};
-  pool_for_each<MaxPool2dBackward<T>, Mode>(f, g.in_numel(), 4, gy.device());
+  exec::for_each_index<MaxPool2dBackward<T>, Mode>(f, g.in_numel(), 4, gy.device());
   return gx;
 }
 
@@ -410,7 +391,7 @@ Tensor<T> avg_pool2d_backward(const Tensor<T>& gy, const Pool2dGeometry& g, bool
   const bool cl = format == MemoryFormat::channels_last;
   const Strides4 gs = strides4(gy.strides());
   const AvgPool2dBackward<T> f{gy.data(), gs, gx.data(), g, include_pad, cl};
-  pool_for_each<AvgPool2dBackward<T>, Mode>(f, g.in_numel(), 4, gy.device());
+  exec::for_each_index<AvgPool2dBackward<T>, Mode>(f, g.in_numel(), 4, gy.device());
   return gx;
 }
 

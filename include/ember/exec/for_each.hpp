@@ -1,0 +1,65 @@
+// exec::for_each_index: f(i) for every i in [0, n) on a device, as one OpenMP pass or one CUDA
+// launch (grid-stride, on ember's stream, checked and counted). The executor for operators whose
+// elements are not an expression: pooling windows, embedding gathers and sums. f is a host+device
+// functor; the same struct runs on both devices.
+#pragma once
+
+#include <cstdint>
+
+#include "../core/config.hpp"
+#include "../core/device.hpp"
+#include "assign.hpp"
+#include "cpu_executor.hpp"
+#include "launch_counter.hpp"
+#if defined(EMBER_CUDA_KERNELS)
+#include <cuda_runtime.h>
+
+#include "../core/cuda.hpp"
+#include "cuda_executor.cuh"
+#endif
+
+namespace ember::exec {
+
+#if defined(EMBER_CUDA_KERNELS)
+namespace gpu {
+inline namespace EMBER_EXEC_NS {
+template <class F>
+__global__ void __launch_bounds__(kBlockThreads) for_each_kernel(F f, std::int64_t n) {
+  const std::int64_t stride = std::int64_t{gridDim.x} * blockDim.x;
+  for (std::int64_t i = std::int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += stride) {
+    f(i);
+  }
+}
+
+/// Runs f(i) for i in [0, n) on CUDA device `device`: one launch, counted.
+template <class F>
+void launch_for_each(const F& f, std::int64_t n, int device) {
+  if (n == 0) return;
+  ember::cuda::DeviceGuard guard(device);
+  for_each_kernel<<<grid_for(n, device), kBlockThreads, 0, ember::cuda::current_stream(device)>>>(
+      f, n);
+  check_launch("a for_each kernel launch");
+  count_launch();
+}
+}  // namespace EMBER_EXEC_NS
+}  // namespace gpu
+#endif
+
+/// Runs f(i) for i in [0, n) on `device`. `work` is a rough cost per element, for the CPU's
+/// choice between one thread and the team.
+template <class F, class Mode = exec::mode>
+void for_each_index(const F& f, std::int64_t n, std::int64_t work, Device device) {
+  if (n == 0) return;
+  if (device.is_cpu()) {
+    count_launch();
+#pragma omp parallel for schedule(static) if (n * work >= cpu::kParallelThreshold)
+    for (std::int64_t i = 0; i < n; ++i) f(i);
+  } else {
+    require_runnable(device);
+#if defined(EMBER_CUDA_KERNELS)
+    gpu::launch_for_each(f, n, device.index());
+#endif
+  }
+}
+
+}  // namespace ember::exec
