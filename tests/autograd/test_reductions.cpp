@@ -10,6 +10,8 @@
 
 #include <ember/autograd/autograd.hpp>
 
+#include "support/launches.hpp"
+
 #include "support/random_tensors.hpp"
 
 namespace {
@@ -24,12 +26,7 @@ Tensor<double> rand_tensor(const Shape& s, double lo, double hi, std::uint32_t s
   return ember::testing::uniform_tensor(s, lo, hi, seed);
 }
 
-template <class F>
-std::uint64_t launches(F&& f) {
-  const std::uint64_t l0 = ember::launch_count();
-  f();
-  return ember::launch_count() - l0;
-}
+using ember::testing::launches;
 
 // Every reduction of Vars, by index, over `axes` of an expression that mixes a strided view
 // (x transposed back and forth), a broadcast operand w and a scalar.

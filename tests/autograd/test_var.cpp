@@ -10,6 +10,8 @@
 
 #include <ember/autograd/autograd.hpp>
 
+#include "support/launches.hpp"
+
 namespace {
 
 using ember::bf16;
@@ -27,12 +29,7 @@ Tensor<T> rand_tensor(const Shape& s, double lo, double hi, std::uint32_t seed) 
   return ember::from_vector<T>(v, s);
 }
 
-template <class F>
-std::uint64_t launches(F&& f) {
-  const std::uint64_t l0 = ember::launch_count();
-  f();
-  return ember::launch_count() - l0;
-}
+using ember::testing::launches;
 
 // A 10-op expression over three same-shape (or broadcast) operands.
 template <class A, class B, class C>

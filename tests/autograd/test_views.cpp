@@ -8,6 +8,8 @@
 
 #include <ember/autograd/autograd.hpp>
 
+#include "support/launches.hpp"
+
 #include "support/random_tensors.hpp"
 
 namespace {
@@ -22,12 +24,7 @@ Tensor<double> rand_tensor(const Shape& s, double lo, double hi, std::uint32_t s
   return ember::testing::uniform_tensor(s, lo, hi, seed);
 }
 
-template <class F>
-std::uint64_t launches(F&& f) {
-  const std::uint64_t l0 = ember::launch_count();
-  f();
-  return ember::launch_count() - l0;
-}
+using ember::testing::launches;
 
 }  // namespace
 
