@@ -39,9 +39,7 @@ Var<T> cross_entropy(const Var<T>& logits, const Tensor<std::int64_t>& targets,
   using A = acc_t<T>;
   const Tensor<T> x = logits.value();
   const auto terms = ops::cross_entropy_terms<T, Mode>(x, targets, opt);
-  const double count = opt.reduction == Reduction::mean
-                           ? static_cast<double>(sum(targets != opt.ignore_index).item())
-                           : 1.0;
+  const double count = ops::loss_divisor<Mode>(targets, opt.ignore_index, opt.reduction);
   const Tensor<T> out = cast<T>(ops::reduce_loss<A, Mode>(terms.first, opt.reduction, count));
   const Tensor<A> lse = terms.second;
   return Var<T>::from_node(
@@ -55,9 +53,10 @@ Var<T> cross_entropy(const Var<T>& logits, const Tensor<std::int64_t>& targets,
 template <FloatingElement T, class Mode = exec::mode>
 Var<T> nll_loss(const Var<T>& logp, const Tensor<std::int64_t>& targets,
                 Reduction reduction = Reduction::mean, std::int64_t ignore_index = -100) {
-  const Tensor<T> out = nll_loss<T, Mode>(logp.value(), targets, reduction, ignore_index);
-  const double count =
-      reduction == Reduction::mean ? static_cast<double>(sum(targets != ignore_index).item()) : 1.0;
+  const auto forward =
+      ops::nll_loss_forward<T, Mode>(logp.value(), targets, reduction, ignore_index);
+  const Tensor<T> out = forward.first;
+  const double count = forward.second;
   const ops::ClassLayout l = ops::class_layout(logp.value(), targets, "nll_loss");
   const Shape in = logp.shape();
   return Var<T>::from_node(autograd::record_op<T>(

@@ -97,6 +97,14 @@ std::pair<Tensor<acc_t<T>>, Tensor<acc_t<T>>> cross_entropy_terms(
   return {loss.reshape(s), lse};
 }
 
+/// The divisor of a mean over targets: how many are not ignore_index (1 for sum and none).
+template <class Mode = exec::mode>
+double loss_divisor(const Tensor<std::int64_t>& targets, std::int64_t ignore_index, Reduction r) {
+  if (r != Reduction::mean) return 1.0;
+  const auto kept = targets != ignore_index;
+  return static_cast<double>(sum<decltype(kept), Mode>(kept).item());
+}
+
 template <class A, class Mode = exec::mode>
 Tensor<A> reduce_loss(const Tensor<A>& loss, Reduction r, double count) {
   if (r == Reduction::none) return loss;
@@ -113,29 +121,36 @@ Tensor<T> cross_entropy(const Tensor<T>& logits, const Tensor<std::int64_t>& tar
                         const CrossEntropyOptions& opt = {}) {
   using A = acc_t<T>;
   const auto terms = ops::cross_entropy_terms<T, Mode>(logits, targets, opt);
-  const double count = opt.reduction == Reduction::mean
-                           ? static_cast<double>(sum(targets != opt.ignore_index).item())
-                           : 1.0;
+  const double count = ops::loss_divisor<Mode>(targets, opt.ignore_index, opt.reduction);
   return Tensor<T>(cast<T>(ops::reduce_loss<A, Mode>(terms.first, opt.reduction, count)));
 }
+
+namespace ops {
+/// nll_loss's result and the divisor its mean used (for the backward).
+template <FloatingElement T, class Mode = exec::mode>
+std::pair<Tensor<T>, double> nll_loss_forward(const Tensor<T>& logp,
+                                              const Tensor<std::int64_t>& targets,
+                                              Reduction reduction, std::int64_t ignore_index) {
+  using A = acc_t<T>;
+  const ClassLayout l = class_layout(logp, targets, "nll_loss");
+  check_targets(targets, l.C, ignore_index, "nll_loss");
+  const Tensor<std::int64_t> t = targets.reshape(l.target_shape);
+  const auto cls = class_index(l, logp.device());
+  Tensor<A> picked =
+      exec::reduce_expression<A>(where(cls == t, -logp, 0.0), reduce::Bound<reduce::Sum<A>>{},
+                                 "nll_loss", Dims{1}, false, true);
+  const double count = loss_divisor<Mode>(targets, ignore_index, reduction);
+  Shape s = l.target_shape;
+  s.erase(1);
+  return {Tensor<T>(cast<T>(reduce_loss<A, Mode>(picked.reshape(s), reduction, count))), count};
+}
+}  // namespace ops
 
 /// The negative log-likelihood of log-probabilities logp [N, C, d...] at targets [N, d...].
 template <FloatingElement T, class Mode = exec::mode>
 Tensor<T> nll_loss(const Tensor<T>& logp, const Tensor<std::int64_t>& targets,
                    Reduction reduction = Reduction::mean, std::int64_t ignore_index = -100) {
-  using A = acc_t<T>;
-  const ops::ClassLayout l = ops::class_layout(logp, targets, "nll_loss");
-  ops::check_targets(targets, l.C, ignore_index, "nll_loss");
-  const Tensor<std::int64_t> t = targets.reshape(l.target_shape);
-  const auto cls = ops::class_index(l, logp.device());
-  Tensor<A> picked =
-      exec::reduce_expression<A>(where(cls == t, -logp, 0.0), reduce::Bound<reduce::Sum<A>>{},
-                                 "nll_loss", Dims{1}, false, true);
-  const double count =
-      reduction == Reduction::mean ? static_cast<double>(sum(targets != ignore_index).item()) : 1.0;
-  Shape s = l.target_shape;
-  s.erase(1);
-  return Tensor<T>(cast<T>(ops::reduce_loss<A, Mode>(picked.reshape(s), reduction, count)));
+  return ops::nll_loss_forward<T, Mode>(logp, targets, reduction, ignore_index).first;
 }
 
 namespace ops {
