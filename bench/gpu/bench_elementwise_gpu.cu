@@ -21,15 +21,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <functional>
-#include <limits>
 #include <string>
 #include <vector>
 
 #include <ember/ember.hpp>
+
+#include "bench_gpu_support.cuh"
 
 namespace {
 
@@ -37,85 +36,7 @@ using ember::bf16;
 using ember::Device;
 using ember::Shape;
 using ember::Tensor;
-
-#define CK(call)                                                                            \
-  do {                                                                                      \
-    cudaError_t st_ = (call);                                                               \
-    if (st_ != cudaSuccess) {                                                               \
-      std::fprintf(stderr, "CUDA error %s at %s:%d: %s\n", cudaGetErrorName(st_), __FILE__, \
-                   __LINE__, cudaGetErrorString(st_));                                      \
-      std::exit(2);                                                                         \
-    }                                                                                       \
-  } while (0)
-
-struct Record {
-  std::string bench, shape, impl;
-  double ms_median = 0, ms_min = 0, ms_max = 0, bytes = 0;
-  int reps = 0;
-  std::string check = "ok";
-};
-std::vector<Record> records;
-
-int g_warmup = 3;
-int g_reps = 20;
-const char* g_json = nullptr;
-void write_json(const char* path);
-
-// Keeps a record and rewrites the JSON, so a run cut short still leaves what it measured.
-void keep(const Record& r) {
-  records.push_back(r);
-  if (g_json) write_json(g_json);
-}
-
-cudaStream_t stream() { return ember::cuda::current_stream(0); }
-
-// Median, min and max of `reps` timed runs of f, each bracketed by events on ember's stream.
-Record time_it(const std::string& bench, const std::string& shape, const std::string& impl,
-               double bytes, const std::function<void()>& f) {
-  for (int i = 0; i < g_warmup; ++i) f();
-  CK(cudaStreamSynchronize(stream()));
-  CK(cudaGetLastError());
-  std::vector<cudaEvent_t> ev(2 * static_cast<std::size_t>(g_reps));
-  for (auto& e : ev) CK(cudaEventCreate(&e));
-  for (int r = 0; r < g_reps; ++r) {
-    CK(cudaEventRecord(ev[2 * r], stream()));
-    f();
-    CK(cudaEventRecord(ev[2 * r + 1], stream()));
-  }
-  CK(cudaStreamSynchronize(stream()));
-  CK(cudaGetLastError());
-  std::vector<double> ms;
-  for (int r = 0; r < g_reps; ++r) {
-    float t = 0;
-    CK(cudaEventElapsedTime(&t, ev[2 * r], ev[2 * r + 1]));
-    ms.push_back(t);
-  }
-  for (auto& e : ev) CK(cudaEventDestroy(e));
-  std::sort(ms.begin(), ms.end());
-  Record rec;
-  rec.bench = bench;
-  rec.shape = shape;
-  rec.impl = impl;
-  rec.bytes = bytes;
-  rec.reps = g_reps;
-  rec.ms_min = ms.front();
-  rec.ms_max = ms.back();
-  rec.ms_median =
-      ms.size() % 2 ? ms[ms.size() / 2] : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]);
-  std::printf("%-18s %-14s %-22s %9.3f ms  %8.1f GB/s  (min %.3f, max %.3f)\n", bench.c_str(),
-              shape.c_str(), impl.c_str(), rec.ms_median, bytes / rec.ms_median / 1e6, rec.ms_min,
-              rec.ms_max);
-  std::fflush(stdout);
-  return rec;
-}
-
-template <class T>
-std::vector<float> host_floats(const Tensor<T>& t) {
-  std::vector<T> v = t.to_vector();
-  std::vector<float> out(v.size());
-  for (std::size_t i = 0; i < v.size(); ++i) out[i] = static_cast<float>(v[i]);
-  return out;
-}
+using namespace ember_gpu_bench;  // the shared harness: bench_gpu_support.cuh
 
 // Max of |got - want| / (atol + |want|) over the elements, NaN-sticky.
 double worst_error(const std::vector<float>& got, const std::vector<double>& want, double atol) {
@@ -129,15 +50,6 @@ double worst_error(const std::vector<float>& got, const std::vector<double>& wan
 
 // The larger of two errors, NaN winning (std::max would drop a NaN in its second argument).
 double worse(double a, double b) { return (b != b || b > a) ? b : a; }
-
-std::string verdict(double err, double tol) {
-  char buf[96];
-  if (err <= tol) return "ok";  // false for NaN
-  std::snprintf(buf, sizeof buf, "FAIL: error %.3g > %.3g", err, tol);
-  return buf;
-}
-
-const double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // ---------------------------------------------------------------------------------------------
 // Copies and the elementwise chain over n bf16 elements.
@@ -274,74 +186,19 @@ void run_rows(std::int64_t rows, std::int64_t cols) {
   keep(r);
 }
 
-void write_json(const char* path) {
-  FILE* f = std::fopen(path, "w");
-  if (!f) {
-    std::perror(path);
-    std::exit(1);
-  }
-  cudaDeviceProp p{};
-  CK(cudaGetDeviceProperties(&p, 0));
-  std::fprintf(f,
-               "{\n  \"source\": \"ember\",\n  \"device\": \"%s\",\n  \"sm_count\": %d,\n"
-               "  \"l2_bytes\": %d,\n  \"memory_bytes\": %zu,\n  \"records\": [\n",
-               p.name, p.multiProcessorCount, p.l2CacheSize, p.totalGlobalMem);
-  for (std::size_t i = 0; i < records.size(); ++i) {
-    const Record& r = records[i];
-    std::fprintf(
-        f,
-        "    {\"bench\": \"%s\", \"shape\": \"%s\", \"impl\": \"%s\", \"ms\": %.6f, "
-        "\"ms_min\": %.6f, \"ms_max\": %.6f, \"bytes\": %.0f, \"reps\": %d, \"check\": \"%s\"}%s\n",
-        r.bench.c_str(), r.shape.c_str(), r.impl.c_str(), r.ms_median, r.ms_min, r.ms_max, r.bytes,
-        r.reps, r.check.c_str(), i + 1 < records.size() ? "," : "");
-  }
-  std::fprintf(f, "  ]\n}\n");
-  std::fclose(f);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  const char*& json = g_json;
-  bool quick = false;
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--json") && i + 1 < argc) {
-      json = argv[++i];
-    } else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) {
-      g_reps = std::max(1, std::atoi(argv[++i]));
-    } else if (!std::strcmp(argv[i], "--quick")) {
-      quick = true;  // small sizes: a smoke test of the program itself
-    } else {
-      std::fprintf(stderr, "usage: %s [--json out.json] [--reps N] [--quick]\n", argv[0]);
-      return 1;
-    }
-  }
-  try {
-    if (!ember::cuda::available()) {
-      std::fprintf(stderr, "bench_elementwise_gpu: no CUDA device (%s)\n",
-                   ember::cuda::unavailable_reason().c_str());
-      return 3;
-    }
-    cudaDeviceProp p{};
-    CK(cudaGetDeviceProperties(&p, 0));
-    std::printf("device: %s, %d SMs, L2 %d MiB, %.1f GiB\n", p.name, p.multiProcessorCount,
-                p.l2CacheSize >> 20, double(p.totalGlobalMem) / (1 << 30));
-    // 1 GiB per bf16 tensor: far beyond the L2, so every run streams from HBM.
-    const std::int64_t n = quick ? (std::int64_t{1} << 22) : (std::int64_t{1} << 29);
-    run_elementwise(n);
-    if (quick) {
-      run_rows(4096, 1024);
-    } else {
-      run_rows(std::int64_t{1} << 19, 1024);
-      run_rows(std::int64_t{1} << 16, 8192);
-    }
-    if (json) write_json(json);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "bench_elementwise_gpu: %s\n", e.what());
-    if (json) write_json(json);
-    return 1;
-  }
-  bool ok = true;
-  for (const Record& r : records) ok = ok && r.check == "ok";
-  return ok ? 0 : 4;
+  return ember_gpu_bench::bench_main(
+      argc, argv, "bench_elementwise_gpu", {.bench = 18, .shape = 14, .impl = 22}, [](bool quick) {
+        // 1 GiB per bf16 tensor: far beyond the L2, so every run streams from HBM.
+        const std::int64_t n = quick ? (std::int64_t{1} << 22) : (std::int64_t{1} << 29);
+        run_elementwise(n);
+        if (quick) {
+          run_rows(4096, 1024);
+        } else {
+          run_rows(std::int64_t{1} << 19, 1024);
+          run_rows(std::int64_t{1} << 16, 8192);
+        }
+      });
 }

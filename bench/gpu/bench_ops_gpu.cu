@@ -52,14 +52,13 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <functional>
-#include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <ember/ember.hpp>
+
+#include "bench_gpu_support.cuh"
 
 namespace {
 
@@ -67,103 +66,12 @@ using ember::bf16;
 using ember::Device;
 using ember::Shape;
 using ember::Tensor;
-
-#define CK(call)                                                                            \
-  do {                                                                                      \
-    cudaError_t st_ = (call);                                                               \
-    if (st_ != cudaSuccess) {                                                               \
-      std::fprintf(stderr, "CUDA error %s at %s:%d: %s\n", cudaGetErrorName(st_), __FILE__, \
-                   __LINE__, cudaGetErrorString(st_));                                      \
-      std::exit(2);                                                                         \
-    }                                                                                       \
-  } while (0)
-
-struct Record {
-  std::string bench, shape, impl;
-  double ms_median = 0, ms_min = 0, ms_max = 0, bytes = 0, flops = 0;
-  int reps = 0;
-  std::string check = "ok";
-};
-std::vector<Record> records;
-
-int g_warmup = 3;
-int g_reps = 20;
-const char* g_json = nullptr;
-void write_json(const char* path);
-
-// Keeps a record and rewrites the JSON, so a run cut short still leaves what it measured.
-void keep(const Record& r) {
-  records.push_back(r);
-  if (g_json) write_json(g_json);
-}
-
-cudaStream_t stream() { return ember::cuda::current_stream(0); }
-
-// Median, min and max of `reps` runs of f, each bracketed by events on ember's stream. The
-// host's time to enqueue f (cuBLASLt's heuristic query, cuDNN's descriptors) is in the
-// measurement when the GPU waits for it, as it would be in a model.
-Record time_it(const std::string& bench, const std::string& shape, const std::string& impl,
-               double bytes, double flops, const std::function<void()>& f) {
-  for (int i = 0; i < g_warmup; ++i) f();
-  CK(cudaStreamSynchronize(stream()));
-  CK(cudaGetLastError());
-  std::vector<cudaEvent_t> ev(2 * static_cast<std::size_t>(g_reps));
-  for (auto& e : ev) CK(cudaEventCreate(&e));
-  for (int r = 0; r < g_reps; ++r) {
-    CK(cudaEventRecord(ev[2 * r], stream()));
-    f();
-    CK(cudaEventRecord(ev[2 * r + 1], stream()));
-  }
-  CK(cudaStreamSynchronize(stream()));
-  CK(cudaGetLastError());
-  std::vector<double> ms;
-  for (int r = 0; r < g_reps; ++r) {
-    float t = 0;
-    CK(cudaEventElapsedTime(&t, ev[2 * r], ev[2 * r + 1]));
-    ms.push_back(t);
-  }
-  for (auto& e : ev) CK(cudaEventDestroy(e));
-  std::sort(ms.begin(), ms.end());
-  Record rec;
-  rec.bench = bench;
-  rec.shape = shape;
-  rec.impl = impl;
-  rec.bytes = bytes;
-  rec.flops = flops;
-  rec.reps = g_reps;
-  rec.ms_min = ms.front();
-  rec.ms_max = ms.back();
-  rec.ms_median =
-      ms.size() % 2 ? ms[ms.size() / 2] : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]);
-  const double s = rec.ms_median * 1e-3;
-  std::printf("%-20s %-34s %-14s %9.3f ms  %7.1f TFLOP/s  %7.1f GB/s  (min %.3f, max %.3f)\n",
-              bench.c_str(), shape.c_str(), impl.c_str(), rec.ms_median, flops / s / 1e12,
-              bytes / s / 1e9, rec.ms_min, rec.ms_max);
-  std::fflush(stdout);
-  return rec;
-}
-
-template <class T>
-std::vector<float> host_floats(const Tensor<T>& t) {
-  std::vector<T> v = t.to_vector();
-  std::vector<float> out(v.size());
-  for (std::size_t i = 0; i < v.size(); ++i) out[i] = static_cast<float>(v[i]);
-  return out;
-}
-
-std::string verdict(double err, double tol) {
-  char buf[96];
-  if (err <= tol) return "ok";  // false for NaN
-  std::snprintf(buf, sizeof buf, "FAIL: error %.3g > %.3g", err, tol);
-  return buf;
-}
+using namespace ember_gpu_bench;  // the shared harness: bench_gpu_support.cuh
 
 // max(worst, err) with a NaN sticking.
 void worsen(double& worst, double err) {
   if (worst == worst && !(err <= worst)) worst = err;
 }
-
-const double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // Fills `count` freshly allocated elements with NaN and frees them: the next allocation of that
 // size from ember's pool (the output of the call being checked) starts out as NaN, so an element
@@ -479,92 +387,38 @@ void run_rows(std::int64_t rows, std::int64_t cols) {
   keep(r);
 }
 
-void write_json(const char* path) {
-  FILE* f = std::fopen(path, "w");
-  if (!f) {
-    std::perror(path);
-    std::exit(1);
-  }
-  cudaDeviceProp p{};
-  CK(cudaGetDeviceProperties(&p, 0));
-  std::fprintf(f,
-               "{\n  \"source\": \"ember\",\n  \"device\": \"%s\",\n  \"sm_count\": %d,\n"
-               "  \"l2_bytes\": %d,\n  \"memory_bytes\": %zu,\n  \"records\": [\n",
-               p.name, p.multiProcessorCount, p.l2CacheSize, p.totalGlobalMem);
-  for (std::size_t i = 0; i < records.size(); ++i) {
-    const Record& r = records[i];
-    std::fprintf(f,
-                 "    {\"bench\": \"%s\", \"shape\": \"%s\", \"impl\": \"%s\", \"ms\": %.6f, "
-                 "\"ms_min\": %.6f, \"ms_max\": %.6f, \"bytes\": %.0f, \"flops\": %.0f, "
-                 "\"reps\": %d, \"check\": \"%s\"}%s\n",
-                 r.bench.c_str(), r.shape.c_str(), r.impl.c_str(), r.ms_median, r.ms_min, r.ms_max,
-                 r.bytes, r.flops, r.reps, r.check.c_str(), i + 1 < records.size() ? "," : "");
-  }
-  std::fprintf(f, "  ]\n}\n");
-  std::fclose(f);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false;
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--json") && i + 1 < argc) {
-      g_json = argv[++i];
-    } else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) {
-      g_reps = std::max(1, std::atoi(argv[++i]));
-    } else if (!std::strcmp(argv[i], "--quick")) {
-      quick = true;  // small sizes: a smoke test of the program itself
-    } else {
-      std::fprintf(stderr, "usage: %s [--json out.json] [--reps N] [--quick]\n", argv[0]);
-      return 1;
-    }
-  }
-  try {
-    if (!ember::cuda::available()) {
-      std::fprintf(stderr, "bench_ops_gpu: no CUDA device (%s)\n",
-                   ember::cuda::unavailable_reason().c_str());
-      return 3;
-    }
-    cudaDeviceProp p{};
-    CK(cudaGetDeviceProperties(&p, 0));
-    std::printf("device: %s, %d SMs, L2 %d MiB, %.1f GiB\n", p.name, p.multiProcessorCount,
-                p.l2CacheSize >> 20, double(p.totalGlobalMem) / (1 << 30));
-
-    // GEMMs: 8192^3 (1.1 TFLOP: about 1.5 ms at 700 TFLOP/s) and BERT-base at 4096 tokens.
-    if (quick) {
-      run_linear(1024, 1024, 1024);
-    } else {
-      run_linear(8192, 8192, 8192);
-      run_linear(4096, 3072, 768);
-      run_linear(4096, 768, 3072);
-      run_linear(4096, 768, 768);
-    }
+  return ember_gpu_bench::bench_main(
+      argc, argv, "bench_ops_gpu", {.bench = 20, .shape = 34, .impl = 14, .flops = true},
+      [](bool quick) {
+        // GEMMs: 8192^3 (1.1 TFLOP: about 1.5 ms at 700 TFLOP/s) and BERT-base at 4096 tokens.
+        if (quick) {
+          run_linear(1024, 1024, 1024);
+        } else {
+          run_linear(8192, 8192, 8192);
+          run_linear(4096, 3072, 768);
+          run_linear(4096, 768, 3072);
+          run_linear(4096, 768, 768);
+        }
 
 #if defined(EMBER_WITH_CUDNN)
-    // ResNet-50 at batch 256 (about 60 GFLOP per forward for each 3x3 and the stem).
-    const std::int64_t n = quick ? 8 : 256;
-    const ConvCase convs[] = {
-        {"stem", n, 3, 224, 224, 64, 7, 2, 3},      {"res2_3x3", n, 64, 56, 56, 64, 3, 1, 1},
-        {"res3_3x3", n, 128, 28, 28, 128, 3, 1, 1}, {"res4_3x3", n, 256, 14, 14, 256, 3, 1, 1},
-        {"res5_3x3", n, 512, 7, 7, 512, 3, 1, 1},   {"res2_1x1", n, 64, 56, 56, 256, 1, 1, 0},
-        {"res4_1x1", n, 1024, 14, 14, 256, 1, 1, 0}};
-    for (const ConvCase& cc : convs) run_conv(cc);
+        // ResNet-50 at batch 256 (about 60 GFLOP per forward for each 3x3 and the stem).
+        const std::int64_t n = quick ? 8 : 256;
+        const ConvCase convs[] = {
+            {"stem", n, 3, 224, 224, 64, 7, 2, 3},      {"res2_3x3", n, 64, 56, 56, 64, 3, 1, 1},
+            {"res3_3x3", n, 128, 28, 28, 128, 3, 1, 1}, {"res4_3x3", n, 256, 14, 14, 256, 3, 1, 1},
+            {"res5_3x3", n, 512, 7, 7, 512, 3, 1, 1},   {"res2_1x1", n, 64, 56, 56, 256, 1, 1, 0},
+            {"res4_1x1", n, 1024, 14, 14, 256, 1, 1, 0}};
+        for (const ConvCase& cc : convs) run_conv(cc);
 #else
-    std::printf("conv2d: skipped (built without cuDNN: EMBER_WITH_CUDNN undefined)\n");
+        std::printf("conv2d: skipped (built without cuDNN: EMBER_WITH_CUDNN undefined)\n");
 #endif
 
-    // BERT-base: attention probabilities [32 x 12 x 128, 128] and hidden states [4096, 768].
-    run_copy(quick ? (std::int64_t{1} << 22) : (std::int64_t{1} << 29));
-    run_rows(quick ? 1024 : 4096 * 12, 128);
-    run_rows(quick ? 1024 : 4096, 768);
-    if (g_json) write_json(g_json);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "bench_ops_gpu: %s\n", e.what());
-    if (g_json) write_json(g_json);
-    return 1;
-  }
-  bool ok = true;
-  for (const Record& r : records) ok = ok && r.check == "ok";
-  return ok ? 0 : 4;
+        // BERT-base: attention probabilities [32 x 12 x 128, 128] and hidden states [4096, 768].
+        run_copy(quick ? (std::int64_t{1} << 22) : (std::int64_t{1} << 29));
+        run_rows(quick ? 1024 : 4096 * 12, 128);
+        run_rows(quick ? 1024 : 4096, 768);
+      });
 }
