@@ -42,16 +42,7 @@ Var<T> record_normalize(const char* name, const Var<T>& x, const ops::NormStats<
       name, y, {x.node(), w.node, b.node}, {xv, w.value, b.value},
       [xv, st, wv, bv, axes, batch_stats, wshape = w.value.defined() ? w.value.shape() : Shape(),
        bshape = b.value.defined() ? b.value.shape() : Shape()](const Tensor<T>& g) {
-        Tensor<T> gx, gw, gb;
-        if (batch_stats) {
-          std::tie(gx, gw, gb) = ops::normalize_backward<T, Mode>(xv, st, wv, bv, g, axes, true);
-        } else {
-          // Fixed statistics (batch_norm in evaluation): y is affine in x.
-          gx =
-              wv.defined() ? Tensor<T>(cast<T>(g * wv * st.rstd)) : Tensor<T>(cast<T>(g * st.rstd));
-          std::tie(std::ignore, gw, gb) =
-              ops::normalize_backward<T, Mode>(xv, st, wv, bv, g, axes, false);
-        }
+        auto [gx, gw, gb] = ops::normalize_backward<T, Mode>(xv, st, wv, bv, g, axes, batch_stats);
         return std::vector<Tensor<T>>{gx, gw.defined() ? gw.reshape(wshape) : gw,
                                       gb.defined() ? gb.reshape(bshape) : gb};
       }));
@@ -127,14 +118,7 @@ Var<T> batch_norm_add_relu(const Var<T>& x, const autograd::param_arg_t<T>& resi
       {xv, residual.value, weight.value, bias.value},
       [xv, y, st, wv, bv, axes, training, wshape = weight.value.shape()](const Tensor<T>& g) {
         const Tensor<T> gpre = Tensor<T>(cast<T>(where(y > 0.0, g, 0.0)));
-        Tensor<T> gx, gw, gb;
-        if (training) {
-          std::tie(gx, gw, gb) = ops::normalize_backward<T, Mode>(xv, st, wv, bv, gpre, axes, true);
-        } else {
-          gx = Tensor<T>(cast<T>(gpre * wv * st.rstd));
-          std::tie(std::ignore, gw, gb) =
-              ops::normalize_backward<T, Mode>(xv, st, wv, bv, gpre, axes, false);
-        }
+        auto [gx, gw, gb] = ops::normalize_backward<T, Mode>(xv, st, wv, bv, gpre, axes, training);
         return std::vector<Tensor<T>>{gx, gpre, gw.reshape(wshape), gb.reshape(wshape)};
       }));
 }

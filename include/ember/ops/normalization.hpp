@@ -71,15 +71,19 @@ Tensor<T> normalize(const Tensor<T>& x, const NormStats<acc_t<T>>& st, const Ten
 }
 
 /// The gradients of x, w and b (those defined) of normalize(), given the output's gradient g.
-/// `axes`: the normalised axes; w and b are views that broadcast against x.
+/// `axes`: the normalised axes; w and b are views that broadcast against x. `batch_stats`: the
+/// statistics came from x itself (training); else they are constants (batch_norm in evaluation).
 template <FloatingElement T, class Mode = exec::mode>
 std::tuple<Tensor<T>, Tensor<T>, Tensor<T>> normalize_backward(
     const Tensor<T>& x, const NormStats<acc_t<T>>& st, const Tensor<T>& w, const Tensor<T>& b,
-    const Tensor<T>& g, const Dims& axes, bool need_x) {
+    const Tensor<T>& g, const Dims& axes, bool batch_stats) {
   using A = acc_t<T>;
   const auto xh = (x - st.mean) * st.rstd;
   Tensor<T> gx, gw, gb;
-  if (need_x) {
+  if (!batch_stats) {
+    // Fixed statistics (batch_norm in evaluation): y is affine in x.
+    gx = w.defined() ? Tensor<T>(cast<T>(g * w * st.rstd)) : Tensor<T>(cast<T>(g * st.rstd));
+  } else {
     auto run = [&](const auto& dxh) {
       const Tensor<A> m1 = exec::reduce_expression<A>(dxh, reduce::Bound<reduce::Mean<A>>{}, "norm",
                                                       axes, true, true);
