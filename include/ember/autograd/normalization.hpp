@@ -65,19 +65,9 @@ Var<T> batch_norm(const Var<T>& x, const autograd::param_arg_t<T>& weight,
                   const std::type_identity_t<Tensor<T>>& running_mean,
                   const std::type_identity_t<Tensor<T>>& running_var, bool training,
                   double momentum = 0.1, double eps = 1e-5) {
-  const Tensor<T> xv = x.value();
-  const Dims axes = ops::batch_norm_axes(xv, weight.value, bias.value, running_mean, running_var);
-  const int r = xv.rank();
-  const Tensor<T> wv =
-      weight.value.defined() ? ops::param_view(weight.value, r, true) : Tensor<T>();
-  const Tensor<T> bv = bias.value.defined() ? ops::param_view(bias.value, r, true) : Tensor<T>();
-  ops::NormStats<acc_t<T>> st;
-  {
-    no_grad guard;  // the running statistics are not part of the graph
-    st = ops::batch_norm_stats<T, Mode>(xv, axes, running_mean, running_var, training, momentum,
-                                        eps);
-  }
-  return autograd::record_normalize<T, Mode>("batch_norm", x, st, weight, bias, wv, bv, axes,
+  const auto s = ops::batch_norm_setup<T, Mode>(x.value(), weight.value, bias.value, running_mean,
+                                                running_var, training, momentum, eps);
+  return autograd::record_normalize<T, Mode>("batch_norm", x, s.st, weight, bias, s.w, s.b, s.axes,
                                              training);
 }
 
@@ -92,33 +82,16 @@ Var<T> batch_norm_add_relu(const Var<T>& x, const autograd::param_arg_t<T>& resi
                            const std::type_identity_t<Tensor<T>>& running_var, bool training,
                            double momentum = 0.1, double eps = 1e-5) {
   const Tensor<T> xv = x.value();
-  const Dims axes = ops::batch_norm_axes(xv, weight.value, bias.value, running_mean, running_var);
-  const int r = xv.rank();
-  EMBER_CHECK(weight.value.defined() && bias.value.defined(),
-              "ember: batch_norm_add_relu: weight and bias are required");
-  const Tensor<T> wv = ops::param_view(weight.value, r, true);
-  const Tensor<T> bv = ops::param_view(bias.value, r, true);
-  ops::NormStats<acc_t<T>> st;
-  {
-    no_grad guard;
-    st = ops::batch_norm_stats<T, Mode>(xv, axes, running_mean, running_var, training, momentum,
-                                        eps);
-  }
-  Tensor<T> y = empty<T>(xv.shape(), xv.device(), xv.memory_format());
-  const auto pre = (xv - st.mean) * st.rstd * wv + bv;
-  if (residual.value.defined()) {
-    EMBER_CHECK(residual.value.shape() == xv.shape(), "ember: batch_norm_add_relu: residual ",
-                residual.value.shape().str(), " for an input of shape ", xv.shape().str());
-    y = cast<T>(relu(pre + residual.value));
-  } else {
-    y = cast<T>(relu(pre));
-  }
+  const auto s = ops::batch_norm_setup<T, Mode>(xv, weight.value, bias.value, running_mean,
+                                                running_var, training, momentum, eps);
+  const Tensor<T> y = ops::normalize_add_relu<T, Mode>(xv, s, residual.value);
   return Var<T>::from_node(autograd::record_op<T>(
       "batch_norm_add_relu", y, {x.node(), residual.node, weight.node, bias.node},
       {xv, residual.value, weight.value, bias.value},
-      [xv, y, st, wv, bv, axes, training, wshape = weight.value.shape()](const Tensor<T>& g) {
+      [xv, y, s, training, wshape = weight.value.shape()](const Tensor<T>& g) {
         const Tensor<T> gpre = Tensor<T>(cast<T>(where(y > 0.0, g, 0.0)));
-        auto [gx, gw, gb] = ops::normalize_backward<T, Mode>(xv, st, wv, bv, gpre, axes, training);
+        auto [gx, gw, gb] =
+            ops::normalize_backward<T, Mode>(xv, s.st, s.w, s.b, gpre, s.axes, training);
         return std::vector<Tensor<T>>{gx, gpre, gw.reshape(wshape), gb.reshape(wshape)};
       }));
 }

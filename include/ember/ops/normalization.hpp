@@ -180,19 +180,59 @@ NormStats<acc_t<T>> batch_norm_stats(const Tensor<T>& x, const Dims& axes,
 }
 }  // namespace ops
 
+namespace ops {
+/// What batch_norm normalises with: the axes, weight and bias as views against x (undefined when
+/// not given), and the statistics (updating the running ones in training).
+template <FloatingElement T>
+struct BatchNormSetup {
+  Dims axes;
+  Tensor<T> w, b;
+  NormStats<acc_t<T>> st;
+};
+template <FloatingElement T, class Mode = exec::mode>
+BatchNormSetup<T> batch_norm_setup(const Tensor<T>& x, const Tensor<T>& weight,
+                                   const Tensor<T>& bias, const Tensor<T>& running_mean,
+                                   const Tensor<T>& running_var, bool training, double momentum,
+                                   double eps) {
+  BatchNormSetup<T> s;
+  s.axes = batch_norm_axes(x, weight, bias, running_mean, running_var);
+  const int r = x.rank();
+  if (weight.defined()) s.w = param_view(weight, r, true);
+  if (bias.defined()) s.b = param_view(bias, r, true);
+  s.st = batch_norm_stats<T, Mode>(x, s.axes, running_mean, running_var, training, momentum, eps);
+  return s;
+}
+
+/// relu(normalize(x) + residual) (residual optional) in one pass, in x's memory format; weight
+/// and bias are required.
+template <FloatingElement T, class Mode = exec::mode>
+Tensor<T> normalize_add_relu(const Tensor<T>& x, const BatchNormSetup<T>& s,
+                             const Tensor<T>& residual) {
+  EMBER_CHECK(s.w.defined() && s.b.defined(),
+              "ember: batch_norm_add_relu: weight and bias are required");
+  EMBER_CHECK(
+      !residual.defined() || residual.shape() == x.shape(), "ember: batch_norm_add_relu: residual ",
+      residual.defined() ? residual.shape().str() : "", " for an input of shape ", x.shape().str());
+  const auto pre = (x - s.st.mean) * s.st.rstd * s.w + s.b;
+  Tensor<T> y = empty<T>(x.shape(), x.device(), x.memory_format());
+  if (residual.defined()) {
+    y = cast<T>(relu(pre + residual));
+  } else {
+    y = cast<T>(relu(pre));
+  }
+  return y;
+}
+}  // namespace ops
+
 /// Batch normalisation of x [N, C, ...] (see the top of this header). In training, running_mean
 /// and running_var (when defined) are updated in place with `momentum`.
 template <FloatingElement T, class Mode = exec::mode>
 Tensor<T> batch_norm(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& bias,
                      const Tensor<T>& running_mean, const Tensor<T>& running_var, bool training,
                      double momentum = 0.1, double eps = 1e-5) {
-  const Dims axes = ops::batch_norm_axes(x, weight, bias, running_mean, running_var);
-  const int r = x.rank();
-  const auto st =
-      ops::batch_norm_stats<T, Mode>(x, axes, running_mean, running_var, training, momentum, eps);
-  return ops::normalize<T, Mode>(x, st,
-                                 weight.defined() ? ops::param_view(weight, r, true) : weight,
-                                 bias.defined() ? ops::param_view(bias, r, true) : bias);
+  const auto s = ops::batch_norm_setup<T, Mode>(x, weight, bias, running_mean, running_var,
+                                                training, momentum, eps);
+  return ops::normalize<T, Mode>(x, s.st, s.w, s.b);
 }
 
 /// relu(batch_norm(x) + residual) in one pass after the statistics: ResNet's block ending
@@ -202,24 +242,9 @@ Tensor<T> batch_norm_add_relu(const Tensor<T>& x, const Tensor<T>& residual,
                               const Tensor<T>& weight, const Tensor<T>& bias,
                               const Tensor<T>& running_mean, const Tensor<T>& running_var,
                               bool training, double momentum = 0.1, double eps = 1e-5) {
-  EMBER_CHECK(weight.defined() && bias.defined(),
-              "ember: batch_norm_add_relu: weight and bias are required");
-  EMBER_CHECK(
-      !residual.defined() || residual.shape() == x.shape(), "ember: batch_norm_add_relu: residual ",
-      residual.defined() ? residual.shape().str() : "", " for an input of shape ", x.shape().str());
-  const Dims axes = ops::batch_norm_axes(x, weight, bias, running_mean, running_var);
-  const int r = x.rank();
-  const auto st =
-      ops::batch_norm_stats<T, Mode>(x, axes, running_mean, running_var, training, momentum, eps);
-  const Tensor<T> w = ops::param_view(weight, r, true), b = ops::param_view(bias, r, true);
-  const auto pre = (x - st.mean) * st.rstd * w + b;
-  Tensor<T> y = empty<T>(x.shape(), x.device(), x.memory_format());
-  if (residual.defined()) {
-    y = cast<T>(relu(pre + residual));
-  } else {
-    y = cast<T>(relu(pre));
-  }
-  return y;
+  const auto s = ops::batch_norm_setup<T, Mode>(x, weight, bias, running_mean, running_var,
+                                                training, momentum, eps);
+  return ops::normalize_add_relu<T, Mode>(x, s, residual);
 }
 
 }  // namespace ember
