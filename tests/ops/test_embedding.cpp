@@ -17,6 +17,8 @@
 
 namespace {
 
+using ember::testing::require_close;
+
 using ember::bf16;
 using ember::Shape;
 using ember::Tensor;
@@ -61,26 +63,6 @@ std::vector<double> ref_grad(const std::vector<double>& g, const std::vector<std
   return dw;
 }
 
-// Every element within tol (relative to 1 + |want|); reports the count and the first miss.
-void require_close(const std::vector<double>& got, const std::vector<double>& want, double tol) {
-  REQUIRE(got.size() == want.size());
-  std::size_t bad = 0, first = 0;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    if (!(std::fabs(got[i] - want[i]) <= tol * (1.0 + std::fabs(want[i]))) && bad++ == 0) first = i;
-  }
-  INFO(bad << " of " << got.size() << " differ; the first, element " << first << ": "
-           << (bad ? got[first] : 0.0) << " vs " << (bad ? want[first] : 0.0));
-  REQUIRE(bad == 0);
-}
-
-template <class T>
-double tolerance() {
-  if constexpr (std::is_same_v<T, double>) return 1e-12;
-  if constexpr (std::is_same_v<T, float>) return 1e-5;
-  if constexpr (std::is_same_v<T, bf16>) return 1.0 / 128;
-  return 1.0 / 1024;
-}
-
 template <class T>
 void check_dtype() {
   const std::int64_t V = 13, D = 7;
@@ -106,7 +88,8 @@ void check_dtype() {
     auto wv = ember::param(w);
     ember::embedding(wv, ids).backward(g);
     REQUIRE(wv.grad().shape() == Shape{V, D});
-    require_close(values(wv.grad()), ref_grad(values(g), idv, V, D), tolerance<T>());
+    require_close(values(wv.grad()), ref_grad(values(g), idv, V, D),
+                  ember::testing::dtype_tolerance<T>());
   }
 }
 

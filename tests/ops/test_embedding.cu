@@ -13,6 +13,7 @@
 #include <ember/ember.hpp>
 
 #include "cuda_test_support.hpp"
+#include "support/random_tensors.hpp"
 
 using namespace ember;
 
@@ -31,14 +32,6 @@ Tensor<std::int64_t> rand_ids(const Shape& s, std::int64_t V, std::uint32_t seed
 template <class T>
 std::vector<double> values(const Tensor<T>& t) {
   return Tensor<double>(cast<double>(t.to(Device::cpu()))).to_vector();
-}
-
-template <class T>
-double tolerance() {
-  if constexpr (std::is_same_v<T, double>) return 1e-12;
-  if constexpr (std::is_same_v<T, float>) return 1e-5;
-  if constexpr (std::is_same_v<T, bf16>) return 1.0 / 128;
-  return 1.0 / 1024;
 }
 
 template <class T>
@@ -67,7 +60,9 @@ void check_dtype() {
   const auto gc = values(wc.grad()), gg = values(wv.grad());
   std::size_t bad = 0;
   for (std::size_t i = 0; i < gc.size(); ++i) {
-    if (!(std::fabs(gg[i] - gc[i]) <= tolerance<T>() * (1.0 + std::fabs(gc[i])))) ++bad;
+    if (!(std::fabs(gg[i] - gc[i]) <=
+          ember::testing::dtype_tolerance<T>() * (1.0 + std::fabs(gc[i]))))
+      ++bad;
   }
   CHECK(bad == 0);
   // Same order, same arithmetic: expected bit-identical to the CPU, too.

@@ -21,6 +21,8 @@
 
 namespace {
 
+using ember::testing::require_close;
+
 using ember::bf16;
 using ember::MemoryFormat;
 using ember::Pool2dOptions;
@@ -167,26 +169,6 @@ std::vector<double> ref_backward(const PoolRef& r, const std::vector<double>& g,
   return gx;
 }
 
-// Every element within tol (relative to 1 + |want|); reports the count and the first miss.
-void require_close(const std::vector<double>& got, const std::vector<double>& want, double tol) {
-  REQUIRE(got.size() == want.size());
-  std::size_t bad = 0, first = 0;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    if (!(std::fabs(got[i] - want[i]) <= tol * (1.0 + std::fabs(want[i]))) && bad++ == 0) first = i;
-  }
-  INFO(bad << " of " << got.size() << " differ; the first, element " << first << ": "
-           << (bad ? got[first] : 0.0) << " vs " << (bad ? want[first] : 0.0));
-  REQUIRE(bad == 0);
-}
-
-template <class T>
-double tolerance() {
-  if constexpr (std::is_same_v<T, double>) return 1e-12;
-  if constexpr (std::is_same_v<T, float>) return 1e-5;
-  if constexpr (std::is_same_v<T, bf16>) return 1.0 / 128;  // 8 bits, one rounding
-  return 1.0 / 1024;                                        // half: 11 bits
-}
-
 enum class Kind { max, avg, adaptive };
 
 struct Case {
@@ -239,7 +221,7 @@ void check_case(const Case& cs, Kind kind) {
     if (kind == Kind::max) {
       CHECK(values(y) == r.y);  // max is exact in any dtype
     } else {
-      require_close(values(y), r.y, tolerance<T>());
+      require_close(values(y), r.y, ember::testing::dtype_tolerance<T>());
     }
     auto xv = ember::param(x);
     const Var<T> yv = run(xv);
@@ -247,7 +229,7 @@ void check_case(const Case& cs, Kind kind) {
     yv.backward(g);
     CHECK(ember::launch_count() - b2 == 1);
     REQUIRE(xv.grad().shape() == x.shape());
-    require_close(values(xv.grad()), gx_ref, tolerance<T>());
+    require_close(values(xv.grad()), gx_ref, ember::testing::dtype_tolerance<T>());
     // The Tensor-level backward writes the input's gradient in either memory order.
     namespace ops = ember::ops;
     const ops::Pool2dGeometry geo =
@@ -261,7 +243,7 @@ void check_case(const Case& cs, Kind kind) {
               : ops::avg_pool2d_backward(g, geo, kind == Kind::avg ? cs.o.count_include_pad : true,
                                          f);
       CHECK(gx.is_contiguous(f));
-      require_close(values(gx), gx_ref, tolerance<T>());
+      require_close(values(gx), gx_ref, ember::testing::dtype_tolerance<T>());
     }
   }
 }

@@ -13,6 +13,7 @@
 #include <ember/ember.hpp>
 
 #include "cuda_test_support.hpp"
+#include "support/random_tensors.hpp"
 
 using namespace ember;
 
@@ -20,14 +21,6 @@ namespace {
 const Device kGpu = Device::cuda(0);
 
 using ember::testing::require_near;
-
-template <class T>
-double tolerance() {
-  if constexpr (std::is_same_v<T, double>) return 1e-12;
-  if constexpr (std::is_same_v<T, float>) return 1e-5;
-  if constexpr (std::is_same_v<T, bf16>) return 1.0 / 128;
-  return 1.0 / 1024;
-}
 
 enum class Kind { max, avg, adaptive };
 
@@ -57,7 +50,7 @@ void check_case(const Case& cs, bool channels_last) {
     // Max pooling picks an input element: the same bits on both devices.
     CHECK(Tensor<T>(yg.to(Device::cpu())).to_vector() == y.contiguous().to_vector());
   } else {
-    require_near(yg, y, tolerance<T>());
+    require_near(yg, y, ember::testing::dtype_tolerance<T>());
   }
   // Gradients: the same seed on both devices, read in place on the GPU.
   const Tensor<T> g = cast<T>(randn<float>(y.shape(), 12));
@@ -67,7 +60,7 @@ void check_case(const Case& cs, bool channels_last) {
   const std::uint64_t b2 = launch_count();
   yv.backward(g.to(kGpu));
   CHECK(launch_count() - b2 == 1);
-  require_near(xv.grad(), xc.grad(), tolerance<T>());
+  require_near(xv.grad(), xc.grad(), ember::testing::dtype_tolerance<T>());
   // The gather backward has no atomics: a second run gives the same bits.
   auto xv2 = param(xg);
   run(xv2).backward(g.to(kGpu));

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include <ember/ember.hpp>
@@ -43,6 +44,29 @@ void require_close(const Tensor<T>& got, const Tensor<double>& want, double tol,
     INFO("element " << i << ": " << g[i] << " vs " << w[i]);
     REQUIRE(std::fabs(g[i] - w[i]) <= tol * (scale + std::fabs(w[i])));
   }
+}
+
+/// Every element of `got` within tol (1 + |want|); reports how many differ and the first.
+inline void require_close(const std::vector<double>& got, const std::vector<double>& want,
+                          double tol) {
+  REQUIRE(got.size() == want.size());
+  std::size_t bad = 0, first = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (!(std::fabs(got[i] - want[i]) <= tol * (1.0 + std::fabs(want[i]))) && bad++ == 0) first = i;
+  }
+  INFO(bad << " of " << got.size() << " differ; the first, element " << first << ": "
+           << (bad ? got[first] : 0.0) << " vs " << (bad ? want[first] : 0.0));
+  REQUIRE(bad == 0);
+}
+
+/// The tolerance of a result computed in the compute type and rounded once to T: a few units of
+/// float's precision, or half a unit of T's for the 16-bit types (bf16: 8 bits, half: 11).
+template <class T>
+double dtype_tolerance() {
+  if constexpr (std::is_same_v<T, double>) return 1e-12;
+  if constexpr (std::is_same_v<T, float>) return 1e-5;
+  if constexpr (std::is_same_v<T, bf16>) return 1.0 / 128;
+  return 1.0 / 1024;
 }
 
 }  // namespace ember::testing
