@@ -133,11 +133,7 @@ TEST_CASE("conv2d: ONNX's Conv reference data", "[ops][conv][onnx]") {
     WARN("libonnx-testdata is not installed: ONNX reference data not checked");
     return;
   }
-  auto tensor = [](const onnx::TensorData& d) {
-    Shape s;
-    for (auto e : d.dims) s.push_back(e);
-    return ember::from_vector<double>(d.values, s);
-  };
+  const auto tensor = onnx::to_tensor<double>;
   // The symmetric-padding cases (ONNX's auto_pad and asymmetric pads are not conv2d's options).
   for (const char* name : {"test_basic_conv_with_padding", "test_basic_conv_without_padding",
                            "test_conv_with_strides_no_padding", "test_conv_with_strides_padding"}) {

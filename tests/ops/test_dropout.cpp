@@ -64,9 +64,7 @@ TEST_CASE("dropout: ONNX's evaluation-mode reference data", "[ops][dropout][onnx
        {"test_dropout_default", "test_dropout_default_ratio", "test_dropout_default_old"}) {
     INFO(name);
     const auto t = onnx::read_node_test(name);
-    Shape s;
-    for (auto e : t.inputs[0].dims) s.push_back(e);
-    const Tensor<double> x = ember::from_vector<double>(t.inputs[0].values, s);
+    const Tensor<double> x = onnx::to_tensor<double>(t.inputs[0]);
     REQUIRE(ember::dropout(x, 0.5, false, 0).to_vector() == t.outputs[0].values);
   }
 }

@@ -163,13 +163,8 @@ TEST_CASE("cross_entropy: ONNX's SoftmaxCrossEntropyLoss reference data", "[ops]
     for (const std::string& name : {std::string(base), std::string(base) + "_log_prob"}) {
       INFO(name);
       const auto t = onnx::read_node_test(name);
-      Shape xs, ts;
-      for (auto e : t.inputs[0].dims) xs.push_back(e);
-      for (auto e : t.inputs[1].dims) ts.push_back(e);
-      const auto x = ember::from_vector<float>(
-          std::vector<float>(t.inputs[0].values.begin(), t.inputs[0].values.end()), xs);
-      const auto targets = ember::from_vector<std::int64_t>(
-          std::vector<std::int64_t>(t.inputs[1].values.begin(), t.inputs[1].values.end()), ts);
+      const Tensor<float> x = onnx::to_tensor<float>(t.inputs[0]);
+      const Tensor<std::int64_t> targets = onnx::to_tensor<std::int64_t>(t.inputs[1]);
       const std::string red = t.attributes.get_string("reduction", "mean");
       CrossEntropyOptions opt;
       opt.reduction = red == "none"  ? Reduction::none

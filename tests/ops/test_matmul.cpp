@@ -179,12 +179,7 @@ TEST_CASE("matmul and Gemm: ONNX's reference data", "[ops][matmul][onnx]") {
     WARN("libonnx-testdata is not installed: ONNX reference data not checked");
     return;
   }
-  auto tensor = [](const onnx::TensorData& d) {
-    Shape s;
-    for (auto e : d.dims) s.push_back(e);
-    std::vector<float> v(d.values.begin(), d.values.end());
-    return ember::from_vector<float>(v, s);
-  };
+  const auto tensor = onnx::to_tensor<float>;
   for (const char* name : {"test_matmul_2d", "test_matmul_3d", "test_matmul_4d"}) {
     INFO(name);
     const auto t = onnx::read_node_test(name);

@@ -42,9 +42,7 @@ Tensor<double> naive_normalize(const Tensor<double>& x, const Dims& axes, double
 using ember::testing::require_close;
 
 Tensor<double> as_tensor(const ember::testing::onnx::TensorData& d) {
-  Shape s;
-  for (auto e : d.dims) s.push_back(e);
-  return ember::from_vector<double>(d.values, s);
+  return ember::testing::onnx::to_tensor<double>(d);
 }
 
 }  // namespace

@@ -299,9 +299,7 @@ void check_all() {
 }
 
 Tensor<double> as_tensor(const ember::testing::onnx::TensorData& d) {
-  Shape s;
-  for (auto e : d.dims) s.push_back(e);
-  return ember::from_vector<double>(d.values, s);
+  return ember::testing::onnx::to_tensor<double>(d);
 }
 
 }  // namespace

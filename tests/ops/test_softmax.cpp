@@ -105,10 +105,8 @@ TEST_CASE("softmax and log_softmax: ONNX's reference data", "[ops][softmax][onnx
       const std::string name = std::string(prefix) + suffix;
       INFO(name);
       const auto t = onnx::read_node_test(name);
-      Shape s;
-      for (auto e : t.inputs[0].dims) s.push_back(e);
-      const auto x = ember::from_vector<float>(
-          std::vector<float>(t.inputs[0].values.begin(), t.inputs[0].values.end()), s);
+      const Tensor<float> x = onnx::to_tensor<float>(t.inputs[0]);
+      const Shape s = x.shape();
       const int axis = static_cast<int>(t.attributes.get("axis", -1));
       // x - lse in float loses the ulps of the largest |x| (the large_number case has 10^4).
       double big = 1;

@@ -14,6 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include <ember/ember.hpp>
+
 namespace ember::testing::onnx {
 
 inline const std::filesystem::path kNodeTests = "/usr/include/onnx/backend/test/data/node";
@@ -79,6 +81,17 @@ struct TensorData {
   std::vector<std::int64_t> dims;
   std::vector<double> values;
 };
+
+/// The data as an ember tensor of element type T (values converted from the stored doubles).
+template <class T>
+Tensor<T> to_tensor(const TensorData& d) {
+  Shape s;
+  for (auto e : d.dims) s.push_back(e);
+  std::vector<T> v;
+  v.reserve(d.values.size());
+  for (double x : d.values) v.push_back(static_cast<T>(x));
+  return from_vector<T>(v, s);
+}
 
 inline TensorData read_tensor(const std::filesystem::path& path) {
   const std::string buf = read_file(path);
