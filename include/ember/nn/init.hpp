@@ -46,6 +46,29 @@ inline void manual_seed(std::uint64_t seed) {
   s.offset = 0;
 }
 
+/// The initialisers' stream position, for a training checkpoint: set_rng_state(rng_state())
+/// makes the next draws (initialisers, nn::Dropout masks) those of the saved run.
+struct RngState {
+  std::uint64_t seed = 0;
+  std::uint64_t offset = 0;
+};
+inline RngState rng_state() {
+  auto& s = detail::init_stream();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return {s.seed, s.offset};
+}
+inline void set_rng_state(RngState state) {
+  auto& s = detail::init_stream();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.seed = state.seed;
+  s.offset = state.offset;
+}
+/// Reserves `n` values of the stream (for a dropout mask of n elements, say): the (seed, offset)
+/// to draw them with.
+inline std::pair<std::uint64_t, std::uint64_t> reserve_random(std::int64_t n) {
+  return detail::draw(n);
+}
+
 namespace init {
 
 template <FloatingElement T, class Mode = exec::mode>
