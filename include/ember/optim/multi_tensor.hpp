@@ -1,0 +1,202 @@
+// Multi-tensor launches: one pass over the elements of many tensors (every parameter of a model
+// with its gradient and optimizer state), as one OpenMP loop or one CUDA launch.
+//
+// A step describes each tensor by a *slot*, a small trivially-copyable struct of pointers, sizes
+// and per-tensor numbers (the optimizer defines it). The slots are cut into chunks of at most
+// kChunk elements; the chunk table, not the tensors, decides the work split, so a model of 160
+// tensors of any sizes is one balanced launch. On CUDA both tables travel to the device in one
+// copy per step.
+//
+//   MultiTensor<Slot> table(device);            // slots in order, each with its element count
+//   table.add(slot, numel);
+//   table.for_each_element(f);                  // f(slot, j) for every j < numel of every slot
+//   table.sums<K>(f) -> Tensor<double> [slots, K]: per slot, the sums of f(slot, j) (an array of
+//                                       K doubles), folded in chunk order: deterministic
+//
+// f is a host+device functor (EMBER_HD operator()).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+#include "../core/config.hpp"
+#include "../core/device.hpp"
+#include "../core/error.hpp"
+#include "../exec/for_each.hpp"
+#include "../exec/launch_counter.hpp"
+#include "../tensor/factories.hpp"
+#include "../tensor/tensor.hpp"
+#if defined(EMBER_CUDA_KERNELS)
+#include "multi_tensor_cuda.cuh"
+#endif
+
+namespace ember::optim {
+
+namespace detail {
+
+/// Elements per chunk: a power of two, so the CUDA side splits a thread index with shifts.
+inline constexpr int kChunkLog2 = 14;
+inline constexpr std::int64_t kChunk = std::int64_t{1} << kChunkLog2;
+
+/// A run of at most kChunk elements of one slot.
+struct Chunk {
+  std::int64_t begin;
+  std::int64_t end;
+  std::int32_t slot;
+};
+
+/// f(slots[chunk.slot], j) for one thread index of the chunked iteration space.
+template <class Slot, class F>
+struct ChunkedElement {
+  const Slot* slots;
+  const Chunk* chunks;
+  F f;
+  EMBER_HD void operator()(std::int64_t i) const {
+    const Chunk c = chunks[i >> kChunkLog2];
+    const std::int64_t j = c.begin + (i & (kChunk - 1));
+    if (j < c.end) f(slots[c.slot], j);
+  }
+};
+
+/// Per slot, the sum of its chunks' partial sums, in chunk order.
+template <int K>
+struct FoldChunks {
+  const double* partial;      // [chunks, K]
+  const std::int32_t* first;  // [slots + 1]: each slot's first chunk
+  double* out;                // [slots, K]
+  EMBER_HD void operator()(std::int64_t s) const {
+    for (int k = 0; k < K; ++k) {
+      double acc = 0;
+      for (std::int32_t c = first[s]; c < first[s + 1]; ++c) acc += partial[c * K + k];
+      out[s * K + k] = acc;
+    }
+  }
+};
+
+}  // namespace detail
+
+template <class Slot>
+class MultiTensor {
+  static_assert(std::is_trivially_copyable_v<Slot>,
+                "ember: a multi-tensor slot is copied to the device as bytes: make it a plain "
+                "struct of pointers and numbers");
+
+ public:
+  explicit MultiTensor(Device device) : device_(device) {}
+
+  /// Appends a tensor of `numel` elements described by `slot`.
+  void add(const Slot& slot, std::int64_t numel) {
+    const auto index = static_cast<std::int32_t>(slots_.size());
+    first_.push_back(static_cast<std::int32_t>(chunks_.size()));
+    slots_.push_back(slot);
+    for (std::int64_t b = 0; b < numel; b += detail::kChunk) {
+      chunks_.push_back({b, b + std::min(detail::kChunk, numel - b), index});
+    }
+    uploaded_ = false;
+  }
+
+  std::int64_t size() const { return static_cast<std::int64_t>(slots_.size()); }
+  bool empty() const { return slots_.empty(); }
+  Device device() const { return device_; }
+  const std::vector<Slot>& slots() const { return slots_; }
+
+  /// f(slot, j) for every element j of every slot: one pass.
+  template <class F, class Mode = exec::mode>
+  void for_each_element(const F& f) {
+    if (chunks_.empty()) return;
+    if (device_.is_cpu()) {
+      exec::count_launch();
+      const auto n = static_cast<std::int64_t>(chunks_.size());
+#pragma omp parallel for schedule(dynamic, 1) if (n > 1)
+      for (std::int64_t c = 0; c < n; ++c) {
+        const detail::Chunk chunk = chunks_[c];
+        const Slot& slot = slots_[chunk.slot];
+        for (std::int64_t j = chunk.begin; j < chunk.end; ++j) f(slot, j);
+      }
+      return;
+    }
+    upload();
+    const auto n = static_cast<std::int64_t>(chunks_.size()) << detail::kChunkLog2;
+    exec::for_each_index<detail::ChunkedElement<Slot, F>, Mode>(
+        {device_slots(), device_chunks(), f}, n, 1, device_);
+  }
+
+  /// Per slot, the K sums of f(slot, j) over its elements (f returns std::array<double, K>), as
+  /// a [slots, K] tensor on the table's device. Two launches: chunk partials, then the fold.
+  template <int K, class F, class Mode = exec::mode>
+  Tensor<double> sums(const F& f) {
+    Tensor<double> out = ember::empty<double>(Shape{size(), K}, device_);
+    if (slots_.empty()) return out;
+    const auto nchunks = static_cast<std::int64_t>(chunks_.size());
+    Tensor<double> partial = ember::empty<double>(Shape{nchunks, K}, device_);
+    if (device_.is_cpu()) {
+      exec::count_launch();
+      double* p = partial.data();
+#pragma omp parallel for schedule(dynamic, 1) if (nchunks > 1)
+      for (std::int64_t c = 0; c < nchunks; ++c) {
+        const detail::Chunk chunk = chunks_[c];
+        const Slot& slot = slots_[chunk.slot];
+        std::array<double, K> acc{};
+        for (std::int64_t j = chunk.begin; j < chunk.end; ++j) {
+          const std::array<double, K> v = f(slot, j);
+          for (int k = 0; k < K; ++k) acc[k] += v[k];
+        }
+        for (int k = 0; k < K; ++k) p[c * K + k] = acc[k];
+      }
+      std::vector<std::int32_t> first = first_;
+      first.push_back(static_cast<std::int32_t>(nchunks));
+      exec::for_each_index<detail::FoldChunks<K>, Mode>({p, first.data(), out.data()}, size(),
+                                                        nchunks / size() + 1, device_);
+      return out;
+    }
+    exec::require_runnable(device_);
+#if defined(EMBER_CUDA_KERNELS)
+    upload();
+    gpu::launch_chunk_sums<K>(device_slots(), device_chunks(), nchunks, f, partial.data(),
+                              device_.index());
+    exec::for_each_index<detail::FoldChunks<K>, Mode>({partial.data(), device_first(), out.data()},
+                                                      size(), 1, device_);
+#endif
+    return out;
+  }
+
+ private:
+  // Device copies of the tables, one upload per change: [slots | chunks | first], each part
+  // aligned to 16 bytes.
+  static std::size_t align16(std::size_t n) { return (n + 15) / 16 * 16; }
+  std::size_t chunks_at() const { return align16(slots_.size() * sizeof(Slot)); }
+  std::size_t first_at() const {
+    return chunks_at() + align16(chunks_.size() * sizeof(detail::Chunk));
+  }
+  void upload() {
+    if (uploaded_) return;
+    std::vector<std::int32_t> first = first_;
+    first.push_back(static_cast<std::int32_t>(chunks_.size()));
+    std::vector<std::uint8_t> bytes(first_at() + first.size() * sizeof(std::int32_t));
+    std::memcpy(bytes.data(), slots_.data(), slots_.size() * sizeof(Slot));
+    std::memcpy(bytes.data() + chunks_at(), chunks_.data(), chunks_.size() * sizeof(detail::Chunk));
+    std::memcpy(bytes.data() + first_at(), first.data(), first.size() * sizeof(std::int32_t));
+    table_ =
+        from_vector<std::uint8_t>(bytes, Shape{static_cast<std::int64_t>(bytes.size())}, device_);
+    uploaded_ = true;
+  }
+  const Slot* device_slots() const { return reinterpret_cast<const Slot*>(table_.data()); }
+  const detail::Chunk* device_chunks() const {
+    return reinterpret_cast<const detail::Chunk*>(table_.data() + chunks_at());
+  }
+  const std::int32_t* device_first() const {
+    return reinterpret_cast<const std::int32_t*>(table_.data() + first_at());
+  }
+
+  Device device_;
+  std::vector<Slot> slots_;
+  std::vector<detail::Chunk> chunks_;
+  std::vector<std::int32_t> first_;
+  Tensor<std::uint8_t> table_;  // the device copy
+  bool uploaded_ = false;
+};
+
+}  // namespace ember::optim
