@@ -166,4 +166,45 @@ class Module {
   bool training_ = true;
 };
 
+/// Copies every parameter and buffer of `from` into the one of the same dotted name in `to`,
+/// converting the element type (a float model into its bf16 twin, say): the modules must have
+/// the same names and shapes, else an ember::Error names the first difference and nothing is
+/// copied.
+template <class Mode = exec::mode>
+void copy_state(const Module& from, Module& to) {
+  const auto src_p = from.named_parameters(), dst_p = to.named_parameters();
+  const auto src_b = from.named_buffers(), dst_b = to.named_buffers();
+  auto check = [](const auto& src, const auto& dst, const char* what) {
+    EMBER_CHECK(src.size() == dst.size(), "ember: nn::copy_state: ", src.size(), " ", what,
+                " to copy into ", dst.size());
+    for (std::size_t i = 0; i < src.size(); ++i) {
+      EMBER_CHECK(src[i].first == dst[i].first, "ember: nn::copy_state: ", what, " ", i, " is '",
+                  src[i].first, "' in one module and '", dst[i].first, "' in the other");
+      const Shape a = std::visit([](auto* x) { return x->shape(); }, src[i].second);
+      const Shape b = std::visit([](auto* x) { return x->shape(); }, dst[i].second);
+      EMBER_CHECK(a == b, "ember: nn::copy_state: '", src[i].first, "' has shape ", a.str(),
+                  " in one module and ", b.str(), " in the other");
+    }
+  };
+  check(src_p, dst_p, "parameters");
+  check(src_b, dst_b, "buffers");
+  for (std::size_t i = 0; i < src_p.size(); ++i) {
+    std::visit(
+        [](auto* s, auto* d) {
+          auto value = d->value();
+          value.template copy_<typename std::remove_cvref_t<decltype(s->value())>::value_type,
+                               Mode>(s->value().to(value.device()));
+        },
+        src_p[i].second, dst_p[i].second);
+  }
+  for (std::size_t i = 0; i < src_b.size(); ++i) {
+    std::visit(
+        [](auto* s, auto* d) {
+          d->template copy_<typename std::remove_cvref_t<decltype(*s)>::value_type, Mode>(
+              s->to(d->device()));
+        },
+        src_b[i].second, dst_b[i].second);
+  }
+}
+
 }  // namespace ember::nn
