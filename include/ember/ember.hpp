@@ -34,6 +34,14 @@
 #include "autograd/autograd.hpp"
 
 // Modules and layers sit on the operators and autodiff.
+#include "nn/activation.hpp"
+#include "nn/attention.hpp"
+#include "nn/conv.hpp"
+#include "nn/dropout.hpp"
+#include "nn/embedding.hpp"
 #include "nn/init.hpp"
 #include "nn/linear.hpp"
 #include "nn/module.hpp"
+#include "nn/normalization.hpp"
+#include "nn/pooling.hpp"
+#include "nn/sequential.hpp"

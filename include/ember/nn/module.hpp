@@ -192,8 +192,9 @@ void copy_state(const Module& from, Module& to) {
     std::visit(
         [](auto* s, auto* d) {
           auto value = d->value();
-          value.template copy_<typename std::remove_cvref_t<decltype(s->value())>::value_type,
-                               Mode>(s->value().to(value.device()));
+          value
+              .template copy_<typename std::remove_cvref_t<decltype(s->value())>::value_type, Mode>(
+                  s->value().to(value.device()));
         },
         src_p[i].second, dst_p[i].second);
   }

@@ -1,0 +1,43 @@
+// nn::Embedding: PyTorch's lookup table. weight [num_embeddings, embedding_dim] is a public Var
+// drawn from N(0, 1) as PyTorch does (nn::manual_seed's stream); forward maps int64 ids of any
+// shape to [..., embedding_dim] rows (ember::embedding, an ember::Error naming the id for one
+// outside [0, num_embeddings)), and its backward scatter-adds into the weight's gradient.
+#pragma once
+
+#include <cstdint>
+
+#include "../autograd/embedding.hpp"
+#include "init.hpp"
+#include "module.hpp"
+
+namespace ember::nn {
+
+template <FloatingElement T = float>
+class Embedding : public Module {
+ public:
+  Var<T> weight;
+  std::int64_t num_embeddings, embedding_dim;
+
+  template <class Mode = exec::mode>
+  Embedding(std::int64_t count, std::int64_t dim, Device device = Device::cpu())
+      : num_embeddings(count), embedding_dim(dim) {
+    EMBER_CHECK(count > 0 && dim > 0,
+                "ember: nn::Embedding: num_embeddings and embedding_dim must be positive, got ",
+                count, " and ", dim);
+    weight = param(init::normal<T, Mode>(Shape{count, dim}, 0.0, 1.0, device));
+    register_parameter("weight", weight);
+  }
+
+  /// ids [...] (int64, on the weight's device) -> [..., embedding_dim].
+  template <class Mode = exec::mode>
+  Var<T> forward(const Tensor<std::int64_t>& ids) const {
+    EMBER_CHECK(ids.defined(), "ember: nn::Embedding: undefined ids");
+    return embedding<T, Mode>(weight, ids);
+  }
+  template <class Mode = exec::mode>
+  Var<T> operator()(const Tensor<std::int64_t>& ids) const {
+    return forward<Mode>(ids);
+  }
+};
+
+}  // namespace ember::nn

@@ -1,0 +1,169 @@
+// nn::BatchNorm2d and nn::LayerNorm: PyTorch's normalisation layers.
+//
+// BatchNorm2d(C): weight (ones) and bias (zeros) [C] when affine; buffers running_mean (zeros),
+// running_var (ones) [C] and num_batches_tracked (int64, rank 0) when tracking statistics. In
+// training, forward normalises with the batch's statistics, updates the running ones with
+// `momentum` (the unbiased variance, as PyTorch) and counts the batch; in evaluation it uses the
+// running statistics. Without tracking, it always uses the batch's. forward_add_relu(x, residual)
+// is relu(bn(x) + residual) in one pass after the statistics: ResNet's block ending.
+// The buffers are tensor handles: forward (const, like every layer's) updates their elements in
+// place, so a handle taken before sees the new values.
+//
+// LayerNorm(normalized_shape): weight (ones) and bias (zeros) of that shape when
+// elementwise_affine; normalises over the trailing dims that match it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include "../autograd/normalization.hpp"
+#include "init.hpp"
+#include "module.hpp"
+
+namespace ember::nn {
+
+template <FloatingElement T = float>
+class BatchNorm2d : public Module {
+ public:
+  Var<T> weight;  // undefined unless affine
+  Var<T> bias;
+  Tensor<T> running_mean;  // undefined unless track_running_stats
+  Tensor<T> running_var;
+  Tensor<std::int64_t> num_batches_tracked;
+  std::int64_t num_features;
+  double eps, momentum;
+  bool affine, track_running_stats;
+
+  template <class Mode = exec::mode>
+  explicit BatchNorm2d(std::int64_t features, double epsilon = 1e-5, double momentum_ = 0.1,
+                       bool affine_ = true, bool track_running_stats_ = true,
+                       Device device = Device::cpu())
+      : num_features(features),
+        eps(epsilon),
+        momentum(momentum_),
+        affine(affine_),
+        track_running_stats(track_running_stats_) {
+    EMBER_CHECK(features > 0, "ember: nn::BatchNorm2d: num_features must be positive, got ",
+                features);
+    EMBER_CHECK(epsilon > 0 && momentum_ >= 0 && momentum_ <= 1,
+                "ember: nn::BatchNorm2d: needs eps > 0 and momentum in [0, 1], got eps ", epsilon,
+                ", momentum ", momentum_);
+    if (affine) {
+      weight = param(init::ones<T, Mode>(Shape{features}, device));
+      bias = param(init::zeros<T, Mode>(Shape{features}, device));
+      register_parameter("weight", weight);
+      register_parameter("bias", bias);
+    }
+    if (track_running_stats) {
+      running_mean = init::zeros<T, Mode>(Shape{features}, device);
+      running_var = init::ones<T, Mode>(Shape{features}, device);
+      num_batches_tracked = init::zeros<std::int64_t, Mode>(Shape{}, device);
+      register_buffer("running_mean", running_mean);
+      register_buffer("running_var", running_var);
+      register_buffer("num_batches_tracked", num_batches_tracked);
+    }
+  }
+
+  /// x [N, C, H, W] -> the same shape.
+  template <class Mode = exec::mode>
+  Var<T> forward(const Var<T>& x) const {
+    check_input(x, "forward");
+    const bool batch_stats = begin_batch<Mode>();
+    using Arg = autograd::ParamArg<T>;  // a Var or none (the Tensor overloads do not match)
+    return batch_norm<T, Mode>(x, affine ? Arg(weight) : Arg(), affine ? Arg(bias) : Arg(),
+                               running_mean, running_var, batch_stats, momentum, eps);
+  }
+  template <class Mode = exec::mode>
+  Var<T> operator()(const Var<T>& x) const {
+    return forward<Mode>(x);
+  }
+
+  /// relu(forward(x) + residual) in one pass after the statistics; residual (a Var or a Tensor,
+  /// x's shape) may be undefined for relu(forward(x)). Needs affine.
+  template <class Mode = exec::mode>
+  Var<T> forward_add_relu(const Var<T>& x, const autograd::param_arg_t<T>& residual) const {
+    check_input(x, "forward_add_relu");
+    EMBER_CHECK(affine, "ember: nn::BatchNorm2d: forward_add_relu needs affine = true");
+    const bool batch_stats = begin_batch<Mode>();
+    return batch_norm_add_relu<T, Mode>(x, residual, weight, bias, running_mean, running_var,
+                                        batch_stats, momentum, eps);
+  }
+
+ private:
+  void check_input(const Var<T>& x, const char* what) const {
+    EMBER_CHECK(x.shape().rank() == 4 && x.shape()[1] == num_features,
+                "ember: nn::BatchNorm2d: ", what, ": input must be [N, ", num_features,
+                ", H, W], got ", x.shape().str());
+  }
+  /// Whether this batch normalises with its own statistics; counts it when it updates the
+  /// running ones.
+  template <class Mode>
+  bool begin_batch() const {
+    if (!is_training() && track_running_stats) return false;
+    if (track_running_stats) {
+      Tensor<std::int64_t> count = num_batches_tracked;  // a handle: updates the buffer
+      count.template operator+=<std::int64_t, Mode>(1);
+    }
+    return true;
+  }
+};
+
+template <FloatingElement T = float>
+class LayerNorm : public Module {
+ public:
+  Var<T> weight;  // undefined unless elementwise_affine
+  Var<T> bias;
+  Shape normalized_shape;
+  double eps;
+  bool elementwise_affine;
+
+  template <class Mode = exec::mode>
+  explicit LayerNorm(Shape shape, double epsilon = 1e-5, bool affine = true,
+                     Device device = Device::cpu())
+      : normalized_shape(std::move(shape)), eps(epsilon), elementwise_affine(affine) {
+    EMBER_CHECK(normalized_shape.rank() >= 1 && normalized_shape.numel() > 0,
+                "ember: nn::LayerNorm: normalized_shape must be non-empty with positive extents, "
+                "got ",
+                normalized_shape.str());
+    for (int d = 0; d < normalized_shape.rank(); ++d) {
+      EMBER_CHECK(normalized_shape[d] > 0, "ember: nn::LayerNorm: normalized_shape ",
+                  normalized_shape.str(), " has a non-positive extent");
+    }
+    EMBER_CHECK(epsilon > 0, "ember: nn::LayerNorm: eps must be positive, got ", epsilon);
+    if (elementwise_affine) {
+      weight = param(init::ones<T, Mode>(normalized_shape, device));
+      bias = param(init::zeros<T, Mode>(normalized_shape, device));
+      register_parameter("weight", weight);
+      register_parameter("bias", bias);
+    }
+  }
+  /// LayerNorm(768): over the last dim.
+  template <class Mode = exec::mode>
+  explicit LayerNorm(std::int64_t features, double epsilon = 1e-5, bool affine = true,
+                     Device device = Device::cpu())
+      : LayerNorm(Shape{features}, epsilon, affine, device) {}
+
+  /// x [..., normalized_shape] -> the same shape.
+  template <class Mode = exec::mode>
+  Var<T> forward(const Var<T>& x) const {
+    const Shape& s = x.shape();
+    const int k = normalized_shape.rank();
+    bool fits = s.rank() >= k;
+    for (int i = 0; fits && i < k; ++i) fits = s[s.rank() - k + i] == normalized_shape[i];
+    EMBER_CHECK(fits, "ember: nn::LayerNorm: input ", s.str(), " does not end in the normalized ",
+                "shape ", normalized_shape.str());
+    if (elementwise_affine) return layer_norm<T, Mode>(x, weight, bias, eps);
+    // No parameters to carry the shape: the axes and statistics directly.
+    const Dims axes = ops::layer_norm_axes(x.value(), normalized_shape);
+    const auto st = ops::norm_stats<T, Mode>(x.value(), axes, eps, "layer_norm");
+    return autograd::record_normalize<T, Mode>("layer_norm", x, st, {}, {}, Tensor<T>(),
+                                               Tensor<T>(), axes, true);
+  }
+  template <class Mode = exec::mode>
+  Var<T> operator()(const Var<T>& x) const {
+    return forward<Mode>(x);
+  }
+};
+
+}  // namespace ember::nn

@@ -1,0 +1,60 @@
+// nn::Embedding: PyTorch's parameter name and shape, N(0, 1) initialisation, forward and the
+// weight's gradient (repeated ids sum) against PyTorch (float64); ids out of range.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <ember/ember.hpp>
+#include <ember/nn/embedding.hpp>
+
+#include "layer_fixtures.hpp"
+
+namespace {
+
+using ember::Shape;
+using ember::Tensor;
+using ember::Var;
+namespace fx = ember::testing::layers;
+
+}  // namespace
+
+TEST_CASE("nn::Embedding: PyTorch's name and shape, N(0, 1) weights", "[nn]") {
+  ember::nn::manual_seed(3);
+  ember::nn::Embedding<float> emb(1000, 64);  // 64,000 draws
+  REQUIRE(emb.named_parameters().size() == 1);
+  REQUIRE(emb.named_parameters()[0].first == "weight");
+  REQUIRE(emb.weight.shape() == Shape{1000, 64});
+  REQUIRE(emb.parameter_count() == 64000);
+  double s = 0, ss = 0;
+  const auto w = emb.weight.value().to_vector();
+  for (float v : w) {
+    s += v;
+    ss += static_cast<double>(v) * v;
+  }
+  const double n = static_cast<double>(w.size());
+  REQUIRE(std::fabs(s / n) < 0.02);  // 5 standard errors (1 / sqrt(64000) = 0.004)
+  REQUIRE(ss / n == Approx(1.0).epsilon(0.03));
+}
+
+TEST_CASE("nn::Embedding: forward and gradient equal PyTorch's (float64)", "[nn]") {
+  ember::nn::Embedding<double> emb(10, 4);
+  fx::load_into(emb.weight, "emb.weight");
+  const Tensor<std::int64_t> ids = ember::get_tensor<std::int64_t>(fx::fixture(), "emb.x");
+  const Var<double> y = emb(ids);
+  REQUIRE(y.shape() == Shape{2, 4, 4});
+  fx::require_matches(y.value(), "emb.y");
+  y.backward(fx::get("emb.gy"));
+  fx::require_matches(emb.weight.grad(), "emb.g.weight");
+}
+
+TEST_CASE("nn::Embedding: bad arguments are ember::Error", "[nn]") {
+  REQUIRE_THROWS_AS(ember::nn::Embedding<float>(0, 4), ember::Error);
+  REQUIRE_THROWS_AS(ember::nn::Embedding<float>(4, -1), ember::Error);
+  ember::nn::Embedding<float> emb(10, 4);
+  REQUIRE_THROWS_AS(emb(ember::from_vector<std::int64_t>({1, 10})), ember::Error);
+  REQUIRE_THROWS_AS(emb(ember::from_vector<std::int64_t>({-1, 2})), ember::Error);
+  REQUIRE_THROWS_AS(emb(Tensor<std::int64_t>()), ember::Error);
+}
