@@ -60,14 +60,14 @@ template <class Mode>
 Var<T> Var<T>::view(const Shape& shape) const {
   const Shape in = this->shape();
   return autograd::view_of(*this, "view", value().view(shape),
-                           [in](const Tensor<T>& g) { return g.reshape(in); });
+                           [in](const Tensor<T>& g) { return g.template reshape<Mode>(in); });
 }
 template <Storable T>
 template <class Mode>
 Var<T> Var<T>::reshape(const Shape& shape) const {
   const Shape in = this->shape();
   return autograd::view_of(*this, "reshape", value().template reshape<Mode>(shape),
-                           [in](const Tensor<T>& g) { return g.reshape(in); });
+                           [in](const Tensor<T>& g) { return g.template reshape<Mode>(in); });
 }
 template <Storable T>
 template <class Mode>
@@ -132,21 +132,21 @@ template <class Mode>
 Var<T> Var<T>::squeeze() const {
   const Shape in = shape();
   return autograd::view_of(*this, "squeeze", value().squeeze(),
-                           [in](const Tensor<T>& g) { return g.reshape(in); });
+                           [in](const Tensor<T>& g) { return g.template reshape<Mode>(in); });
 }
 template <Storable T>
 template <class Mode>
 Var<T> Var<T>::squeeze(int dim) const {
   const Shape in = shape();
   return autograd::view_of(*this, "squeeze", value().squeeze(dim),
-                           [in](const Tensor<T>& g) { return g.reshape(in); });
+                           [in](const Tensor<T>& g) { return g.template reshape<Mode>(in); });
 }
 template <Storable T>
 template <class Mode>
 Var<T> Var<T>::unsqueeze(int dim) const {
   const Shape in = shape();
   return autograd::view_of(*this, "unsqueeze", value().unsqueeze(dim),
-                           [in](const Tensor<T>& g) { return g.reshape(in); });
+                           [in](const Tensor<T>& g) { return g.template reshape<Mode>(in); });
 }
 template <Storable T>
 template <class Mode>
