@@ -140,13 +140,14 @@ TEST_CASE("io::save writes the module's names and dtypes; io::load restores them
   const float* before = b.fc1.weight.value().data();
   io::load(b, dir / "m.safetensors");
   REQUIRE(b.fc1.weight.value().data() == before);  // into the same storage: optimizers keep it
-  for (const auto& [name, p] : a.named_parameters()) {
-    INFO(name);
-    const auto& q = *std::get<Var<float>*>(
-        std::find_if(b.named_parameters().begin(), b.named_parameters().end(), [&](const auto& e) {
-          return e.first == name;
-        })->second);
-    REQUIRE(values(q.value()) == values(std::get<Var<float>*>(p)->value()));
+  // The same names in the same order, with the same values.
+  const auto pa = a.named_parameters(), pb = b.named_parameters();
+  REQUIRE(pa.size() == pb.size());
+  for (std::size_t i = 0; i < pa.size(); ++i) {
+    INFO(pa[i].first);
+    REQUIRE(pa[i].first == pb[i].first);
+    REQUIRE(values(std::get<Var<float>*>(pb[i].second)->value()) ==
+            values(std::get<Var<float>*>(pa[i].second)->value()));
   }
   REQUIRE(b.norm.num_batches_tracked.item() == 7);
 }
