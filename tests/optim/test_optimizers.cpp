@@ -58,7 +58,7 @@ double norm(const Vec& v) {
 
 struct SgdRef {
   optim::SGDOptions o;
-  Vec buf;
+  Vec buf{};
   void step(Vec& w, const Vec& g) {
     const bool first = buf.empty();
     if (first) buf.assign(w.size(), 0);
@@ -75,7 +75,7 @@ struct SgdRef {
 
 struct AdamWRef {
   optim::AdamWOptions o;
-  Vec m, v;
+  Vec m{}, v{};
   int t = 0;
   void step(Vec& w, const Vec& g) {
     if (m.empty()) m.assign(w.size(), 0), v.assign(w.size(), 0);
@@ -92,7 +92,7 @@ struct AdamWRef {
 
 struct LarsRef {
   optim::LARSOptions o;
-  Vec buf;
+  Vec buf{};
   void step(Vec& w, const Vec& g) {
     if (buf.empty()) buf.assign(w.size(), 0);
     const double wn = norm(w), gn = norm(g);
@@ -109,7 +109,7 @@ struct LarsRef {
 
 struct LambRef {
   optim::LAMBOptions o;
-  Vec m, v;
+  Vec m{}, v{};
   int t = 0;
   void step(Vec& w, const Vec& g) {
     if (m.empty()) m.assign(w.size(), 0), v.assign(w.size(), 0);

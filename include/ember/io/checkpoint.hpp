@@ -37,7 +37,7 @@ namespace ember::io {
 
 struct LoadOptions {
   /// Prepended to every name the module looks up ("bert." reads bert.encoder... into an encoder).
-  std::string prefix;
+  std::string prefix{};
   /// Accept tensors in the file (under the prefix) that the module does not have.
   bool allow_unexpected = false;
 };
@@ -128,7 +128,7 @@ struct TrainingProgress {
   /// The initialisers' and dropout's random stream; filled in by save_training_checkpoint.
   nn::RngState rng{};
   /// Anything else as strings: a data loader's position, a loss scaler's state, the config.
-  std::map<std::string, std::string> extra;
+  std::map<std::string, std::string> extra{};
 };
 
 namespace detail {

@@ -48,7 +48,7 @@ struct ProgressOptions {
   std::int64_t initial = 0;
   /// Redraw one line (true) or print plain lines (false). Unset: redraw when the stream is
   /// std::cerr, std::clog or std::cout and its file descriptor is a terminal.
-  std::optional<bool> terminal;
+  std::optional<bool> terminal{};
   /// Terminal mode: the least time between two redraws.
   double redraw_interval_s = 0.1;
   /// Plain mode: print a line each time the step crosses another `log_percent` of the total...
@@ -58,7 +58,7 @@ struct ProgressOptions {
   /// Characters inside the bar's brackets (terminal mode).
   int bar_width = 24;
   /// Seconds on a monotonic clock (tests inject one). Unset: std::chrono::steady_clock.
-  std::function<double()> clock;
+  std::function<double()> clock{};
 };
 
 class ProgressBar {
