@@ -12,9 +12,13 @@
 // to float and rounded once. CUDA: cuDNN (ops/conv_cudnn.hpp).
 #pragma once
 
+#include <omp.h>
+
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../core/dtype.hpp"
@@ -37,6 +41,19 @@ namespace ops {
 
 namespace cpu {
 
+/// The output columns [lo, hi) whose input column ow * stride - pad + k * dil lies inside
+/// [0, W): the rest read padding. Computed once per kernel column, so the copy loops have no
+/// bounds test and vectorise.
+inline std::pair<std::int64_t, std::int64_t> valid_columns(std::int64_t OW, std::int64_t W,
+                                                           std::int64_t stride, std::int64_t pad,
+                                                           std::int64_t k, std::int64_t dil) {
+  const std::int64_t first = pad - k * dil;  // ow * stride >= first
+  const std::int64_t lo = first <= 0 ? 0 : (first + stride - 1) / stride;
+  const std::int64_t last = W - 1 + pad - k * dil;  // ow * stride <= last
+  const std::int64_t hi = last < 0 ? 0 : std::min(OW, last / stride + 1);
+  return {std::min(lo, OW), std::max(hi, std::min(lo, OW))};
+}
+
 /// col[(c, kh, kw), (oh, ow)] = x[n, c0 + c, ...] for the `cg` channels of one group of image n
 /// (0 in the padding). x is read through its strides.
 template <class T>
@@ -53,13 +70,26 @@ void im2col(const T* x, const Strides& xs, const ConvGeometry& g, std::int64_t n
     const std::int64_t c = r / (g.KH * g.KW), kh = r / g.KW % g.KH, kw = r % g.KW;
     const T* xc = x + n * xs[0] + (c0 + c) * xs[1];
     T* out = col + r * P;
+    const auto [lo, hi] = valid_columns(g.OW, g.W, sw, pw, kw, dw);
+    const std::int64_t iw0 = -pw + kw * dw;  // the input column of ow = 0
     for (std::int64_t oh = 0; oh < g.OH; ++oh) {
       const std::int64_t ih = oh * sh - ph + kh * dh;
-      for (std::int64_t ow = 0; ow < g.OW; ++ow) {
-        const std::int64_t iw = ow * sw - pw + kw * dw;
-        out[oh * g.OW + ow] =
-            ih >= 0 && ih < g.H && iw >= 0 && iw < g.W ? xc[ih * xs[2] + iw * xs[3]] : T(0);
+      T* row = out + oh * g.OW;
+      if (ih < 0 || ih >= g.H) {
+        std::fill(row, row + g.OW, T(0));
+        continue;
       }
+      std::fill(row, row + lo, T(0));
+      if (lo < hi) {
+        const T* xr = xc + ih * xs[2] + (iw0 + lo * sw) * xs[3];  // input of column lo
+        if (sw == 1 && xs[3] == 1) {
+          std::copy(xr, xr + (hi - lo), row + lo);
+        } else {
+          const std::int64_t step = sw * xs[3];
+          for (std::int64_t ow = lo; ow < hi; ++ow) row[ow] = xr[(ow - lo) * step];
+        }
+      }
+      std::fill(row + hi, row + g.OW, T(0));
     }
   }
 }
@@ -80,13 +110,15 @@ void col2im(const T* col, const ConvGeometry& g, std::int64_t n, std::int64_t c0
     for (std::int64_t k = 0; k < g.KH * g.KW; ++k) {
       const std::int64_t kh = k / g.KW, kw = k % g.KW;
       const T* in = col + (c * g.KH * g.KW + k) * P;
+      const auto [lo, hi] = valid_columns(g.OW, g.W, sw, pw, kw, dw);
+      const std::int64_t iw0 = -pw + kw * dw;
       for (std::int64_t oh = 0; oh < g.OH; ++oh) {
         const std::int64_t ih = oh * sh - ph + kh * dh;
         if (ih < 0 || ih >= g.H) continue;
-        for (std::int64_t ow = 0; ow < g.OW; ++ow) {
-          const std::int64_t iw = ow * sw - pw + kw * dw;
-          if (iw >= 0 && iw < g.W) xc[ih * g.W + iw] += in[oh * g.OW + ow];
-        }
+        if (lo >= hi) continue;
+        T* xr = xc + ih * g.W + iw0 + lo * sw;  // input of column lo
+        const T* cr = in + oh * g.OW;
+        for (std::int64_t ow = lo; ow < hi; ++ow) xr[(ow - lo) * sw] += cr[ow];
       }
     }
   }
@@ -98,24 +130,33 @@ void conv_forward(const Tensor<T>& x, const Tensor<T>& w, const ConvGeometry& g,
                   const Tensor<T>& y) {
   const Tensor<T> wc = w.contiguous();
   const std::int64_t K = g.cg() * g.KH * g.KW, P = g.OH * g.OW;
-  std::vector<T> col(static_cast<std::size_t>(K * P));
-  // The GEMM writes [og, P] blocks: straight into an NCHW y, through a buffer for NHWC.
-  std::vector<T> block(g.channels_last ? static_cast<std::size_t>(g.og() * P) : 0);
-  for (std::int64_t n = 0; n < g.N; ++n) {
-    for (std::int64_t gr = 0; gr < g.groups; ++gr) {
-      im2col(x.data(), x.strides(), g, n, gr * g.cg(), col.data());
-      const MatrixView<const T> a{wc.data() + gr * g.og() * K, g.og(), K, K, 1};
-      const MatrixView<const T> b{col.data(), K, P, P, 1};
-      if (!g.channels_last) {
-        T* out = y.data() + (n * g.O + gr * g.og()) * P;
-        gemm<T>(a, b, MatrixView<T>{out, g.og(), P, P, 1}, T(1), T(0));
-      } else {
-        gemm<T>(a, b, MatrixView<T>{block.data(), g.og(), P, P, 1}, T(1), T(0));
-        const Strides& ys = y.strides();
-        for (std::int64_t o = 0; o < g.og(); ++o) {
-          for (std::int64_t p = 0; p < P; ++p) {
-            y.data()[n * ys[0] + (gr * g.og() + o) * ys[1] + p * ys[3]] =
-                block[static_cast<std::size_t>(o * P + p)];
+  // Images are independent: a batch runs one image per thread, each with its own buffers and
+  // single-threaded products (many small GEMMs parallelise better this way than inside the
+  // BLAS); a single image leaves the threads to the BLAS.
+  const bool by_image = g.N > 1;
+  const SerialBlas serial_blas(by_image);
+#pragma omp parallel if (by_image)
+  {
+    std::vector<T> col(static_cast<std::size_t>(K * P));
+    // The GEMM writes [og, P] blocks: straight into an NCHW y, through a buffer for NHWC.
+    std::vector<T> block(g.channels_last ? static_cast<std::size_t>(g.og() * P) : 0);
+#pragma omp for schedule(static)
+    for (std::int64_t n = 0; n < g.N; ++n) {
+      for (std::int64_t gr = 0; gr < g.groups; ++gr) {
+        im2col(x.data(), x.strides(), g, n, gr * g.cg(), col.data());
+        const MatrixView<const T> a{wc.data() + gr * g.og() * K, g.og(), K, K, 1};
+        const MatrixView<const T> b{col.data(), K, P, P, 1};
+        if (!g.channels_last) {
+          T* out = y.data() + (n * g.O + gr * g.og()) * P;
+          gemm<T>(a, b, MatrixView<T>{out, g.og(), P, P, 1}, T(1), T(0));
+        } else {
+          gemm<T>(a, b, MatrixView<T>{block.data(), g.og(), P, P, 1}, T(1), T(0));
+          const Strides& ys = y.strides();
+          for (std::int64_t o = 0; o < g.og(); ++o) {
+            for (std::int64_t p = 0; p < P; ++p) {
+              y.data()[n * ys[0] + (gr * g.og() + o) * ys[1] + p * ys[3]] =
+                  block[static_cast<std::size_t>(o * P + p)];
+            }
           }
         }
       }
@@ -129,26 +170,51 @@ void conv_backward(const Tensor<T>& x, const Tensor<T>& w, const Tensor<T>& dy,
                    const ConvGeometry& g, T* dx, T* dw) {
   const Tensor<T> wc = w.contiguous();
   const Tensor<T> dyc = dy.contiguous();  // [N, O, OH, OW] dense
-  const std::int64_t K = g.cg() * g.KH * g.KW, P = g.OH * g.OW;
-  std::vector<T> col(static_cast<std::size_t>(K * P));
+  const std::int64_t K = g.cg() * g.KH * g.KW, P = g.OH * g.OW, wsize = g.O * K;
   if (dx) std::fill(dx, dx + g.N * g.C * g.H * g.W, T(0));
-  for (std::int64_t n = 0; n < g.N; ++n) {
-    for (std::int64_t gr = 0; gr < g.groups; ++gr) {
-      const T* dyb = dyc.data() + (n * g.O + gr * g.og()) * P;
-      if (dw) {
-        // dW_g += dy_g [og, P] col^T [P, K]
-        im2col(x.data(), x.strides(), g, n, gr * g.cg(), col.data());
-        gemm<T>(MatrixView<const T>{dyb, g.og(), P, P, 1},
-                MatrixView<const T>{col.data(), P, K, 1, P},
-                MatrixView<T>{dw + gr * g.og() * K, g.og(), K, K, 1}, T(1), n == 0 ? T(0) : T(1));
+  // One image per thread, as the forward pass. Each thread sums its images' weight gradients
+  // into its own buffer; the buffers are added in thread order after the loop, so the result
+  // does not depend on timing.
+  const bool by_image = g.N > 1;
+  const SerialBlas serial_blas(by_image);
+  std::vector<std::vector<T>> dw_parts;
+#pragma omp parallel if (by_image)
+  {
+    std::vector<T> col(static_cast<std::size_t>(K * P));
+    std::vector<T> dw_part;
+#pragma omp single
+    dw_parts.resize(static_cast<std::size_t>(omp_get_num_threads()));
+    bool first = true;
+#pragma omp for schedule(static)
+    for (std::int64_t n = 0; n < g.N; ++n) {
+      for (std::int64_t gr = 0; gr < g.groups; ++gr) {
+        const T* dyb = dyc.data() + (n * g.O + gr * g.og()) * P;
+        if (dw) {
+          // dW_g += dy_g [og, P] col^T [P, K]
+          if (dw_part.empty()) dw_part.assign(static_cast<std::size_t>(wsize), T(0));
+          im2col(x.data(), x.strides(), g, n, gr * g.cg(), col.data());
+          gemm<T>(MatrixView<const T>{dyb, g.og(), P, P, 1},
+                  MatrixView<const T>{col.data(), P, K, 1, P},
+                  MatrixView<T>{dw_part.data() + gr * g.og() * K, g.og(), K, K, 1}, T(1),
+                  first ? T(0) : T(1));
+        }
+        if (dx) {
+          // dcol = W_g^T [K, og] dy_g [og, P], then scattered back.
+          gemm<T>(MatrixView<const T>{wc.data() + gr * g.og() * K, K, g.og(), 1, K},
+                  MatrixView<const T>{dyb, g.og(), P, P, 1}, MatrixView<T>{col.data(), K, P, P, 1},
+                  T(1), T(0));
+          col2im(col.data(), g, n, gr * g.cg(), dx);
+        }
       }
-      if (dx) {
-        // dcol = W_g^T [K, og] dy_g [og, P], then scattered back.
-        gemm<T>(MatrixView<const T>{wc.data() + gr * g.og() * K, K, g.og(), 1, K},
-                MatrixView<const T>{dyb, g.og(), P, P, 1}, MatrixView<T>{col.data(), K, P, P, 1},
-                T(1), T(0));
-        col2im(col.data(), g, n, gr * g.cg(), dx);
-      }
+      first = false;
+    }
+    if (dw) dw_parts[static_cast<std::size_t>(omp_get_thread_num())] = std::move(dw_part);
+  }
+  if (dw) {
+    std::fill(dw, dw + wsize, T(0));
+    for (const std::vector<T>& part : dw_parts) {
+      if (part.empty()) continue;
+      for (std::int64_t i = 0; i < wsize; ++i) dw[i] += part[static_cast<std::size_t>(i)];
     }
   }
 }

@@ -29,6 +29,32 @@ struct MatrixView {
 
 namespace cpu {
 
+/// While alive (and engaged), the BLAS runs every product in the calling thread: for code that
+/// calls gemm() from inside its own OpenMP loop (one product per image of a batch), where BLAS
+/// threads would only compete with OpenMP's for the same cores. Restores the previous setting
+/// on destruction. ember's own kernel needs no guard: inside a parallel region its loop runs in
+/// that thread. (OpenBLAS only: other CBLAS libraries keep their own threading.)
+class SerialBlas {
+ public:
+#if defined(EMBER_WITH_BLAS) && defined(OPENBLAS_VERSION)
+  explicit SerialBlas(bool engage = true) : previous_(engage ? openblas_get_num_threads() : 1) {
+    if (previous_ != 1) openblas_set_num_threads(1);
+  }
+  ~SerialBlas() {
+    if (previous_ != 1) openblas_set_num_threads(previous_);
+  }
+
+ private:
+  int previous_;
+
+ public:
+#else
+  explicit SerialBlas(bool = true) {}
+#endif
+  SerialBlas(const SerialBlas&) = delete;
+  SerialBlas& operator=(const SerialBlas&) = delete;
+};
+
 /// How CBLAS can read a matrix without a copy: transposed or not, and its leading dimension.
 struct BlasOperand {
   bool ok = false;
