@@ -1,0 +1,208 @@
+// Where the trainer's images come from: one small interface and one class per `--data` choice.
+//
+//   synthetic          fixed random images, made once on the device: the raw-throughput mode
+//   fashion-mnist      Debian's dataset-fashion-mnist, in memory
+//   cifar10=DIR        the CIFAR-10 binary files, in memory
+//   imagefolder=DIR    DIR/train/<class>/*.JPEG and DIR/val/<class>/*.JPEG, decoded on threads
+//
+// Batches come in a fixed order for a given seed and epoch (data::Batches), so a resumed run
+// sees exactly the batches the uninterrupted one would have.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <ember/data/batches.hpp>
+#include <ember/data/cifar10.hpp>
+#include <ember/data/fashion_mnist.hpp>
+#include <ember/data/image_folder.hpp>
+#include <ember/ember.hpp>
+
+namespace resnet {
+
+struct Batch {
+  ember::Tensor<float> images;         // [B, C, S, S], on the CPU (synthetic: on the device)
+  ember::Tensor<std::int64_t> labels;  // [B]
+};
+
+class ImageSource {
+ public:
+  virtual ~ImageSource() = default;
+  virtual std::string name() const = 0;
+  virtual std::int64_t channels() const = 0;
+  virtual std::int64_t image_size() const = 0;
+  virtual std::int64_t classes() const = 0;
+  virtual std::int64_t train_size() const = 0;
+  virtual std::int64_t eval_size() const = 0;
+  /// Training batches per epoch.
+  virtual std::int64_t batches_per_epoch() const = 0;
+  /// Batch `index` of `epoch` (0 <= index < batches_per_epoch()), in a fixed order.
+  virtual Batch train_batch(std::int64_t epoch, std::int64_t index) = 0;
+  /// Evaluation batches in order; the last may be smaller.
+  virtual std::int64_t eval_batches() const = 0;
+  virtual Batch eval_batch(std::int64_t index) = 0;
+  /// Images skipped as unreadable so far (image folders only).
+  virtual std::int64_t skipped() const { return 0; }
+};
+
+/// A dataset held in memory as [N, C, S, S] images and [N] labels (Fashion-MNIST, CIFAR-10).
+class InMemorySource : public ImageSource {
+ public:
+  InMemorySource(std::string name, ember::Tensor<float> train_x,
+                 ember::Tensor<std::int64_t> train_y, ember::Tensor<float> eval_x,
+                 ember::Tensor<std::int64_t> eval_y, std::int64_t classes, std::int64_t batch,
+                 std::uint64_t seed)
+      : name_(std::move(name)),
+        train_x_(std::move(train_x)),
+        train_y_(std::move(train_y)),
+        eval_x_(std::move(eval_x)),
+        eval_y_(std::move(eval_y)),
+        classes_(classes),
+        batch_(batch),
+        order_(train_y_.numel(), batch, /*shuffle=*/true, seed, /*drop_last=*/true) {
+    EMBER_CHECK(order_.batches_per_epoch() > 0, "resnet50: ", name_, " has ", train_y_.numel(),
+                " training images, fewer than one batch of ", batch);
+  }
+  std::string name() const override { return name_; }
+  std::int64_t channels() const override { return train_x_.size(1); }
+  std::int64_t image_size() const override { return train_x_.size(2); }
+  std::int64_t classes() const override { return classes_; }
+  std::int64_t train_size() const override { return train_y_.numel(); }
+  std::int64_t eval_size() const override { return eval_y_.numel(); }
+  std::int64_t batches_per_epoch() const override { return order_.batches_per_epoch(); }
+  Batch train_batch(std::int64_t epoch, std::int64_t index) override {
+    const std::vector<std::int64_t> rows = order_.batch(epoch, index);
+    return {ember::data::gather_rows(train_x_, rows), ember::data::gather_rows(train_y_, rows)};
+  }
+  std::int64_t eval_batches() const override { return (eval_size() + batch_ - 1) / batch_; }
+  Batch eval_batch(std::int64_t index) override {
+    const std::int64_t b = index * batch_, e = std::min(eval_size(), b + batch_);
+    return {eval_x_.slice(0, b, e).contiguous(), eval_y_.slice(0, b, e).contiguous()};
+  }
+
+ private:
+  std::string name_;
+  ember::Tensor<float> train_x_;
+  ember::Tensor<std::int64_t> train_y_;
+  ember::Tensor<float> eval_x_;
+  ember::Tensor<std::int64_t> eval_y_;
+  std::int64_t classes_, batch_;
+  ember::data::Batches order_;
+};
+
+/// Fixed random images and labels, made once on `device`: every step trains on the same batch,
+/// so the loop measures the model and nothing else. `eval` sees the same batch.
+class SyntheticSource : public ImageSource {
+ public:
+  template <class Mode = ember::exec::mode>
+  SyntheticSource(std::int64_t batch, std::int64_t size, std::int64_t classes,
+                  std::int64_t steps_per_epoch, ember::Device device, std::uint64_t seed)
+      : size_(size), classes_(classes), batch_(batch), steps_(steps_per_epoch) {
+    images_ = ember::randn<float, Mode>(ember::Shape{batch, 3, size, size}, seed, device);
+    labels_ = ember::Tensor<std::int64_t>(ember::cast<std::int64_t>(
+        ember::rand<float, Mode>(ember::Shape{batch}, seed + 1, ember::Device::cpu(), 0.0,
+                                 static_cast<double>(classes) - 1e-3)));
+  }
+  std::string name() const override { return "synthetic"; }
+  std::int64_t channels() const override { return 3; }
+  std::int64_t image_size() const override { return size_; }
+  std::int64_t classes() const override { return classes_; }
+  std::int64_t train_size() const override { return batch_ * steps_; }
+  std::int64_t eval_size() const override { return batch_; }
+  std::int64_t batches_per_epoch() const override { return steps_; }
+  Batch train_batch(std::int64_t, std::int64_t) override { return {images_, labels_}; }
+  std::int64_t eval_batches() const override { return 1; }
+  Batch eval_batch(std::int64_t) override { return {images_, labels_}; }
+
+ private:
+  std::int64_t size_, classes_, batch_, steps_;
+  ember::Tensor<float> images_;
+  ember::Tensor<std::int64_t> labels_;
+};
+
+/// Fashion-MNIST (Debian's dataset-fashion-mnist), normalised with its mean and std.
+inline std::unique_ptr<ImageSource> fashion_mnist(std::int64_t batch, std::uint64_t seed) {
+  using ember::data::FashionMnist;
+  const FashionMnist train(ember::data::Split::train, FashionMnist::kMean, FashionMnist::kStd);
+  const FashionMnist test(ember::data::Split::test, FashionMnist::kMean, FashionMnist::kStd);
+  return std::make_unique<InMemorySource>("fashion-mnist", train.images(), train.labels(),
+                                          test.images(), test.labels(), 10, batch, seed);
+}
+
+/// CIFAR-10 from its binary files in `dir`, normalised per channel.
+inline std::unique_ptr<ImageSource> cifar10(const std::string& dir, std::int64_t batch,
+                                            std::uint64_t seed) {
+  using ember::data::Cifar10;
+  const Cifar10 train(dir, ember::data::Split::train, Cifar10::kMean, Cifar10::kStd);
+  const Cifar10 test(dir, ember::data::Split::test, Cifar10::kMean, Cifar10::kStd);
+  return std::make_unique<InMemorySource>("cifar10", train.images(), train.labels(), test.images(),
+                                          test.labels(), 10, batch, seed);
+}
+
+/// ImageNet's layout: DIR/train/<class>/*.JPEG and DIR/val/<class>/*.JPEG, decoded by worker
+/// threads ahead of the training loop (RandomResizedCrop + flip for training, resize + centre
+/// crop for evaluation, ImageNet's normalisation). Unreadable images are skipped and counted.
+class ImageFolderSource : public ImageSource {
+ public:
+  ImageFolderSource(const std::filesystem::path& dir, std::int64_t batch, std::int64_t size,
+                    std::uint64_t seed, int workers)
+      : classes_(0), batch_(batch) {
+    using namespace ember::data;
+    ImageFolder train(dir / "train"), val(dir / "val");
+    EMBER_CHECK(train.classes() == val.classes(), "resnet50: '", dir.string(),
+                "': train/ and val/ have different class folders");
+    classes_ = static_cast<std::int64_t>(train.classes().size());
+    train_size_ = train.size();
+    eval_size_ = val.size();
+    const int threads = workers > 0 ? workers : -1;
+    train_ = std::make_unique<ImageFolderLoader>(
+        std::move(train), Batches(train_size_, batch, true, seed, true),
+        LoaderOptions{ImageTransform::training(static_cast<int>(size)), threads, 3, seed});
+    eval_ = std::make_unique<ImageFolderLoader>(
+        std::move(val), Batches(eval_size_, batch, false, 0, false),
+        LoaderOptions{ImageTransform::evaluation(static_cast<int>(size)), threads, 3, seed});
+    size_ = size;
+    EMBER_CHECK(train_size_ >= batch, "resnet50: '", dir.string(), "' has ", train_size_,
+                " training images, fewer than one batch of ", batch);
+  }
+  std::string name() const override { return "imagefolder"; }
+  std::int64_t channels() const override { return 3; }
+  std::int64_t image_size() const override { return size_; }
+  std::int64_t classes() const override { return classes_; }
+  std::int64_t train_size() const override { return train_size_; }
+  std::int64_t eval_size() const override { return eval_size_; }
+  std::int64_t batches_per_epoch() const override { return train_size_ / batch_; }
+  Batch train_batch(std::int64_t epoch, std::int64_t index) override {
+    return take(*train_, epoch, index);
+  }
+  std::int64_t eval_batches() const override { return (eval_size_ + batch_ - 1) / batch_; }
+  Batch eval_batch(std::int64_t index) override { return take(*eval_, 0, index); }
+  std::int64_t skipped() const override { return train_->skipped() + eval_->skipped(); }
+
+ private:
+  // The loaders serve batches in cursor order and prefetch the following ones; a request out of
+  // that order (a resumed run, an evaluation pass starting over) moves the cursor first.
+  static Batch take(ember::data::ImageFolderLoader& loader, std::int64_t epoch,
+                    std::int64_t index) {
+    if (loader.epoch() != epoch || loader.position() != index) loader.restore(epoch, index);
+    ember::data::ImageBatch b = loader.next();
+    if (!loader.has_next()) loader.next_epoch();
+    return {std::move(b.images), std::move(b.labels)};
+  }
+
+  std::int64_t classes_, batch_, size_ = 0, train_size_ = 0, eval_size_ = 0;
+  std::unique_ptr<ember::data::ImageFolderLoader> train_, eval_;
+};
+
+inline std::unique_ptr<ImageSource> image_folder(const std::string& dir, std::int64_t batch,
+                                                 std::int64_t size, std::uint64_t seed,
+                                                 int workers) {
+  return std::make_unique<ImageFolderSource>(dir, batch, size, seed, workers);
+}
+
+}  // namespace resnet

@@ -1,0 +1,488 @@
+// The ResNet-50 trainer: MLPerf's image-classification workload, end to end.
+//
+// The body of examples/resnet50/train.cpp (host compiler, CPU only) and train.cu (nvcc: the same
+// program, able to run on the GPU). Read it top to bottom: options, data, model, optimizer and
+// schedule, the training loop, evaluation, checkpoints, reports.
+//
+//   resnet50_train --data fashion-mnist                     the README's main job
+//   resnet50_train --data synthetic --batch-size 256        raw throughput, 224x224
+//   resnet50_train --data synthetic --sweep-batch 32,64,128,256
+//   resnet50_train --data imagefolder=/data/imagenet --optimizer lars --epochs 40
+//   resnet50_train --summary --arch resnet18
+//
+// Outputs go to --out (default runs/resnet): metrics.jsonl, mllog.txt, curves.png (when python3
+// with matplotlib is present) and the checkpoints ckpt-last.safetensors.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include <ember/ember.hpp>
+#include <ember/io/checkpoint.hpp>
+#include <ember/io/metrics_log.hpp>
+#include <ember/io/progress.hpp>
+#include <ember/optim/lars.hpp>
+#include <ember/optim/mixed_precision.hpp>
+#include <ember/optim/schedule.hpp>
+#include <ember/optim/sgd.hpp>
+
+#include "data_sources.hpp"
+#include "resnet.hpp"
+
+namespace resnet {
+
+using namespace ember;
+
+// ---- Options ------------------------------------------------------------------------------------
+
+struct Config {
+  std::string arch = "auto";
+  std::string data = "fashion-mnist";
+  std::int64_t epochs = 0;           // 0: the data's default
+  std::int64_t batch = 0;            // 0: the data's default
+  std::int64_t image_size = 224;     // synthetic and imagefolder
+  std::int64_t steps_per_epoch = 0;  // 0: the whole epoch (synthetic: 50)
+  std::int64_t width = 0;            // 0: 64, torchvision's (CPU Fashion-MNIST default: 16)
+  std::string optimizer = "sgd";
+  double lr = 0;  // 0: the optimizer's default for the batch size
+  double momentum = 0.9;
+  double weight_decay = 5e-5;
+  double label_smoothing = 0.1;
+  double warmup_epochs = 0.5;
+  std::string precision = "auto";  // float | bf16 | auto (bf16 on a GPU)
+  std::string device = "auto";     // cpu | cuda | auto
+  bool zero_init_residual = false;
+  double target_accuracy = 0;  // top-1, 0 < t <= 1; 0: none
+  bool stop_at_target = false;
+  double cost_per_hour = 0;  // in your currency, for the cost to accuracy
+  std::vector<std::int64_t> sweep_batch;
+  std::string out = "runs/resnet";
+  std::string resume;  // a checkpoint path, or "auto" for --out/ckpt-last.safetensors
+  bool summary = false;
+  std::uint64_t seed = 1;
+  int workers = 0;
+  std::int64_t log_every = 20;
+};
+
+/// The device the run uses.
+inline Device pick_device(const std::string& choice) {
+  if (choice == "cpu") return Device::cpu();
+  if (choice == "cuda") return Device::cuda(0);
+  EMBER_CHECK(choice == "auto", "resnet50: --device must be cpu, cuda or auto, got '", choice, "'");
+#if defined(EMBER_CUDA_KERNELS)
+  if (cuda::available()) return Device::cuda(0);
+#endif
+  return Device::cpu();
+}
+
+// ---- Data ---------------------------------------------------------------------------------------
+
+inline std::unique_ptr<ImageSource> open_data(const Config& c, Device device) {
+  const std::string& d = c.data;
+  if (d == "synthetic") {
+    return std::make_unique<SyntheticSource>(c.batch, c.image_size, 1000,
+                                             c.steps_per_epoch > 0 ? c.steps_per_epoch : 50, device,
+                                             c.seed);
+  }
+  if (d == "fashion-mnist") return fashion_mnist(c.batch, c.seed);
+  if (d.rfind("cifar10=", 0) == 0) return cifar10(d.substr(8), c.batch, c.seed);
+  if (d.rfind("imagefolder=", 0) == 0) {
+    return image_folder(d.substr(12), c.batch, c.image_size, c.seed, c.workers);
+  }
+  fail("resnet50: --data must be synthetic, fashion-mnist, cifar10=DIR or imagefolder=DIR, got '",
+       d, "'");
+}
+
+// ---- Evaluation ---------------------------------------------------------------------------------
+
+struct Accuracy {
+  double top1 = 0, top5 = 0;
+};
+
+/// Top-1 and top-5 accuracy over the evaluation set, in eval mode, without recording.
+template <class T>
+Accuracy evaluate(ResNet<T>& model, ImageSource& data, Device device, MemoryFormat format) {
+  model.eval();
+  no_grad guard;
+  double top1 = 0, top5 = 0, n = 0;
+  for (std::int64_t b = 0; b < data.eval_batches(); ++b) {
+    const Batch batch = data.eval_batch(b);
+    const Var<T> x(Tensor<T>(cast<T>(batch.images.to(device).contiguous(format))));
+    const Tensor<float> logits =
+        Tensor<float>(cast<float>(model.forward(x).value())).to(Device::cpu());
+    const std::int64_t rows = logits.size(0), classes = logits.size(1);
+    const float* p = logits.data();
+    const std::int64_t* y = batch.labels.data();
+    for (std::int64_t r = 0; r < rows; ++r) {
+      // The rank of the true class: how many classes score strictly higher.
+      const float truth = p[r * classes + y[r]];
+      std::int64_t higher = 0;
+      for (std::int64_t k = 0; k < classes; ++k) higher += p[r * classes + k] > truth;
+      top1 += higher == 0;
+      top5 += higher < 5;
+    }
+    n += static_cast<double>(rows);
+  }
+  model.train();
+  return {top1 / n, top5 / n};
+}
+
+// ---- Reports ------------------------------------------------------------------------------------
+
+inline double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+inline void wait_for_device(Device device) {
+  if (device.is_cuda()) cuda::synchronize(device.index());
+}
+
+inline std::string hms(double s) {
+  char buf[32];
+  const auto t = static_cast<long long>(std::llround(s));
+  std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", t / 3600, t / 60 % 60, t % 60);
+  return buf;
+}
+
+/// Draws the curves with scripts/plot_metrics.py when python3 and matplotlib are there.
+inline void plot_curves(const std::filesystem::path& jsonl, const std::filesystem::path& png) {
+  const std::filesystem::path script =
+      std::filesystem::path(EMBER_SOURCE_DIR) / "scripts" / "plot_metrics.py";
+  if (!std::filesystem::exists(script)) return;
+  const std::string cmd = "python3 '" + script.string() + "' '" + jsonl.string() + "' --out '" +
+                          png.string() + "' --title 'ResNet training' >/dev/null 2>&1";
+  if (std::system(cmd.c_str()) == 0) {
+    std::printf("curves: %s\n", png.string().c_str());
+  } else {
+    std::printf("curves: not drawn (scripts/plot_metrics.py needs python3-matplotlib)\n");
+  }
+}
+
+// ---- Training -----------------------------------------------------------------------------------
+
+/// What a run measured.
+struct RunResult {
+  double images_per_second = 0;
+  double best_top1 = 0;
+  double seconds_to_target = -1;
+  double train_seconds = 0;
+};
+
+template <class T, class Opt>
+RunResult train(const Config& c, ImageSource& data, Device device, bool quiet = false) {
+  const MemoryFormat format =
+      device.is_cuda() ? MemoryFormat::channels_last : MemoryFormat::contiguous;
+  const std::filesystem::path out = c.out;
+  std::filesystem::create_directories(out);
+  const std::filesystem::path ckpt = out / "ckpt-last.safetensors";
+  std::ofstream mllog_file(out / "mllog.txt", std::ios::app);
+  io::MlLogger mllog(mllog_file);
+  io::JsonlWriter metrics(out / "metrics.jsonl");
+
+  mllog.event(io::mllog::kSubmissionBenchmark, std::string(io::mllog::kResnet));
+  mllog.start(io::mllog::kInitStart);
+
+  // The model, in the compute type T, on the device.
+  nn::manual_seed(c.seed);
+  ResNetOptions mo;
+  mo.arch = parse_arch(c.arch);
+  mo.num_classes = data.classes();
+  mo.in_channels = data.channels();
+  mo.small_stem = data.image_size() <= 32;
+  mo.zero_init_residual = c.zero_init_residual;
+  mo.width = c.width;
+  mo.device = device;
+  mo.format = format;
+  ResNet<T> model(mo);
+
+  // Optimizer and schedule: SGD with warmup + cosine, or MLPerf's LARS with warmup + poly(2).
+  // Biases and batch-norm parameters get no weight decay (and no LARS trust ratio).
+  const std::int64_t steps_per_epoch = data.batches_per_epoch();
+  const std::int64_t total_steps = c.epochs * steps_per_epoch;
+  const auto warmup_steps = std::min<std::int64_t>(
+      total_steps - 1, static_cast<std::int64_t>(c.warmup_epochs * steps_per_epoch));
+  typename Opt::options_type main{}, excluded{};
+  optim::Schedule schedule = optim::Constant{c.lr};
+  if constexpr (std::is_same_v<Opt, optim::LARS>) {
+    main = {.lr = c.lr, .momentum = c.momentum, .weight_decay = c.weight_decay};
+    excluded = main;
+    excluded.weight_decay = 0;
+    excluded.exclude_from_adaptation = true;
+    schedule = optim::warmup(
+        warmup_steps, optim::PolynomialDecay(c.lr, 1e-4 * c.lr, total_steps - warmup_steps, 2.0));
+  } else {
+    main = {.lr = c.lr, .momentum = c.momentum, .weight_decay = c.weight_decay, .nesterov = true};
+    excluded = main;
+    excluded.weight_decay = 0;
+    schedule =
+        optim::warmup(warmup_steps, optim::CosineDecay(c.lr, total_steps - warmup_steps, 0.0));
+  }
+  Opt opt(optim::decay_groups(model, main, excluded));
+
+  std::int64_t step = 0, first_epoch = 0;
+  if (!c.resume.empty()) {
+    const std::filesystem::path from = c.resume == "auto" ? ckpt : std::filesystem::path(c.resume);
+    if (std::filesystem::exists(from)) {
+      const io::TrainingProgress p = io::load_training_checkpoint(from, model, opt);
+      step = p.step;
+      first_epoch = p.epoch;
+      std::printf("resumed from %s at epoch %lld, step %lld\n", from.string().c_str(),
+                  static_cast<long long>(first_epoch), static_cast<long long>(step));
+    } else {
+      EMBER_CHECK(c.resume == "auto", "resnet50: --resume: no checkpoint at '", from.string(), "'");
+    }
+  }
+
+  mllog.event(io::mllog::kGlobalBatchSize, c.batch);
+  mllog.event(io::mllog::kOptName, std::is_same_v<Opt, optim::LARS> ? "lars" : "sgd");
+  mllog.event(io::mllog::kOptBaseLearningRate, c.lr);
+  mllog.event(io::mllog::kSeed, c.seed);
+  mllog.event(io::mllog::kTrainSamples, data.train_size());
+  mllog.event(io::mllog::kEvalSamples, data.eval_size());
+  mllog.end(io::mllog::kInitStop);
+  mllog.start(io::mllog::kRunStart);
+
+  const CrossEntropyOptions loss_options{.label_smoothing = c.label_smoothing};
+  RunResult result;
+  const auto run_start = std::chrono::steady_clock::now();
+  // Throughput is measured after a warm-up (the first steps allocate memory, pick algorithms).
+  const std::int64_t warm_steps =
+      std::min<std::int64_t>(10, std::max<std::int64_t>(1, total_steps / 10));
+  std::optional<std::chrono::steady_clock::time_point> timed_from;
+  std::int64_t timed_images = 0;
+  double timed_seconds = 0;
+
+  for (std::int64_t epoch = first_epoch; epoch < c.epochs; ++epoch) {
+    mllog.start(io::mllog::kEpochStart, nullptr, {{"epoch_num", epoch + 1}});
+    io::ProgressOptions bar_options;
+    if (quiet) bar_options.terminal = false;
+    io::ProgressBar bar(steps_per_epoch, "epoch " + std::to_string(epoch + 1), std::cerr,
+                        bar_options);
+    double loss_sum = 0;
+    std::int64_t loss_count = 0;
+    for (std::int64_t b = 0; b < steps_per_epoch; ++b, ++step) {
+      if (step - first_epoch * steps_per_epoch == warm_steps && !timed_from) {
+        wait_for_device(device);
+        timed_from = std::chrono::steady_clock::now();
+      }
+      const Batch batch = data.train_batch(epoch, b);
+      const Var<T> x(Tensor<T>(cast<T>(batch.images.to(device).contiguous(format))));
+      const Tensor<std::int64_t> y = batch.labels.to(device);
+      Var<T> loss = cross_entropy(model.forward(x), y, loss_options);
+      loss.backward();
+      opt.set_lr(schedule(step));
+      opt.step();
+      opt.zero_grad();
+      if (timed_from) timed_images += batch.labels.numel();
+      if ((b + 1) % c.log_every == 0 || b + 1 == steps_per_epoch) {
+        // Reading the loss waits for the device: only every log_every steps.
+        const double l = static_cast<double>(loss.value().item());
+        loss_sum += l;
+        ++loss_count;
+        metrics.log(step + 1, {{"epoch", epoch + 1}, {"loss", l}, {"lr", schedule(step)}});
+        bar.update(b + 1, {{"loss", l}, {"lr", schedule(step)}});
+      }
+    }
+    if (timed_from) {
+      wait_for_device(device);
+      timed_seconds = seconds_since(*timed_from);
+    }
+    bar.finish();
+    mllog.end(io::mllog::kEpochStop, nullptr, {{"epoch_num", epoch + 1}});
+
+    mllog.start(io::mllog::kEvalStart, nullptr, {{"epoch_num", epoch + 1}});
+    const Accuracy acc = evaluate(model, data, device, format);
+    const double elapsed = seconds_since(run_start);
+    mllog.event(io::mllog::kEvalAccuracy, acc.top1, {{"epoch_num", epoch + 1}});
+    mllog.end(io::mllog::kEvalStop, nullptr, {{"epoch_num", epoch + 1}});
+    metrics.log(step, {{"epoch", epoch + 1},
+                       {"train_loss", loss_count ? loss_sum / loss_count : NAN},
+                       {"eval_accuracy", acc.top1},
+                       {"eval_top5_accuracy", acc.top5},
+                       {"time_s", elapsed}});
+    std::printf("epoch %lld: top-1 %.2f%%, top-5 %.2f%%, %s elapsed\n",
+                static_cast<long long>(epoch + 1), 100 * acc.top1, 100 * acc.top5,
+                hms(elapsed).c_str());
+    std::fflush(stdout);
+    result.best_top1 = std::max(result.best_top1, acc.top1);
+
+    io::TrainingProgress progress;
+    progress.step = step;
+    progress.epoch = epoch + 1;
+    io::save_training_checkpoint(ckpt, model, opt, progress);
+    if (c.target_accuracy > 0 && acc.top1 >= c.target_accuracy && result.seconds_to_target < 0) {
+      result.seconds_to_target = elapsed;
+      std::printf("target top-1 %.2f%% reached after %s\n", 100 * c.target_accuracy,
+                  hms(elapsed).c_str());
+      if (c.stop_at_target) break;
+    }
+  }
+  result.train_seconds = seconds_since(run_start);
+  result.images_per_second = timed_seconds > 0 ? timed_images / timed_seconds : 0;
+  mllog.end(io::mllog::kRunStop, nullptr,
+            {{"status", c.target_accuracy <= 0 || result.seconds_to_target >= 0
+                            ? std::string(io::mllog::kSuccess)
+                            : std::string(io::mllog::kAborted)}});
+  if (data.skipped() > 0) {
+    std::printf("skipped %lld unreadable images\n", static_cast<long long>(data.skipped()));
+  }
+  return result;
+}
+
+// ---- The program --------------------------------------------------------------------------------
+
+/// Fills the defaults that depend on the data and the device.
+inline void settle_defaults(Config& c, Device device) {
+  const bool small = c.data == "fashion-mnist" || c.data.rfind("cifar10=", 0) == 0;
+  const bool cpu = device.is_cpu();
+  if (c.arch == "auto") c.arch = small ? "resnet18" : "resnet50";
+  if (c.width == 0) c.width = small && cpu ? 16 : 64;
+  if (c.batch == 0) c.batch = small ? 128 : (cpu ? 16 : 256);
+  if (c.epochs == 0) c.epochs = small ? (cpu ? 2 : 5) : 1;
+  if (c.data != "synthetic" && c.data.rfind("imagefolder=", 0) != 0) c.image_size = 0;
+  if (c.lr == 0) {
+    // Goyal et al.'s linear scaling for SGD (0.1 per 256 images); MLPerf's LARS base rate.
+    c.lr = c.optimizer == "lars" ? 2.0 * c.batch / 256.0 : 0.1 * c.batch / 256.0 * (small ? 2 : 1);
+  }
+  if (c.precision == "auto") c.precision = cpu ? "float" : "bf16";
+}
+
+template <class T>
+RunResult dispatch_optimizer(const Config& c, ImageSource& data, Device device, bool quiet) {
+  if (c.optimizer == "lars") return train<T, optim::LARS>(c, data, device, quiet);
+  EMBER_CHECK(c.optimizer == "sgd", "resnet50: --optimizer must be sgd or lars, got '", c.optimizer,
+              "'");
+  return train<T, optim::SGD>(c, data, device, quiet);
+}
+
+inline RunResult run(const Config& c, ImageSource& data, Device device, bool quiet = false) {
+  if (c.precision == "bf16") return dispatch_optimizer<bf16>(c, data, device, quiet);
+  EMBER_CHECK(c.precision == "float", "resnet50: --precision must be float, bf16 or auto, got '",
+              c.precision, "'");
+  return dispatch_optimizer<float>(c, data, device, quiet);
+}
+
+inline int main(int argc, char** argv) {
+  Config c;
+  CLI::App app{"ember's ResNet trainer (MLPerf's image-classification workload)", "resnet50_train"};
+  app.add_option("--arch", c.arch, "resnet18|34|50|101|152 (auto: resnet18 for 28-32 px data)");
+  app.add_option("--data", c.data,
+                 "synthetic | fashion-mnist | cifar10=DIR | imagefolder=DIR (ImageNet layout)");
+  app.add_option("--epochs", c.epochs, "epochs to train (default: by data and device)");
+  app.add_option("--batch-size", c.batch, "images per step (default: by data and device)");
+  app.add_option("--image-size", c.image_size, "synthetic and imagefolder image size")
+      ->capture_default_str();
+  app.add_option("--steps-per-epoch", c.steps_per_epoch, "synthetic: steps per epoch (50)");
+  app.add_option("--width", c.width, "base width (torchvision: 64; CPU Fashion-MNIST default 16)");
+  app.add_option("--optimizer", c.optimizer, "sgd (warmup + cosine) | lars (warmup + poly 2)")
+      ->capture_default_str();
+  app.add_option("--lr", c.lr, "peak learning rate (default: scaled with the batch size)");
+  app.add_option("--momentum", c.momentum)->capture_default_str();
+  app.add_option("--weight-decay", c.weight_decay)->capture_default_str();
+  app.add_option("--label-smoothing", c.label_smoothing)->capture_default_str();
+  app.add_option("--warmup-epochs", c.warmup_epochs)->capture_default_str();
+  app.add_option("--precision", c.precision, "float | bf16 | auto (bf16 on a GPU)")
+      ->capture_default_str();
+  app.add_option("--device", c.device, "cpu | cuda | auto")->capture_default_str();
+  app.add_flag("--zero-init-residual", c.zero_init_residual, "last BN gamma of each block = 0");
+  app.add_option("--target-accuracy", c.target_accuracy, "top-1 to reach, e.g. 0.9");
+  app.add_flag("--stop-at-target", c.stop_at_target, "stop once the target is reached");
+  app.add_option("--cost-per-hour", c.cost_per_hour,
+                 "machine price per hour, for cost to accuracy");
+  app.add_option("--sweep-batch", c.sweep_batch, "synthetic: images/s for each batch size")
+      ->delimiter(',');
+  app.add_option("--out", c.out, "directory for metrics, logs and checkpoints")
+      ->capture_default_str();
+  app.add_option("--resume", c.resume, "checkpoint to resume from ('auto': OUT/ckpt-last)");
+  app.add_flag("--summary", c.summary, "print the layer table and parameter count, then exit");
+  app.add_option("--seed", c.seed)->capture_default_str();
+  app.add_option("--workers", c.workers, "imagefolder: decoding threads (0: all cores)");
+  app.add_option("--log-every", c.log_every, "steps between loss readings")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    const Device device = pick_device(c.device);
+    settle_defaults(c, device);
+    if (c.summary) {
+      ResNetOptions mo;
+      mo.arch = parse_arch(c.arch);
+      mo.num_classes = c.data == "synthetic" || c.data.rfind("imagefolder=", 0) == 0 ? 1000 : 10;
+      mo.width = c.data == "synthetic" ? 64 : c.width;
+      mo.in_channels = c.data == "fashion-mnist" ? 1 : 3;
+      mo.small_stem = c.image_size == 0 || c.image_size <= 32;
+      const ResNet<float> model(mo);
+      const std::int64_t side = c.image_size > 0 ? c.image_size : (mo.small_stem ? 28 : 224);
+      std::cout << summary(model, Shape{1, mo.in_channels, side, side});
+      return 0;
+    }
+    std::printf("ember ResNet trainer: %s (width %lld), %s, batch %lld, %s, %s on %s\n",
+                c.arch.c_str(), static_cast<long long>(c.width), c.data.c_str(),
+                static_cast<long long>(c.batch), c.optimizer.c_str(), c.precision.c_str(),
+                device.str().c_str());
+    std::fflush(stdout);
+
+    if (!c.sweep_batch.empty()) {
+      EMBER_CHECK(c.data == "synthetic", "resnet50: --sweep-batch needs --data synthetic");
+      std::printf("%10s %14s\n", "batch", "images/s");
+      for (const std::int64_t b : c.sweep_batch) {
+        Config one = c;
+        one.batch = b;
+        one.epochs = 1;
+        one.out = c.out + "/sweep-" + std::to_string(b);
+        SyntheticSource data(b, c.image_size, 1000, c.steps_per_epoch > 0 ? c.steps_per_epoch : 30,
+                             device, c.seed);
+        const RunResult r = run(one, data, device, true);
+        std::printf("%10lld %14.1f\n", static_cast<long long>(b), r.images_per_second);
+        std::fflush(stdout);
+      }
+      return 0;
+    }
+
+    std::unique_ptr<ImageSource> data = open_data(c, device);
+    std::printf(
+        "data: %lld training and %lld evaluation images of %lldx%lld, %lld classes\n",
+        static_cast<long long>(data->train_size()), static_cast<long long>(data->eval_size()),
+        static_cast<long long>(data->image_size()), static_cast<long long>(data->image_size()),
+        static_cast<long long>(data->classes()));
+    std::fflush(stdout);
+    const RunResult r = run(c, *data, device);
+    std::printf("\n== results ==\n");
+    std::printf("training throughput: %.1f images/s (after warm-up)\n", r.images_per_second);
+    std::printf("best top-1 accuracy: %.2f%%\n", 100 * r.best_top1);
+    std::printf("training time: %s\n", hms(r.train_seconds).c_str());
+    if (c.target_accuracy > 0) {
+      if (r.seconds_to_target >= 0) {
+        std::printf("time to %.2f%% top-1: %s\n", 100 * c.target_accuracy,
+                    hms(r.seconds_to_target).c_str());
+        if (c.cost_per_hour > 0) {
+          std::printf("cost to %.2f%% top-1: %.2f (at %.2f per hour)\n", 100 * c.target_accuracy,
+                      r.seconds_to_target / 3600 * c.cost_per_hour, c.cost_per_hour);
+        }
+      } else {
+        std::printf("target %.2f%% top-1 not reached\n", 100 * c.target_accuracy);
+      }
+    }
+    plot_curves(std::filesystem::path(c.out) / "metrics.jsonl",
+                std::filesystem::path(c.out) / "curves.png");
+    return c.target_accuracy > 0 && r.seconds_to_target < 0 ? 3 : 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 1;
+  }
+}
+
+}  // namespace resnet
