@@ -2,7 +2,8 @@
 # libturbojpeg0-dev ships no CMake package: the header and library are looked for (with
 # pkg-config's hints when there is pkg-config). Defines EMBER_TURBOJPEG_FOUND and, when found, the
 # imported target ember::turbojpeg (with Threads, which the loader's workers need).
-if(TARGET ember::turbojpeg)
+if(TARGET ember::turbojpeg)  # found by an earlier directory: the target is global
+  set(EMBER_TURBOJPEG_FOUND ON)
   return()
 endif()
 find_package(PkgConfig QUIET)

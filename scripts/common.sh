@@ -7,7 +7,7 @@ EMBER_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # /usr/local/cuda (or wherever CUDA_PATH / CUDAToolkit_ROOT point) and is optional.
 # shellcheck disable=SC2034  # used by the scripts that source this file
 EMBER_MAIN_PACKAGES=(cmake g++ make libopenblas-dev dataset-fashion-mnist zlib1g-dev libcli11-dev
-  nlohmann-json3-dev libturbojpeg0-dev)
+  nlohmann-json3-dev libturbojpeg0-dev python3-matplotlib)
 # shellcheck disable=SC2034
 EMBER_TEST_PACKAGES=(cmake g++ make catch2 libbenchmark-dev libeigen3-dev libopenblas-dev
   libonnx-testdata nlohmann-json3-dev dataset-fashion-mnist zlib1g-dev libturbojpeg0-dev

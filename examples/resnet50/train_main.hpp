@@ -68,7 +68,8 @@ struct Config {
   bool zero_init_residual = false;
   double target_accuracy = 0;  // top-1, 0 < t <= 1; 0: none
   bool stop_at_target = false;
-  double cost_per_hour = 0;  // in your currency, for the cost to accuracy
+  std::int64_t stop_after = 0;  // end the run after this epoch (as if interrupted); 0: never
+  double cost_per_hour = 0;     // in your currency, for the cost to accuracy
   std::vector<std::int64_t> sweep_batch;
   std::string out = "runs/resnet";
   std::string resume;  // a checkpoint path, or "auto" for --out/ckpt-last.safetensors
@@ -84,7 +85,7 @@ inline Device pick_device(const std::string& choice) {
   if (choice == "cuda") return Device::cuda(0);
   EMBER_CHECK(choice == "auto", "resnet50: --device must be cpu, cuda or auto, got '", choice, "'");
 #if defined(EMBER_CUDA_KERNELS)
-  if (cuda::available()) return Device::cuda(0);
+  if (ember::cuda::available()) return Device::cuda(0);
 #endif
   return Device::cpu();
 }
@@ -148,7 +149,7 @@ inline double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 
 inline void wait_for_device(Device device) {
-  if (device.is_cuda()) cuda::synchronize(device.index());
+  if (device.is_cuda()) ember::cuda::synchronize(device.index());
 }
 
 inline std::string hms(double s) {
@@ -330,6 +331,7 @@ RunResult train(const Config& c, ImageSource& data, Device device, bool quiet = 
                   hms(elapsed).c_str());
       if (c.stop_at_target) break;
     }
+    if (c.stop_after > 0 && epoch + 1 >= c.stop_after) break;
   }
   result.train_seconds = seconds_since(run_start);
   result.images_per_second = timed_seconds > 0 ? timed_images / timed_seconds : 0;
@@ -401,6 +403,8 @@ inline int main(int argc, char** argv) {
   app.add_flag("--zero-init-residual", c.zero_init_residual, "last BN gamma of each block = 0");
   app.add_option("--target-accuracy", c.target_accuracy, "top-1 to reach, e.g. 0.9");
   app.add_flag("--stop-at-target", c.stop_at_target, "stop once the target is reached");
+  app.add_option("--stop-after", c.stop_after,
+                 "end after this epoch, as if interrupted (resume with --resume auto)");
   app.add_option("--cost-per-hour", c.cost_per_hour,
                  "machine price per hour, for cost to accuracy");
   app.add_option("--sweep-batch", c.sweep_batch, "synthetic: images/s for each batch size")
