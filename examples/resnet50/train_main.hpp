@@ -164,7 +164,11 @@ inline void plot_curves(const std::filesystem::path& jsonl, const std::filesyste
   const std::filesystem::path script =
       std::filesystem::path(EMBER_SOURCE_DIR) / "scripts" / "plot_metrics.py";
   if (!std::filesystem::exists(script)) return;
-  const std::string cmd = "python3 '" + script.string() + "' '" + jsonl.string() + "' --out '" +
+  // Debian's python3-matplotlib belongs to Debian's interpreter, which another python3 earlier
+  // on the PATH (a pyenv or venv one) would not see.
+  const std::string python =
+      std::filesystem::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+  const std::string cmd = python + " '" + script.string() + "' '" + jsonl.string() + "' --out '" +
                           png.string() + "' --title 'ResNet training' >/dev/null 2>&1";
   if (std::system(cmd.c_str()) == 0) {
     std::printf("curves: %s\n", png.string().c_str());
@@ -191,7 +195,9 @@ RunResult train(const Config& c, ImageSource& data, Device device, bool quiet = 
   std::filesystem::create_directories(out);
   const std::filesystem::path ckpt = out / "ckpt-last.safetensors";
   std::ofstream mllog_file(out / "mllog.txt", std::ios::app);
-  io::MlLogger mllog(mllog_file);
+  io::MlLoggerOptions mllog_options;
+  mllog_options.root_dir = EMBER_SOURCE_DIR;  // file names relative to the repository
+  io::MlLogger mllog(mllog_file, mllog_options);
   io::JsonlWriter metrics(out / "metrics.jsonl");
 
   mllog.event(io::mllog::kSubmissionBenchmark, std::string(io::mllog::kResnet));
