@@ -19,13 +19,14 @@
 #      then the operators, bench/gpu/bench_ops_gpu (GEMM and linear + bias + GELU, conv2d forward
 #      and backward, softmax, layer norm; bf16) and torch_peer.py --suite ops (eager only when
 #      less than 150 s of budget is left), with what budget remains;
-#   5. runs `ctest -L cuda`;
+#   5. runs `ctest -L cuda`; then, with more than 200 s of budget left, bench/gpu/resnet.sh
+#      (ResNet-50 training images/s: ember's trainer against torchvision eager and compiled);
 #   6. writes the results table, gpu-<date>-<commit>-<gpu>.md and .json, and the full log .log,
 #      under $OUT when set (the device tool brings those back), else under bench/results/.
 #
 # Every stage has its own time limit and a failing stage does not stop the others; the exit
 # status is non-zero when a stage failed. Environment: CHECK_BUDGET_S (default 450 s), NO_TESTS=1,
-# NO_TORCH=1, NO_COMPILE=1 (eager PyTorch only), NO_ELEMENTWISE=1 (skip the elementwise
+# NO_RESNET=1, NO_TORCH=1, NO_COMPILE=1 (eager PyTorch only), NO_ELEMENTWISE=1 (skip the elementwise
 # benchmarks), NO_AUTOGRAD=1 (skip the autodiff benchmarks), NO_OPS=1 (skip the operator
 # benchmarks), QUICK=1 (small sizes), JOBS, EMBER_COMMIT (the commit to name the results after,
 # when the copy on the device has no .git). Everything at once rarely fits the default budget:
@@ -327,6 +328,17 @@ main() {
     fi
   elif ((${#stage_notes[@]})); then
     tests_summary=$(printf '%s\n' "${stage_notes[@]}" | grep '^tests:' | head -n 1)
+  fi
+
+  # ---- 5b. ResNet-50 training: ember's trainer against PyTorch's (bench/gpu/resnet.sh) ---------
+  if [[ "${NO_RESNET:-0}" == 1 ]]; then
+    note "resnet: skipped (NO_RESNET=1)"
+  elif (($(left) > 200)); then
+    RESNET_BUDGET_S=$(($(left) - 10)) OUT="$out" bash bench/gpu/resnet.sh
+    rc=$?
+    ((rc == 0)) || { note "resnet: exit status $rc"; status=1; }
+  else
+    note "resnet: skipped ($(left) s of budget left); run bench/gpu/resnet.sh on its own"
   fi
 
   # ---- 6. the results table ---------------------------------------------------------------------

@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""PyTorch on the CPU doing bench_resnet_cpu's training steps (same models, sizes and step:
+forward, cross-entropy with label smoothing 0.1, backward, SGD with Nesterov momentum), in float.
+Prints images/s per case and writes them to --json, named as bench_resnet_cpu's benchmarks.
+
+  python3 bench/resnet_cpu_peer.py --json bench/results/cpu-resnet-torch.json
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+import torch
+import torch.nn as nn
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from resnet_torch import resnet  # noqa: E402
+
+CASES = [("resnet_step/resnet18w16_28px", dict(arch="resnet18", num_classes=10, in_channels=1,
+                                               width=16, small_stem=True), 28, [32, 128]),
+         ("resnet_step/resnet50_64px", dict(arch="resnet50"), 64, [8, 32])]
+
+
+def images_per_s(kwargs, side, batch, seconds):
+    torch.manual_seed(1)
+    model = resnet(**kwargs)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, nesterov=True,
+                          weight_decay=5e-5)
+    loss_fn = nn.CrossEntropyLoss(label_smoothing=0.1)
+    x = torch.randn(batch, kwargs.get("in_channels", 3), side, side)
+    y = torch.randint(0, kwargs.get("num_classes", 1000), (batch,))
+
+    def step():
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    step()  # warm-up
+    n, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds or n < 2:
+        step()
+        n += 1
+    return batch * n / (time.perf_counter() - t0)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seconds", type=float, default=3.0)
+    ap.add_argument("--json", default="")
+    a = ap.parse_args()
+    out = {"torch": torch.__version__, "threads": torch.get_num_threads(), "results": {}}
+    for name, kwargs, side, batches in CASES:
+        for b in batches:
+            ips = images_per_s(kwargs, side, b, a.seconds)
+            out["results"][f"{name}/{b}"] = ips
+            print(f"{name}/{b}: {ips:.1f} images/s", flush=True)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(out, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
