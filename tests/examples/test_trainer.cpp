@@ -1,12 +1,18 @@
 // The ResNet trainer (examples/resnet50/train_main.hpp) on a slice of the real Fashion-MNIST:
 // a run interrupted after its first epoch and resumed from its checkpoint ends with the same
 // weights, batch-norm statistics and optimizer state, bit for bit, as the uninterrupted run.
+// And the trainer's other inputs end to end: CIFAR-10 binary files and a JPEG image folder
+// (with an unreadable file), both written here from Fashion-MNIST images.
 #include <catch2/catch.hpp>
 
+#include <turbojpeg.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <string>
+#include <vector>
 
 #include "resnet50/train_main.hpp"
 
@@ -69,6 +75,116 @@ TEST_CASE("the ResNet trainer resumes an interrupted run exactly", "[examples]")
       using T = typename std::remove_cvref_t<decltype(t)>::value_type;
       REQUIRE(t.to_vector() == b[i].second.template as<T>().to_vector());
     });
+  }
+  fs::remove_all(dir);
+}
+
+namespace {
+
+void write_bytes(const fs::path& p, const std::string& bytes) {
+  fs::create_directories(p.parent_path());
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  REQUIRE(out);
+}
+
+/// Fashion-MNIST image i as 32x32 RGB bytes (centred, grey replicated), row-major HWC.
+std::vector<std::uint8_t> rgb32(const data::FashionMnist& fm, std::int64_t i) {
+  std::vector<std::uint8_t> px(32 * 32 * 3, 0);
+  const float* src = fm.images().data() + i * 28 * 28;
+  for (int y = 0; y < 28; ++y) {
+    for (int x = 0; x < 28; ++x) {
+      const auto v = static_cast<std::uint8_t>(src[y * 28 + x] * 255.0f + 0.5f);
+      for (int c = 0; c < 3; ++c) px[static_cast<std::size_t>(((y + 2) * 32 + x + 2) * 3 + c)] = v;
+    }
+  }
+  return px;
+}
+
+std::string jpeg(const std::vector<std::uint8_t>& rgb) {
+  tjhandle h = tjInitCompress();
+  REQUIRE(h != nullptr);
+  unsigned char* buf = nullptr;
+  unsigned long size = 0;
+  REQUIRE(tjCompress2(h, rgb.data(), 32, 0, 32, TJPF_RGB, &buf, &size, TJSAMP_444, 95, 0) == 0);
+  std::string out(reinterpret_cast<const char*>(buf), size);
+  tjFree(buf);
+  tjDestroy(h);
+  return out;
+}
+
+resnet::Config tiny_config(const std::string& data, const fs::path& out) {
+  resnet::Config c;
+  c.data = data;
+  c.arch = "resnet18";
+  c.width = 8;
+  c.batch = 16;
+  c.epochs = 1;
+  c.image_size = 32;
+  c.lr = 0.05;
+  c.workers = 2;
+  c.device = "cpu";
+  c.out = out.string();
+  resnet::settle_defaults(c, Device::cpu());
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("the ResNet trainer reads CIFAR-10 binaries and JPEG image folders", "[examples]") {
+  const fs::path dir =
+      fs::temp_directory_path() / ("ember_trainer_data_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const data::FashionMnist fm(data::Split::test);  // pixels in [0, 1]
+
+  SECTION("cifar10=DIR") {
+    // Five training files of 16 records and a test file of 16: label byte, then R, G, B planes.
+    auto records = [&](std::int64_t first) {
+      std::string bytes;
+      for (std::int64_t i = first; i < first + 16; ++i) {
+        bytes += static_cast<char>(fm.labels().data()[i]);
+        const auto px = rgb32(fm, i);
+        for (int c = 0; c < 3; ++c) {
+          for (int k = 0; k < 32 * 32; ++k) bytes += static_cast<char>(px[k * 3 + c]);
+        }
+      }
+      return bytes;
+    };
+    for (int f = 1; f <= 5; ++f) {
+      write_bytes(dir / "cifar" / ("data_batch_" + std::to_string(f) + ".bin"), records(16 * f));
+    }
+    write_bytes(dir / "cifar" / "test_batch.bin", records(0));
+    resnet::Config c = tiny_config("cifar10=" + (dir / "cifar").string(), dir / "run-cifar");
+    const auto source = resnet::open_data(c, Device::cpu());
+    REQUIRE(source->train_size() == 80);
+    REQUIRE(source->eval_size() == 16);
+    REQUIRE(source->image_size() == 32);
+    const resnet::RunResult r = resnet::run(c, *source, Device::cpu(), true);
+    REQUIRE(r.images_per_second > 0);
+    REQUIRE(fs::exists(dir / "run-cifar" / "ckpt-last.safetensors"));
+  }
+  SECTION("imagefolder=DIR, an unreadable file skipped and counted") {
+    for (std::int64_t i = 0; i < 48; ++i) {
+      const std::int64_t label = fm.labels().data()[i] % 3;  // three classes
+      const std::string split = i < 36 ? "train" : "val";
+      write_bytes(dir / "folder" / split / ("class" + std::to_string(label)) /
+                      ("img" + std::to_string(i) + ".JPEG"),
+                  jpeg(rgb32(fm, i)));
+    }
+    for (const char* split : {"train", "val"}) {
+      for (int k = 0; k < 3; ++k) {
+        write_bytes(dir / "folder" / split / ("class" + std::to_string(k)) / "pad.JPEG",
+                    jpeg(rgb32(fm, 100 + k)));
+      }
+    }
+    write_bytes(dir / "folder" / "train" / "class0" / "broken.JPEG", "not a jpeg at all");
+    resnet::Config c = tiny_config("imagefolder=" + (dir / "folder").string(), dir / "run-folder");
+    const auto source = resnet::open_data(c, Device::cpu());
+    REQUIRE(source->classes() == 3);
+    REQUIRE(source->train_size() == 36 + 3 + 1);
+    const resnet::RunResult r = resnet::run(c, *source, Device::cpu(), true);
+    REQUIRE(r.images_per_second > 0);
+    REQUIRE(source->skipped() == 1);
   }
   fs::remove_all(dir);
 }
