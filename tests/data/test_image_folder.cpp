@@ -28,36 +28,17 @@
 #include <string>
 #include <vector>
 
+#include "support/files.hpp"
+
 using namespace ember;
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
 
+using ember::testing::read_bytes;
+using ember::testing::TempDir;
+using ember::testing::write_bytes;
+
 namespace {
-
-// A fresh directory, removed with everything in it at the end of the scope.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path = fs::temp_directory_path() /
-           ("ember_jpeg_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  fs::path operator/(const std::string& name) const { return path / name; }
-};
-
-void write_bytes(const fs::path& p, const std::string& bytes) {
-  fs::create_directories(p.parent_path());
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  REQUIRE(out);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  REQUIRE(out);
-}
 
 // A JPEG of `pixels` (packed, `format` TJPF_RGB or TJPF_CMYK) with 4:4:4 chroma.
 std::string encode_jpeg(const std::vector<std::uint8_t>& pixels, int width, int height,

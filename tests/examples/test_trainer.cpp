@@ -15,9 +15,13 @@
 #include <vector>
 
 #include "resnet50/train_main.hpp"
+#include "support/files.hpp"
 
 namespace fs = std::filesystem;
 using namespace ember;
+
+using ember::testing::TempDir;
+using ember::testing::write_bytes;
 
 namespace {
 
@@ -49,8 +53,8 @@ resnet::Config small_config(const fs::path& out) {
 }  // namespace
 
 TEST_CASE("the ResNet trainer resumes an interrupted run exactly", "[examples]") {
-  const fs::path dir = fs::temp_directory_path() / ("ember_trainer_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
+  const TempDir tmp("ember_trainer");
+  const fs::path& dir = tmp.path;
 
   resnet::InMemorySource data = small_fashion_mnist(32);
   const resnet::RunResult straight =
@@ -76,17 +80,9 @@ TEST_CASE("the ResNet trainer resumes an interrupted run exactly", "[examples]")
       REQUIRE(t.to_vector() == b[i].second.template as<T>().to_vector());
     });
   }
-  fs::remove_all(dir);
 }
 
 namespace {
-
-void write_bytes(const fs::path& p, const std::string& bytes) {
-  fs::create_directories(p.parent_path());
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  REQUIRE(out);
-}
 
 /// Fashion-MNIST image i as 32x32 RGB bytes (centred, grey replicated), row-major HWC.
 std::vector<std::uint8_t> rgb32(const data::FashionMnist& fm, std::int64_t i) {
@@ -132,9 +128,8 @@ resnet::Config tiny_config(const std::string& data, const fs::path& out) {
 }  // namespace
 
 TEST_CASE("the ResNet trainer reads CIFAR-10 binaries and JPEG image folders", "[examples]") {
-  const fs::path dir =
-      fs::temp_directory_path() / ("ember_trainer_data_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
+  const TempDir tmp("ember_trainer_data");
+  const fs::path& dir = tmp.path;
   const data::FashionMnist fm(data::Split::test);  // pixels in [0, 1]
 
   SECTION("cifar10=DIR") {
@@ -186,5 +181,4 @@ TEST_CASE("the ResNet trainer reads CIFAR-10 binaries and JPEG image folders", "
     REQUIRE(r.images_per_second > 0);
     REQUIRE(source->skipped() == 1);
   }
-  fs::remove_all(dir);
 }

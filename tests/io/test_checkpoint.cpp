@@ -24,6 +24,8 @@
 #include <ember/optim/adamw.hpp>
 #include <ember/optim/sgd.hpp>
 
+#include "support/files.hpp"
+
 namespace fs = std::filesystem;
 using ember::Shape;
 using ember::Tensor;
@@ -32,23 +34,11 @@ namespace io = ember::io;
 namespace nn = ember::nn;
 namespace optim = ember::optim;
 
-namespace {
+using ember::testing::read_bytes;
+using ember::testing::TempDir;
+using ember::testing::write_bytes;
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path = fs::temp_directory_path() /
-           ("ember_checkpoint_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  fs::path operator/(const std::string& name) const { return path / name; }
-};
+namespace {
 
 /// A batch norm over [N, C] with PyTorch's parameter and buffer names (BatchNorm1d).
 struct Norm1d : nn::Module {

@@ -15,28 +15,18 @@
 #include <string>
 #include <vector>
 
+#include "support/files.hpp"
+
 using namespace ember;
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
 using ojson = nlohmann::ordered_json;
 
-namespace {
+using ember::testing::read_bytes;
+using ember::testing::TempDir;
+using ember::testing::write_bytes;
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path = fs::temp_directory_path() /
-           ("ember_metrics_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  fs::path operator/(const std::string& name) const { return path / name; }
-};
+namespace {
 
 std::vector<std::string> read_lines(const fs::path& p) {
   std::ifstream in(p);

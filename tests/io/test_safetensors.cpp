@@ -24,47 +24,16 @@
 #include <thread>
 #include <vector>
 
+#include "support/files.hpp"
+
 using namespace ember;
 namespace fs = std::filesystem;
 
+using ember::testing::read_bytes;
+using ember::testing::TempDir;
+using ember::testing::write_bytes;
+
 namespace {
-
-// A fresh directory, removed with everything in it at the end of the scope.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path = fs::temp_directory_path() /
-           ("ember_safetensors_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  fs::path operator/(const std::string& name) const { return path / name; }
-  // Names of the files in the directory, sorted.
-  std::vector<std::string> files() const {
-    std::vector<std::string> out;
-    for (const auto& e : fs::directory_iterator(path)) out.push_back(e.path().filename().string());
-    std::sort(out.begin(), out.end());
-    return out;
-  }
-};
-
-std::string read_bytes(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  REQUIRE(in);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-void write_bytes(const fs::path& p, const std::string& bytes) {
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  REQUIRE(out);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  REQUIRE(out);
-}
 
 // Overwrites the byte at `pos` in place (cheaper than rewriting the file: truncation is slow on
 // some file systems).
