@@ -56,13 +56,10 @@ class AdamW : public FusedOptimizer<AdamW, AdamWOptions> {
   static constexpr std::array<const char*, 2> kStateNames{"exp_avg", "exp_avg_sq"};
 
   static void check(const AdamWOptions& o) {
-    EMBER_CHECK(std::isfinite(o.lr) && o.lr >= 0, "ember: optim::AdamW: lr must be >= 0, got ",
-                o.lr);
-    EMBER_CHECK(o.beta1 >= 0 && o.beta1 < 1 && o.beta2 >= 0 && o.beta2 < 1,
-                "ember: optim::AdamW: betas must be in [0, 1), got ", o.beta1, ", ", o.beta2);
-    EMBER_CHECK(o.eps >= 0, "ember: optim::AdamW: eps must be >= 0, got ", o.eps);
-    EMBER_CHECK(o.weight_decay >= 0, "ember: optim::AdamW: weight_decay must be >= 0, got ",
-                o.weight_decay);
+    detail::check_lr(kName, o.lr);
+    detail::check_betas(kName, o.beta1, o.beta2);
+    detail::check_nonnegative(kName, "eps", o.eps);
+    detail::check_nonnegative(kName, "weight_decay", o.weight_decay);
   }
   static bool uses_state(const AdamWOptions&, std::size_t) { return true; }
   Hyper hyper(const AdamWOptions& o, std::int64_t step) const {

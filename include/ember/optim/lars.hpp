@@ -76,16 +76,14 @@ class LARS : public FusedOptimizer<LARS, LARSOptions> {
   static constexpr std::array<const char*, 1> kStateNames{"momentum_buffer"};
 
   static void check(const LARSOptions& o) {
-    EMBER_CHECK(std::isfinite(o.lr) && o.lr >= 0, "ember: optim::LARS: lr must be >= 0, got ",
-                o.lr);
+    detail::check_lr(kName, o.lr);
     EMBER_CHECK(o.momentum >= 0 && o.momentum < 1,
                 "ember: optim::LARS: momentum must be in [0, 1), got ", o.momentum);
-    EMBER_CHECK(o.weight_decay >= 0, "ember: optim::LARS: weight_decay must be >= 0, got ",
-                o.weight_decay);
+    detail::check_nonnegative(kName, "weight_decay", o.weight_decay);
     EMBER_CHECK(o.trust_coefficient > 0,
                 "ember: optim::LARS: trust_coefficient must be positive, got ",
                 o.trust_coefficient);
-    EMBER_CHECK(o.eps >= 0, "ember: optim::LARS: eps must be >= 0, got ", o.eps);
+    detail::check_nonnegative(kName, "eps", o.eps);
   }
   static bool uses_state(const LARSOptions&, std::size_t) { return true; }
   Hyper hyper(const LARSOptions& o, std::int64_t) const {

@@ -144,6 +144,18 @@ struct GradNorm {
 
 namespace detail {
 
+// The option checks the optimizers share: `opt` names the optimizer in the message.
+inline void check_lr(const char* opt, double lr) {
+  EMBER_CHECK(std::isfinite(lr) && lr >= 0, "ember: ", opt, ": lr must be >= 0, got ", lr);
+}
+inline void check_nonnegative(const char* opt, const char* what, double v) {
+  EMBER_CHECK(v >= 0, "ember: ", opt, ": ", what, " must be >= 0, got ", v);
+}
+inline void check_betas(const char* opt, double beta1, double beta2) {
+  EMBER_CHECK(beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1, "ember: ", opt,
+              ": betas must be in [0, 1), got ", beta1, ", ", beta2);
+}
+
 /// (|g|^2) of one element, with the step's grad scale: for the global norm.
 struct SquaredGrad {
   template <class S>

@@ -54,10 +54,9 @@ class SGD : public FusedOptimizer<SGD, SGDOptions> {
   static constexpr std::array<const char*, 1> kStateNames{"momentum_buffer"};
 
   static void check(const SGDOptions& o) {
-    EMBER_CHECK(std::isfinite(o.lr) && o.lr >= 0, "ember: optim::SGD: lr must be >= 0, got ", o.lr);
-    EMBER_CHECK(o.momentum >= 0, "ember: optim::SGD: momentum must be >= 0, got ", o.momentum);
-    EMBER_CHECK(o.weight_decay >= 0, "ember: optim::SGD: weight_decay must be >= 0, got ",
-                o.weight_decay);
+    detail::check_lr(kName, o.lr);
+    detail::check_nonnegative(kName, "momentum", o.momentum);
+    detail::check_nonnegative(kName, "weight_decay", o.weight_decay);
     EMBER_CHECK(!o.nesterov || (o.momentum > 0 && o.dampening == 0),
                 "ember: optim::SGD: Nesterov momentum needs momentum > 0 and no dampening");
   }
