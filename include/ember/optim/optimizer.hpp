@@ -30,6 +30,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -222,9 +223,7 @@ class FusedOptimizer {
   template <class Mode = exec::mode>
   double clip_grad_norm(double max_norm) {
     EMBER_CHECK(max_norm > 0, "ember: ", Derived::kName,
-                ".clip_grad_norm: max_norm must be "
-                "positive, got ",
-                max_norm);
+                ".clip_grad_norm: max_norm must be positive, got ", max_norm);
     const GradNorm n = grad_norm<Mode>();
     EMBER_CHECK(n.finite, "ember: ", Derived::kName, ".clip_grad_norm: the gradients' norm is ",
                 n.norm, " (an inf or NaN gradient)");
@@ -283,11 +282,11 @@ class FusedOptimizer {
   /// `check_only`: only the checks.
   template <class Mode = exec::mode>
   void load_state_dict(const OptimizerState& state, bool check_only = false) {
+    std::map<std::string, const AnyTensor*> by_name;
+    for (const auto& [n, t] : state) by_name.emplace(n, &t);
     auto find = [&](const std::string& name) -> const AnyTensor* {
-      for (const auto& [n, t] : state) {
-        if (n == name) return &t;
-      }
-      return nullptr;
+      const auto it = by_name.find(name);
+      return it == by_name.end() ? nullptr : it->second;
     };
     // Check everything first, then copy: a bad file leaves the optimizer as it was.
     std::size_t expected = 0;
