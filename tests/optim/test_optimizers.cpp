@@ -495,3 +495,32 @@ TEST_CASE("optimizers: bad options and parameters are errors", "[optim]") {
   REQUIRE_THROWS_WITH(optim::SGD(std::vector{ember::param(base.t())}, {}),
                       Catch::Contains("strided view"));
 }
+
+TEST_CASE("gradient accumulation over micro-batches equals the full batch", "[optim]") {
+  // The loss of a batch of 8 rows is the mean over rows; two micro-batches of 4 each give half
+  // of it, their gradients add up until zero_grad, and scale_grads(1/2) makes the mean.
+  const Tensor<double> x = ember::testing::normal_tensor(Shape{8, 3}, 0, 1, 41);
+  auto run = [&](bool accumulate) {
+    auto w = ember::param(ember::full<double>(Shape{3}, 0.5));
+    optim::SGD opt(std::vector{w}, {.lr = 0.1, .momentum = 0.9});
+    for (int step = 0; step < 3; ++step) {
+      if (accumulate) {
+        for (int half = 0; half < 2; ++half) {
+          const Var<double> xs(x.slice(0, 4 * half, 4 * half + 4).contiguous());
+          Var<double> loss = ember::mean(ember::square(ember::sum(xs * w, ember::Dims{1}) - 1.0));
+          loss.backward();
+        }
+        opt.scale_grads(0.5);
+      } else {
+        Var<double> loss =
+            ember::mean(ember::square(ember::sum(Var<double>(x) * w, ember::Dims{1}) - 1.0));
+        loss.backward();
+      }
+      opt.step();
+      opt.zero_grad();
+    }
+    return w.value().to_vector();
+  };
+  const std::vector<double> full = run(false), micro = run(true);
+  for (std::size_t i = 0; i < full.size(); ++i) REQUIRE(micro[i] == Approx(full[i]).epsilon(1e-13));
+}
