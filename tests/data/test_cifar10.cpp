@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "support/fashion_mnist.hpp"
 #include "support/files.hpp"
 
 using namespace ember;
@@ -31,18 +32,6 @@ using ember::testing::TempDir;
 using ember::testing::write_bytes;
 
 namespace {
-
-const data::FashionMnist& fashion_test() {
-  const fs::path dir = data::FashionMnist::default_dir();
-  if (!fs::exists(dir / "t10k-images-idx3-ubyte.gz")) {
-    FAIL("Fashion-MNIST is not in '" << dir.string()
-                                     << "': install the Debian package dataset-fashion-mnist "
-                                        "(apt-get install dataset-fashion-mnist; CI installs it)"
-                                        " or set EMBER_FASHION_MNIST_DIR");
-  }
-  static const data::FashionMnist ds(data::Split::test);
-  return ds;
-}
 
 // The expected byte of channel c at (y, x) of the picture made from Fashion-MNIST image i: the
 // 28x28 image centred in 32x32 (2 pixels of border), red as it is, green inverted, blue halved.
@@ -86,7 +75,7 @@ void write_splits(const TempDir& dir, const data::FashionMnist& fm) {
 }  // namespace
 
 TEST_CASE("Cifar10 reads the training files in order, planes R, G, B, scaled to [0, 1]", "[data]") {
-  const data::FashionMnist& fm = fashion_test();
+  const data::FashionMnist& fm = ember::testing::fashion_mnist_test_split();
   TempDir dir;
   write_splits(dir, fm);
 
@@ -121,7 +110,7 @@ TEST_CASE("Cifar10 reads the training files in order, planes R, G, B, scaled to 
 }
 
 TEST_CASE("Cifar10 normalises each channel with its own mean and std", "[data]") {
-  const data::FashionMnist& fm = fashion_test();
+  const data::FashionMnist& fm = ember::testing::fashion_mnist_test_split();
   TempDir dir;
   write_splits(dir, fm);
   const data::Cifar10 plain(dir.path, data::Split::test);
@@ -149,7 +138,7 @@ TEST_CASE("Cifar10 class names are the ten of batches.meta.txt", "[data]") {
 }
 
 TEST_CASE("Cifar10 refuses missing, empty, wrong-size and bad-label files, naming them", "[data]") {
-  const data::FashionMnist& fm = fashion_test();
+  const data::FashionMnist& fm = ember::testing::fashion_mnist_test_split();
   TempDir dir;
   write_splits(dir, fm);
 

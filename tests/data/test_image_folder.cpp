@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "support/fashion_mnist.hpp"
 #include "support/files.hpp"
 
 using namespace ember;
@@ -57,22 +58,10 @@ std::string encode_jpeg(const std::vector<std::uint8_t>& pixels, int width, int 
   return out;
 }
 
-const data::FashionMnist& fashion() {
-  const fs::path dir = data::FashionMnist::default_dir();
-  if (!fs::exists(dir / "t10k-images-idx3-ubyte.gz")) {
-    FAIL("Fashion-MNIST is not in '" << dir.string()
-                                     << "': install the Debian package dataset-fashion-mnist "
-                                        "(apt-get install dataset-fashion-mnist; CI installs it)"
-                                        " or set EMBER_FASHION_MNIST_DIR");
-  }
-  static const data::FashionMnist ds(data::Split::test);
-  return ds;
-}
-
 // Fashion-MNIST test image i as an RGB picture of width x height (nearest-neighbour upscaling):
 // red the grey value, green its inverse, blue half of it, so a channel mix-up shows.
 data::Image fashion_rgb(std::int64_t i, int width = 28, int height = 28) {
-  const float* src = fashion().images().data() + i * 784;
+  const float* src = ember::testing::fashion_mnist_test_split().images().data() + i * 784;
   data::Image img;
   img.width = width;
   img.height = height;
@@ -97,8 +86,10 @@ std::string fashion_jpeg(std::int64_t i, int width = 28, int height = 28) {
 // The first `count` Fashion-MNIST test images of `label`.
 std::vector<std::int64_t> images_of(std::int64_t label, int count) {
   std::vector<std::int64_t> out;
-  const std::int64_t* labels = fashion().labels().data();
-  for (std::int64_t i = 0; i < fashion().size() && static_cast<int>(out.size()) < count; ++i) {
+  const std::int64_t* labels = ember::testing::fashion_mnist_test_split().labels().data();
+  for (std::int64_t i = 0; i < ember::testing::fashion_mnist_test_split().size() &&
+                           static_cast<int>(out.size()) < count;
+       ++i) {
     if (labels[i] == label) out.push_back(i);
   }
   return out;
