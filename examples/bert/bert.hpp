@@ -1,0 +1,405 @@
+// The BERT encoder (Devlin et al., 2018) as Hugging Face's transformers builds it (BertModel):
+// post-LayerNorm blocks, exact (erf) GELU, LayerNorm eps 1e-12, learned absolute positions.
+//
+//   bert::BertModel<float> model(bert::config_by_name("base"));   // 109,482,240 parameters
+//   auto out = model(input_ids, token_type_ids, attention_mask);  // all [B, S] int64
+//   out.last_hidden_state;                                         // [B, S, H]
+//   out.pooler_output;                                             // [B, H]
+//
+// Module names are Hugging Face's (embeddings.word_embeddings,
+// encoder.layer.3.attention.self.query, encoder.layer.3.output.LayerNorm, pooler.dense, ...), so
+// their safetensors load by name:
+//   ember::io::load(model, "model.safetensors", {.allow_unexpected = true});
+// (allow_unexpected for the `embeddings.position_ids` buffer that older files carry; a file saved
+// from BertForPreTraining and friends names the encoder "bert.", so pass .prefix = "bert.").
+//
+// attention_mask is Hugging Face's: 1 for a real token, 0 for padding. It becomes the boolean mask
+// of ember::scaled_dot_product_attention (true = may attend), viewed as [B, 1, 1, S]. Hugging Face
+// adds a large negative number instead; the two agree wherever a query has a key to attend to,
+// which [CLS] guarantees.
+//
+// Initialisation is Hugging Face's _init_weights: Linear and Embedding weights N(0, 0.02), biases
+// zero, LayerNorm weight one and bias zero (the padding row of word_embeddings is not zeroed).
+//
+// Evaluating members take the defaulted `Mode` template argument of every ember template
+// (core/config.hpp) so that .cpp and .cu translation units may both build the model.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include <ember/ember.hpp>
+
+namespace bert {
+
+struct BertConfig {
+  std::int64_t vocab_size = 30522;
+  std::int64_t hidden = 768;
+  std::int64_t layers = 12;
+  std::int64_t heads = 12;
+  std::int64_t intermediate = 3072;
+  std::int64_t max_positions = 512;
+  std::int64_t type_vocab = 2;
+  double layer_norm_eps = 1e-12;
+  /// hidden_dropout_prob and attention_probs_dropout_prob (one value, as in every released BERT).
+  double dropout = 0.1;
+  /// Hugging Face's initializer_range.
+  double init_std = 0.02;
+
+  static BertConfig tiny() { return {.hidden = 128, .layers = 2, .heads = 2, .intermediate = 512}; }
+  static BertConfig mini() {
+    return {.hidden = 256, .layers = 4, .heads = 4, .intermediate = 1024};
+  }
+  static BertConfig small() {
+    return {.hidden = 512, .layers = 4, .heads = 8, .intermediate = 2048};
+  }
+  static BertConfig base() {
+    return {.hidden = 768, .layers = 12, .heads = 12, .intermediate = 3072};
+  }
+  static BertConfig large() {
+    return {.hidden = 1024, .layers = 24, .heads = 16, .intermediate = 4096};
+  }
+};
+
+inline constexpr std::array<std::string_view, 5> kConfigNames{"tiny", "mini", "small", "base",
+                                                              "large"};
+
+/// "tiny", "mini", "small", "base" or "large"; anything else is an ember::Error listing them.
+inline BertConfig config_by_name(std::string_view name) {
+  if (name == "tiny") return BertConfig::tiny();
+  if (name == "mini") return BertConfig::mini();
+  if (name == "small") return BertConfig::small();
+  if (name == "base") return BertConfig::base();
+  if (name == "large") return BertConfig::large();
+  std::string valid;
+  for (auto n : kConfigNames) valid += (valid.empty() ? "" : ", ") + std::string(n);
+  ember::fail("bert: unknown configuration '", std::string(name), "' (valid: ", valid, ")");
+}
+
+namespace detail {
+
+/// Hugging Face's Linear init: weight N(0, std), bias zero.
+template <ember::FloatingElement T, class Mode = ember::exec::mode>
+void init_linear(ember::nn::Linear<T>& lin, double std) {
+  const ember::Device device = lin.weight.value().device();
+  lin.weight = ember::param(ember::nn::init::normal<T, Mode>(lin.weight.shape(), 0.0, std, device));
+  if (lin.bias.defined()) {
+    lin.bias = ember::param(ember::nn::init::zeros<T, Mode>(lin.bias.shape(), device));
+  }
+}
+template <ember::FloatingElement T, class Mode = ember::exec::mode>
+void init_embedding(ember::nn::Embedding<T>& emb, double std) {
+  emb.weight = ember::param(
+      ember::nn::init::normal<T, Mode>(emb.weight.shape(), 0.0, std, emb.weight.value().device()));
+}
+
+}  // namespace detail
+
+/// word + position + token-type embeddings, then LayerNorm and dropout.
+template <ember::FloatingElement T = float>
+class BertEmbeddings : public ember::nn::Module {
+ public:
+  ember::nn::Embedding<T> word_embeddings;
+  ember::nn::Embedding<T> position_embeddings;
+  ember::nn::Embedding<T> token_type_embeddings;
+  ember::nn::LayerNorm<T> LayerNorm;  // NOLINT(readability-identifier-naming): HF's name
+  ember::nn::Dropout<T> dropout;
+
+  template <class Mode = ember::exec::mode>
+  BertEmbeddings(const BertConfig& c, ember::Device device)
+      : word_embeddings(c.vocab_size, c.hidden, device),
+        position_embeddings(c.max_positions, c.hidden, device),
+        token_type_embeddings(c.type_vocab, c.hidden, device),
+        LayerNorm(c.hidden, c.layer_norm_eps, true, device),
+        dropout(c.dropout) {
+    detail::init_embedding<T, Mode>(word_embeddings, c.init_std);
+    detail::init_embedding<T, Mode>(position_embeddings, c.init_std);
+    detail::init_embedding<T, Mode>(token_type_embeddings, c.init_std);
+    register_module("word_embeddings", word_embeddings);
+    register_module("position_embeddings", position_embeddings);
+    register_module("token_type_embeddings", token_type_embeddings);
+    register_module("LayerNorm", LayerNorm);
+    register_module("dropout", dropout);
+  }
+
+  /// input_ids, token_type_ids [B, S] -> [B, S, H] (token_type_ids undefined: all zeros).
+  template <class Mode = ember::exec::mode>
+  ember::Var<T> forward(const ember::Tensor<std::int64_t>& input_ids,
+                        const ember::Tensor<std::int64_t>& token_type_ids = {}) const {
+    const std::int64_t B = input_ids.size(0), S = input_ids.size(1);
+    EMBER_CHECK(S <= position_embeddings.num_embeddings, "bert: sequence length ", S,
+                " exceeds max_positions ", position_embeddings.num_embeddings);
+    const ember::Device device = word_embeddings.weight.value().device();
+    std::vector<std::int64_t> pos(static_cast<std::size_t>(S));
+    for (std::int64_t i = 0; i < S; ++i) pos[static_cast<std::size_t>(i)] = i;
+    const ember::Tensor<std::int64_t> position_ids =
+        ember::from_vector<std::int64_t>(pos, ember::Shape{1, S}, device);
+    const ember::Tensor<std::int64_t> types =
+        token_type_ids.defined()
+            ? token_type_ids
+            : ember::from_vector<std::int64_t>(
+                  std::vector<std::int64_t>(static_cast<std::size_t>(B * S), 0), ember::Shape{B, S},
+                  device);
+    const ember::Var<T> sum = word_embeddings.template forward<Mode>(input_ids) +
+                              position_embeddings.template forward<Mode>(position_ids) +
+                              token_type_embeddings.template forward<Mode>(types);
+    return dropout.template forward<Mode>(LayerNorm.template forward<Mode>(sum));
+  }
+};
+
+/// attention.self: query, key, value and scaled dot-product attention over the heads.
+template <ember::FloatingElement T = float>
+class BertSelfAttention : public ember::nn::Module {
+ public:
+  ember::nn::Linear<T> query, key, value;
+  std::int64_t num_heads, head_dim;
+  double dropout;
+
+  template <class Mode = ember::exec::mode>
+  BertSelfAttention(const BertConfig& c, ember::Device device)
+      : query(c.hidden, c.hidden, true, device),
+        key(c.hidden, c.hidden, true, device),
+        value(c.hidden, c.hidden, true, device),
+        num_heads(c.heads),
+        head_dim(c.hidden / c.heads),
+        dropout(c.dropout) {
+    EMBER_CHECK(c.heads > 0 && c.hidden % c.heads == 0, "bert: hidden ", c.hidden,
+                " must be a multiple of heads ", c.heads);
+    for (auto* lin : {&query, &key, &value}) detail::init_linear<T, Mode>(*lin, c.init_std);
+    register_module("query", query);
+    register_module("key", key);
+    register_module("value", value);
+  }
+
+  /// x [B, S, H] -> the heads' context, concatenated: [B, S, H]. mask: true = attend.
+  template <class Mode = ember::exec::mode>
+  ember::Var<T> forward(const ember::Var<T>& x, const ember::Tensor<bool>& mask) const {
+    const std::int64_t B = x.shape()[0], S = x.shape()[1], H = num_heads, D = head_dim;
+    auto heads = [&](const ember::nn::Linear<T>& lin) {  // [B, S, H*D] -> [B, H, S, D]
+      return lin.template forward<Mode>(x)
+          .template reshape<Mode>(ember::Shape{B, S, H, D})
+          .template transpose<Mode>(1, 2);
+    };
+    ember::AttentionOptions opt;
+    if (is_training() && dropout > 0) {
+      opt.dropout_p = dropout;
+      std::tie(opt.seed, opt.offset) = ember::nn::reserve_random(B * H * S * S);
+    }
+    const ember::Var<T> ctx = ember::scaled_dot_product_attention<T, Mode>(heads(query), heads(key),
+                                                                           heads(value), mask, opt);
+    return ctx.template transpose<Mode>(1, 2).template reshape<Mode>(ember::Shape{B, S, H * D});
+  }
+};
+
+/// dense, dropout, then LayerNorm(. + residual): attention.output and output.
+template <ember::FloatingElement T = float>
+class BertResidualOutput : public ember::nn::Module {
+ public:
+  ember::nn::Linear<T> dense;
+  ember::nn::LayerNorm<T> LayerNorm;  // NOLINT(readability-identifier-naming): HF's name
+  ember::nn::Dropout<T> dropout;
+
+  template <class Mode = ember::exec::mode>
+  BertResidualOutput(std::int64_t in, const BertConfig& c, ember::Device device)
+      : dense(in, c.hidden, true, device),
+        LayerNorm(c.hidden, c.layer_norm_eps, true, device),
+        dropout(c.dropout) {
+    detail::init_linear<T, Mode>(dense, c.init_std);
+    register_module("dense", dense);
+    register_module("LayerNorm", LayerNorm);
+    register_module("dropout", dropout);
+  }
+
+  template <class Mode = ember::exec::mode>
+  ember::Var<T> forward(const ember::Var<T>& x, const ember::Var<T>& residual) const {
+    const ember::Var<T> sum =
+        dropout.template forward<Mode>(dense.template forward<Mode>(x)) + residual;
+    return LayerNorm.template forward<Mode>(sum);
+  }
+};
+
+template <ember::FloatingElement T = float>
+class BertAttention : public ember::nn::Module {
+ public:
+  BertSelfAttention<T> self;
+  BertResidualOutput<T> output;
+
+  template <class Mode = ember::exec::mode>
+  BertAttention(const BertConfig& c, ember::Device device)
+      : self(c, device), output(c.hidden, c, device) {
+    register_module("self", self);
+    register_module("output", output);
+  }
+
+  template <class Mode = ember::exec::mode>
+  ember::Var<T> forward(const ember::Var<T>& x, const ember::Tensor<bool>& mask) const {
+    return output.template forward<Mode>(self.template forward<Mode>(x, mask), x);
+  }
+};
+
+/// intermediate.dense with GELU (erf) fused into the product.
+template <ember::FloatingElement T = float>
+class BertIntermediate : public ember::nn::Module {
+ public:
+  ember::nn::Linear<T> dense;
+
+  template <class Mode = ember::exec::mode>
+  BertIntermediate(const BertConfig& c, ember::Device device)
+      : dense(c.hidden, c.intermediate, true, device, ember::Activation::gelu) {
+    detail::init_linear<T, Mode>(dense, c.init_std);
+    register_module("dense", dense);
+  }
+
+  template <class Mode = ember::exec::mode>
+  ember::Var<T> forward(const ember::Var<T>& x) const {
+    return dense.template forward<Mode>(x);
+  }
+};
+
+/// encoder.layer.N: attention, intermediate, output.
+template <ember::FloatingElement T = float>
+class BertLayer : public ember::nn::Module {
+ public:
+  BertAttention<T> attention;
+  BertIntermediate<T> intermediate;
+  BertResidualOutput<T> output;
+
+  template <class Mode = ember::exec::mode>
+  BertLayer(const BertConfig& c, ember::Device device)
+      : attention(c, device), intermediate(c, device), output(c.intermediate, c, device) {
+    register_module("attention", attention);
+    register_module("intermediate", intermediate);
+    register_module("output", output);
+  }
+
+  template <class Mode = ember::exec::mode>
+  ember::Var<T> forward(const ember::Var<T>& x, const ember::Tensor<bool>& mask) const {
+    const ember::Var<T> a = attention.template forward<Mode>(x, mask);
+    return output.template forward<Mode>(intermediate.template forward<Mode>(a), a);
+  }
+};
+
+/// encoder.layer: the layers, registered under their indices (an nn.ModuleList).
+template <ember::FloatingElement T = float>
+class BertLayerList : public ember::nn::Module {
+ public:
+  std::vector<std::unique_ptr<BertLayer<T>>> layers;
+
+  template <class Mode = ember::exec::mode>
+  BertLayerList(const BertConfig& c, ember::Device device) {
+    for (std::int64_t i = 0; i < c.layers; ++i) {
+      layers.push_back(std::make_unique<BertLayer<T>>(c, device));
+      register_module(std::to_string(i), *layers.back());
+    }
+  }
+};
+
+template <ember::FloatingElement T = float>
+class BertEncoder : public ember::nn::Module {
+ public:
+  BertLayerList<T> layer;
+
+  template <class Mode = ember::exec::mode>
+  BertEncoder(const BertConfig& c, ember::Device device) : layer(c, device) {
+    register_module("layer", layer);
+  }
+
+  template <class Mode = ember::exec::mode>
+  ember::Var<T> forward(ember::Var<T> x, const ember::Tensor<bool>& mask) const {
+    for (const auto& l : layer.layers) x = l->template forward<Mode>(x, mask);
+    return x;
+  }
+};
+
+/// pooler: tanh(dense(h[:, 0])).
+template <ember::FloatingElement T = float>
+class BertPooler : public ember::nn::Module {
+ public:
+  ember::nn::Linear<T> dense;
+
+  template <class Mode = ember::exec::mode>
+  BertPooler(const BertConfig& c, ember::Device device) : dense(c.hidden, c.hidden, true, device) {
+    detail::init_linear<T, Mode>(dense, c.init_std);
+    register_module("dense", dense);
+  }
+
+  template <class Mode = ember::exec::mode>
+  ember::Var<T> forward(const ember::Var<T>& h) const {
+    return ember::tanh(dense.template forward<Mode>(h.template select<Mode>(1, 0)));
+  }
+};
+
+template <ember::FloatingElement T = float>
+struct BertModelOutput {
+  ember::Var<T> last_hidden_state;  // [B, S, H]
+  ember::Var<T> pooler_output;      // [B, H]; undefined without the pooler
+};
+
+template <ember::FloatingElement T = float>
+class BertModel : public ember::nn::Module {
+ public:
+  BertConfig config;
+  BertEmbeddings<T> embeddings;
+  BertEncoder<T> encoder;
+  std::unique_ptr<BertPooler<T>> pooler;  // null when built without add_pooling_layer
+
+  template <class Mode = ember::exec::mode>
+  explicit BertModel(const BertConfig& c = BertConfig::base(), bool add_pooling_layer = true,
+                     ember::Device device = ember::Device::cpu())
+      : config(c), embeddings(c, device), encoder(c, device) {
+    register_module("embeddings", embeddings);
+    register_module("encoder", encoder);
+    if (add_pooling_layer) {
+      pooler = std::make_unique<BertPooler<T>>(c, device);
+      register_module("pooler", *pooler);
+    }
+  }
+
+  /// input_ids, token_type_ids, attention_mask [B, S] int64 (the last two may be undefined:
+  /// all type 0, no padding). attention_mask is 1 for real tokens and 0 for padding.
+  template <class Mode = ember::exec::mode>
+  BertModelOutput<T> forward(const ember::Tensor<std::int64_t>& input_ids,
+                             const ember::Tensor<std::int64_t>& token_type_ids = {},
+                             const ember::Tensor<std::int64_t>& attention_mask = {}) const {
+    EMBER_CHECK(input_ids.defined() && input_ids.rank() == 2,
+                "bert: input_ids must be [B, S], got ",
+                input_ids.defined() ? input_ids.shape().str() : std::string("undefined"));
+    const ember::Shape& s = input_ids.shape();
+    EMBER_CHECK(!token_type_ids.defined() || token_type_ids.shape() == s, "bert: token_type_ids ",
+                token_type_ids.shape().str(), " must be ", s.str());
+    EMBER_CHECK(!attention_mask.defined() || attention_mask.shape() == s, "bert: attention_mask ",
+                attention_mask.shape().str(), " must be ", s.str());
+    ember::Tensor<bool> mask;
+    if (attention_mask.defined()) {
+      const ember::Tensor<bool> keep = attention_mask != std::int64_t{0};
+      mask = keep.template reshape<Mode>(ember::Shape{s[0], 1, 1, s[1]});
+    }
+    BertModelOutput<T> out;
+    out.last_hidden_state = encoder.template forward<Mode>(
+        embeddings.template forward<Mode>(input_ids, token_type_ids), mask);
+    if (pooler) out.pooler_output = pooler->template forward<Mode>(out.last_hidden_state);
+    return out;
+  }
+  template <class Mode = ember::exec::mode>
+  BertModelOutput<T> operator()(const ember::Tensor<std::int64_t>& input_ids,
+                                const ember::Tensor<std::int64_t>& token_type_ids = {},
+                                const ember::Tensor<std::int64_t>& attention_mask = {}) const {
+    return forward<Mode>(input_ids, token_type_ids, attention_mask);
+  }
+};
+
+/// The parameter count of BertModel(c, add_pooling_layer), from the configuration alone.
+inline std::int64_t parameter_count(const BertConfig& c, bool add_pooling_layer = true) {
+  const std::int64_t H = c.hidden, I = c.intermediate;
+  const std::int64_t embeddings = (c.vocab_size + c.max_positions + c.type_vocab) * H + 2 * H;
+  const std::int64_t layer = 4 * (H * H + H) + 2 * H + (H * I + I) + (I * H + H) + 2 * H;
+  return embeddings + c.layers * layer + (add_pooling_layer ? H * H + H : 0);
+}
+
+}  // namespace bert

