@@ -49,4 +49,15 @@ void require_matches(const Tensor<T>& got, const std::string& name, double tol =
 /// A leaf input that requires grad, holding the fixture's `name`.
 inline Var<double> input(const std::string& name) { return param(get(name).clone()); }
 
+/// Case `c` of a layer without parameters: y = layer(x) and x's gradient for the seed gy, both
+/// against PyTorch's.
+template <class Layer>
+void check_forward_backward(const std::string& c, const Layer& layer) {
+  const Var<double> x = input(c + ".x");
+  const Var<double> y = layer(x);
+  require_matches(y.value(), c + ".y");
+  y.backward(get(c + ".gy"));
+  require_matches(x.grad(), c + ".gx");
+}
+
 }  // namespace ember::testing::layers

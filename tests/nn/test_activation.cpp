@@ -15,15 +15,6 @@ using ember::Tensor;
 using ember::Var;
 namespace fx = ember::testing::layers;
 
-template <class Layer>
-void check_case(const std::string& c, const Layer& layer) {
-  const Var<double> x = fx::input(c + ".x");
-  const Var<double> y = layer(x);
-  fx::require_matches(y.value(), c + ".y");
-  y.backward(fx::get(c + ".gy"));
-  fx::require_matches(x.grad(), c + ".gx");
-}
-
 }  // namespace
 
 TEST_CASE("nn::ReLU, nn::GELU: no parameters; forward and gradients equal PyTorch's", "[nn]") {
@@ -34,9 +25,9 @@ TEST_CASE("nn::ReLU, nn::GELU: no parameters; forward and gradients equal PyTorc
   REQUIRE(gelu.named_parameters().empty());
   REQUIRE_FALSE(gelu.approximate);
   REQUIRE(gelu_tanh.approximate);
-  check_case("relu", relu);
-  check_case("gelu", gelu);
-  check_case("gelu_tanh", gelu_tanh);
+  fx::check_forward_backward("relu", relu);
+  fx::check_forward_backward("gelu", gelu);
+  fx::check_forward_backward("gelu_tanh", gelu_tanh);
 }
 
 TEST_CASE("nn::GELU: the two forms differ (the tanh form is not the erf form)", "[nn]") {

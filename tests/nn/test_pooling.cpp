@@ -18,15 +18,6 @@ using ember::Shape;
 using ember::Var;
 namespace fx = ember::testing::layers;
 
-template <class Layer>
-void check_case(const std::string& c, const Layer& layer) {
-  const Var<double> x = fx::input(c + ".x");
-  const Var<double> y = layer(x);
-  fx::require_matches(y.value(), c + ".y");
-  y.backward(fx::get(c + ".gy"));
-  fx::require_matches(x.grad(), c + ".gx");
-}
-
 }  // namespace
 
 TEST_CASE("nn::MaxPool2d: the window's arguments as PyTorch's", "[nn]") {
@@ -44,17 +35,18 @@ TEST_CASE("nn::MaxPool2d: the window's arguments as PyTorch's", "[nn]") {
 
 TEST_CASE("nn::MaxPool2d, nn::AdaptiveAvgPool2d: equal PyTorch's (float64)", "[nn]") {
   SECTION("max 3x3, stride 2, padding 1") {
-    check_case("mp_a", ember::nn::MaxPool2d<double>(3, 2, 1));
+    fx::check_forward_backward("mp_a", ember::nn::MaxPool2d<double>(3, 2, 1));
   }
   SECTION("max 2x3, stride 2x1, padding 0x1, dilation 1x2, ceil_mode") {
-    check_case("mp_b", ember::nn::MaxPool2d<double>({2, 3}, std::array<std::int64_t, 2>{2, 1},
-                                                    {0, 1}, {1, 2}, true));
+    fx::check_forward_backward(
+        "mp_b", ember::nn::MaxPool2d<double>({2, 3}, std::array<std::int64_t, 2>{2, 1}, {0, 1},
+                                             {1, 2}, true));
   }
   SECTION("adaptive average 7x5 -> 3x2") {
-    check_case("ap_a", ember::nn::AdaptiveAvgPool2d<double>({3, 2}));
+    fx::check_forward_backward("ap_a", ember::nn::AdaptiveAvgPool2d<double>({3, 2}));
   }
   SECTION("adaptive average to 1x1 (global)") {
-    check_case("ap_g", ember::nn::AdaptiveAvgPool2d<double>(1));
+    fx::check_forward_backward("ap_g", ember::nn::AdaptiveAvgPool2d<double>(1));
   }
 }
 
