@@ -40,10 +40,15 @@
 #include <ember/optim/schedule.hpp>
 #include <ember/optim/sgd.hpp>
 
+#include "common/run_support.hpp"
 #include "data_sources.hpp"
 #include "resnet.hpp"
 
 namespace resnet {
+
+using trainer::hms;
+using trainer::seconds_since;
+using trainer::wait_for_device;
 
 using namespace ember;
 
@@ -78,17 +83,6 @@ struct Config {
   int workers = 0;
   std::int64_t log_every = 20;
 };
-
-/// The device the run uses.
-inline Device pick_device(const std::string& choice) {
-  if (choice == "cpu") return Device::cpu();
-  if (choice == "cuda") return Device::cuda(0);
-  EMBER_CHECK(choice == "auto", "resnet50: --device must be cpu, cuda or auto, got '", choice, "'");
-#if defined(EMBER_CUDA_KERNELS)
-  if (ember::cuda::available()) return Device::cuda(0);
-#endif
-  return Device::cpu();
-}
 
 // ---- Data ---------------------------------------------------------------------------------------
 
@@ -142,41 +136,6 @@ Accuracy evaluate(ResNet<T>& model, ImageSource& data, Device device, MemoryForm
   return {top1 / n, top5 / n};
 }
 
-// ---- Reports ------------------------------------------------------------------------------------
-
-inline double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-inline void wait_for_device(Device device) {
-  if (device.is_cuda()) ember::cuda::synchronize(device.index());
-}
-
-inline std::string hms(double s) {
-  char buf[32];
-  const auto t = static_cast<long long>(std::llround(s));
-  std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", t / 3600, t / 60 % 60, t % 60);
-  return buf;
-}
-
-/// Draws the curves with scripts/plot_metrics.py when python3 and matplotlib are there.
-inline void plot_curves(const std::filesystem::path& jsonl, const std::filesystem::path& png) {
-  const std::filesystem::path script =
-      std::filesystem::path(EMBER_SOURCE_DIR) / "scripts" / "plot_metrics.py";
-  if (!std::filesystem::exists(script)) return;
-  // Debian's python3-matplotlib belongs to Debian's interpreter, which another python3 earlier
-  // on the PATH (a pyenv or venv one) would not see.
-  const std::string python =
-      std::filesystem::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
-  const std::string cmd = python + " '" + script.string() + "' '" + jsonl.string() + "' --out '" +
-                          png.string() + "' --title 'ResNet training' >/dev/null 2>&1";
-  if (std::system(cmd.c_str()) == 0) {
-    std::printf("curves: %s\n", png.string().c_str());
-  } else {
-    std::printf("curves: not drawn (scripts/plot_metrics.py needs python3-matplotlib)\n");
-  }
-}
-
 // ---- Training -----------------------------------------------------------------------------------
 
 /// What a run measured.
@@ -186,6 +145,42 @@ struct RunResult {
   double seconds_to_target = -1;
   double train_seconds = 0;
 };
+
+/// The optimizer's options for the weights (`main`) and for biases and batch-norm parameters
+/// (`excluded`: no weight decay, and no LARS trust ratio, as MLPerf's reference), and the
+/// learning-rate schedule.
+template <class Opt>
+struct Recipe {
+  typename Opt::options_type main, excluded;
+  optim::Schedule schedule;
+};
+
+// The options are built by naming their type: nvcc 13 drops the designators of a braced list
+// assigned to an object of dependent type (`opts = {.weight_decay = w, .nesterov = true}` filled
+// the members in declaration order), which once gave the CUDA build a weight decay of 1.
+template <class Opt>
+Recipe<Opt> make_recipe(const Config& c, std::int64_t steps_per_epoch) {
+  using Options = typename Opt::options_type;
+  const std::int64_t total_steps = c.epochs * steps_per_epoch;
+  const auto warmup_steps = std::min<std::int64_t>(
+      total_steps - 1, static_cast<std::int64_t>(c.warmup_epochs * steps_per_epoch));
+  if constexpr (std::is_same_v<Opt, optim::LARS>) {
+    const Options main{.lr = c.lr, .momentum = c.momentum, .weight_decay = c.weight_decay};
+    Options excluded = main;
+    excluded.weight_decay = 0;
+    excluded.exclude_from_adaptation = true;
+    return {main, excluded,
+            optim::warmup(warmup_steps, optim::PolynomialDecay(c.lr, 1e-4 * c.lr,
+                                                               total_steps - warmup_steps, 2.0))};
+  } else {
+    const Options main{
+        .lr = c.lr, .momentum = c.momentum, .weight_decay = c.weight_decay, .nesterov = true};
+    Options excluded = main;
+    excluded.weight_decay = 0;
+    return {main, excluded,
+            optim::warmup(warmup_steps, optim::CosineDecay(c.lr, total_steps - warmup_steps, 0.0))};
+  }
+}
 
 template <class T, class Opt>
 RunResult train(const Config& c, ImageSource& data, Device device, bool quiet = false) {
@@ -217,28 +212,10 @@ RunResult train(const Config& c, ImageSource& data, Device device, bool quiet = 
   ResNet<T> model(mo);
 
   // Optimizer and schedule: SGD with warmup + cosine, or MLPerf's LARS with warmup + poly(2).
-  // Biases and batch-norm parameters get no weight decay (and no LARS trust ratio).
   const std::int64_t steps_per_epoch = data.batches_per_epoch();
-  const std::int64_t total_steps = c.epochs * steps_per_epoch;
-  const auto warmup_steps = std::min<std::int64_t>(
-      total_steps - 1, static_cast<std::int64_t>(c.warmup_epochs * steps_per_epoch));
-  typename Opt::options_type main{}, excluded{};
-  optim::Schedule schedule = optim::Constant{c.lr};
-  if constexpr (std::is_same_v<Opt, optim::LARS>) {
-    main = {.lr = c.lr, .momentum = c.momentum, .weight_decay = c.weight_decay};
-    excluded = main;
-    excluded.weight_decay = 0;
-    excluded.exclude_from_adaptation = true;
-    schedule = optim::warmup(
-        warmup_steps, optim::PolynomialDecay(c.lr, 1e-4 * c.lr, total_steps - warmup_steps, 2.0));
-  } else {
-    main = {.lr = c.lr, .momentum = c.momentum, .weight_decay = c.weight_decay, .nesterov = true};
-    excluded = main;
-    excluded.weight_decay = 0;
-    schedule =
-        optim::warmup(warmup_steps, optim::CosineDecay(c.lr, total_steps - warmup_steps, 0.0));
-  }
-  Opt opt(optim::decay_groups(model, main, excluded));
+  const Recipe<Opt> recipe = make_recipe<Opt>(c, steps_per_epoch);
+  const optim::Schedule& schedule = recipe.schedule;
+  Opt opt(optim::decay_groups(model, recipe.main, recipe.excluded));
 
   std::int64_t step = 0, first_epoch = 0;
   if (!c.resume.empty()) {
@@ -268,7 +245,7 @@ RunResult train(const Config& c, ImageSource& data, Device device, bool quiet = 
   const auto run_start = std::chrono::steady_clock::now();
   // Throughput is measured after a warm-up (the first steps allocate memory, pick algorithms).
   const std::int64_t warm_steps =
-      std::min<std::int64_t>(10, std::max<std::int64_t>(1, total_steps / 10));
+      std::min<std::int64_t>(10, std::max<std::int64_t>(1, c.epochs * steps_per_epoch / 10));
   std::optional<std::chrono::steady_clock::time_point> timed_from;
   std::int64_t timed_images = 0;
   double timed_seconds = 0;
@@ -425,7 +402,7 @@ inline int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   try {
-    const Device device = pick_device(c.device);
+    const Device device = trainer::pick_device(c.device, "resnet50");
     settle_defaults(c, device);
     if (c.summary) {
       ResNetOptions mo;
@@ -486,8 +463,8 @@ inline int main(int argc, char** argv) {
         std::printf("target %.2f%% top-1 not reached\n", 100 * c.target_accuracy);
       }
     }
-    plot_curves(std::filesystem::path(c.out) / "metrics.jsonl",
-                std::filesystem::path(c.out) / "curves.png");
+    trainer::plot_curves(std::filesystem::path(c.out) / "metrics.jsonl",
+                         std::filesystem::path(c.out) / "curves.png", "ResNet training");
     return c.target_accuracy > 0 && r.seconds_to_target < 0 ? 3 : 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s\n", e.what());
