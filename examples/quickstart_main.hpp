@@ -24,6 +24,8 @@
 
 #include <ember/ember.hpp>
 
+#include "common/format.hpp"
+
 #if defined(_OPENMP)
 #include <omp.h>
 #endif
@@ -87,16 +89,7 @@ double best_seconds(Device d, int reps, F&& f) {
   return best;
 }
 
-/// "1,234,567"
-inline std::string grouped(std::int64_t v) {
-  const std::string digits = std::to_string(v < 0 ? -v : v);
-  std::string out = v < 0 ? "-" : "";
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
+using trainer::thousands;
 
 inline std::string mib(std::int64_t bytes) {
   char buf[64];
@@ -130,8 +123,9 @@ inline bool report_check(const Check& c, double tolerance, const char* tolerance
       "checksum sum(y):", c.sum_ember, c.sum_reference, rel);
   std::printf("    %-22s %.2e  (tolerance %.1e, %s): %s\n", "max relative error:", c.max_error,
               tolerance, tolerance_words,
-              c.over_tolerance == 0 ? "all elements within it"
-                                    : (grouped(c.over_tolerance) + " elements OUTSIDE it").c_str());
+              c.over_tolerance == 0
+                  ? "all elements within it"
+                  : (thousands(c.over_tolerance) + " elements OUTSIDE it").c_str());
   return c.over_tolerance == 0;
 }
 
@@ -208,7 +202,7 @@ inline bool chain_demo(Device dev, std::int64_t rows, std::int64_t cols, int rep
 // ---- 2. GELU (erf form) in bf16: computed in float, rounded once at the store ------------------
 inline bool gelu_demo(Device dev, std::int64_t n, int reps) {
   std::printf("\n[2] y = gelu(x) in bfloat16 (erf form, computed in float, rounded once)\n");
-  std::printf("    x: bfloat16 [%s]\n", grouped(n).c_str());
+  std::printf("    x: bfloat16 [%s]\n", thousands(n).c_str());
 
   const Tensor<ember::bf16> x = ember::randn<ember::bf16>({n}, 4, dev);
   const std::uint64_t before = ember::launch_count();
@@ -365,7 +359,7 @@ inline int run(int argc, char** argv) {
   std::printf("  device:    %s\n", device_description(dev).c_str());
   if (!why_cpu.empty()) std::printf("             (on the CPU because %s)\n", why_cpu.c_str());
   std::printf("  size:      %s elements per tensor, best of %d runs per expression\n",
-              grouped(n).c_str(), opt.reps);
+              thousands(n).c_str(), opt.reps);
 
   try {
     const std::uint64_t launches_at_start = ember::launch_count();
@@ -376,7 +370,7 @@ inline int run(int argc, char** argv) {
     const ember::MemoryStats ms = ember::memory_stats(dev);
     std::printf("\nmemory on %s: %s in use now, peak %s, %s allocations in total",
                 dev.str().c_str(), mib(ms.bytes_in_use).c_str(), mib(ms.peak_bytes_in_use).c_str(),
-                grouped(ms.allocations).c_str());
+                thousands(ms.allocations).c_str());
     if (dev.is_cuda()) std::printf(", %s reserved by the pool", mib(ms.reserved_bytes).c_str());
     std::printf(
         "\nkernels launched in all (including the inputs' random fill and the timed "

@@ -43,6 +43,8 @@
 
 #include <ember/ember.hpp>
 
+#include "common/format.hpp"
+
 namespace resnet {
 
 enum class Arch { resnet18, resnet34, resnet50, resnet101, resnet152 };
@@ -382,15 +384,7 @@ class ResNet : public ember::nn::Module {
 
 namespace detail {
 
-/// 25557032 -> "25,557,032".
-inline std::string thousands(std::int64_t v) {
-  std::string digits = std::to_string(v < 0 ? -v : v), out;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return v < 0 ? "-" + out : out;
-}
+using trainer::thousands;
 
 inline std::string row(std::string_view stage, std::string_view block, std::string_view shape,
                        std::string_view params) {

@@ -15,7 +15,9 @@
 #include <vector>
 
 #include "resnet50/train_main.hpp"
+#include "support/checkpoints.hpp"
 #include "support/files.hpp"
+#include "trainer_recipe_cases.hpp"
 
 namespace fs = std::filesystem;
 using namespace ember;
@@ -70,16 +72,8 @@ TEST_CASE("the ResNet trainer resumes an interrupted run exactly", "[examples]")
 
   const NamedTensors a = io::load_safetensors(dir / "straight" / "ckpt-last.safetensors");
   const NamedTensors b = io::load_safetensors(dir / "resumed" / "ckpt-last.safetensors");
-  REQUIRE(a.size() == b.size());
   REQUIRE(a.size() > 100);  // weights, BN statistics, momentum buffers, steps
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    INFO(a[i].first);
-    REQUIRE(a[i].first == b[i].first);
-    a[i].second.visit([&](const auto& t) {
-      using T = typename std::remove_cvref_t<decltype(t)>::value_type;
-      REQUIRE(t.to_vector() == b[i].second.template as<T>().to_vector());
-    });
-  }
+  ember::testing::require_identical(a, b);
 }
 
 namespace {

@@ -46,11 +46,12 @@
 #include "../core/dtype.hpp"
 #include "../core/error.hpp"
 #include "../core/shape.hpp"
-#include "../tensor/any_tensor.hpp"
 #include "../exec/assign.hpp"
+#include "../tensor/any_tensor.hpp"
 #include "../tensor/copy.hpp"
 #include "../tensor/factories.hpp"
 #include "../tensor/tensor.hpp"
+#include "temp_file.hpp"
 
 namespace ember::io {
 
@@ -388,68 +389,7 @@ inline StHeader read_header(const ReadFile& file, const std::filesystem::path& p
 
 // ---- writing ------------------------------------------------------------------------------------
 
-// A temporary file next to the target; removed unless committed.
-class TempFile {
- public:
-  explicit TempFile(const std::filesystem::path& target) {
-    static std::atomic<unsigned> counter{0};
-    for (int attempt = 0;; ++attempt) {
-      path_ = target;
-      path_ += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
-      do {
-        fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-      } while (fd_ < 0 && errno == EINTR);
-      if (fd_ >= 0) return;
-      if (errno != EEXIST || attempt >= 100) {
-        fail("ember: save_safetensors: cannot create '", path_.string(), "': ", errno_text(errno));
-      }
-    }
-  }
-  ~TempFile() {
-    if (fd_ >= 0) ::close(fd_);
-    if (!committed_) ::unlink(path_.c_str());
-  }
-  TempFile(const TempFile&) = delete;
-  TempFile& operator=(const TempFile&) = delete;
-
-  const std::filesystem::path& path() const { return path_; }
-
-  void write(const void* src, std::uint64_t bytes) {
-    const auto* p = static_cast<const unsigned char*>(src);
-    while (bytes > 0) {
-      const std::size_t chunk = static_cast<std::size_t>(std::min<std::uint64_t>(bytes, 1u << 30));
-      const ssize_t put = ::write(fd_, p, chunk);
-      if (put < 0 && errno == EINTR) continue;
-      if (put < 0) fail_io("cannot write");
-      p += put;
-      bytes -= static_cast<std::uint64_t>(put);
-    }
-  }
-
-  // fsync, close, rename over `target`: the target now holds the new contents.
-  void commit(const std::filesystem::path& target) {
-    if (::fsync(fd_) != 0) fail_io("cannot fsync");
-    const int fd = fd_;
-    fd_ = -1;
-    if (::close(fd) != 0) fail_io("cannot close");
-    if (::rename(path_.c_str(), target.c_str()) != 0) {
-      const int err = errno;
-      fail("ember: save_safetensors: cannot rename '", path_.string(), "' to '", target.string(),
-           "': ", errno_text(err));
-    }
-    committed_ = true;
-  }
-
- private:
-  [[noreturn]] void fail_io(const char* what) {
-    const int err = errno;
-    fail("ember: save_safetensors: ", what, " '", path_.string(), "': ", errno_text(err));
-  }
-
-  std::filesystem::path path_;
-  int fd_ = -1;
-  bool committed_ = false;
-};
+using io::TempFile;  // io/temp_file.hpp
 
 // Test hook (tests/io/test_safetensors.cpp): EMBER_TEST_SAVE_DELAY_MS=<ms> makes the writer
 // sleep after writing the header and before the tensor data, so a test can kill it mid-write.
@@ -548,7 +488,7 @@ inline void save_safetensors(const NamedTensors& tensors, const std::filesystem:
   unsigned char len_bytes[8];
   for (int i = 0; i < 8; ++i) len_bytes[i] = static_cast<unsigned char>(header.size() >> (8 * i));
 
-  detail::TempFile tmp(path);
+  TempFile tmp(path, "ember: save_safetensors");
   tmp.write(len_bytes, 8);
   tmp.write(header.data(), header.size());
   detail::test_save_delay();

@@ -1,0 +1,67 @@
+// What both example trainers (examples/resnet50, examples/bert) need around their training loop:
+// the device from --device, waiting for it before reading a clock, durations as h:mm:ss, and the
+// curves drawn from the JSONL metrics by scripts/plot_metrics.py.
+#pragma once
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include <ember/ember.hpp>
+
+namespace trainer {
+
+/// The device `choice` names: cpu, cuda, or auto (the first GPU when one is usable).
+/// `program` names the caller in the error.
+inline ember::Device pick_device(const std::string& choice, const char* program) {
+  if (choice == "cpu") return ember::Device::cpu();
+  if (choice == "cuda") return ember::Device::cuda(0);
+  EMBER_CHECK(choice == "auto", program, ": --device must be cpu, cuda or auto, got '", choice,
+              "'");
+#if defined(EMBER_CUDA_KERNELS)
+  if (ember::cuda::available()) return ember::Device::cuda(0);
+#endif
+  return ember::Device::cpu();
+}
+
+/// Waits for the device's queued work (a clock read after it measures the work).
+inline void wait_for_device(ember::Device device) {
+  if (device.is_cuda()) ember::cuda::synchronize(device.index());
+}
+
+inline double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+/// Seconds as h:mm:ss.
+inline std::string hms(double s) {
+  char buf[32];
+  const auto t = static_cast<long long>(std::llround(s));
+  std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", t / 3600, t / 60 % 60, t % 60);
+  return buf;
+}
+
+/// Draws the curves of `jsonl` into `png` with scripts/plot_metrics.py when python3 and
+/// matplotlib are there (EMBER_SOURCE_DIR: the repository, defined by examples/CMakeLists.txt).
+inline void plot_curves(const std::filesystem::path& jsonl, const std::filesystem::path& png,
+                        const std::string& title) {
+  const std::filesystem::path script =
+      std::filesystem::path(EMBER_SOURCE_DIR) / "scripts" / "plot_metrics.py";
+  if (!std::filesystem::exists(script)) return;
+  // Debian's python3-matplotlib belongs to Debian's interpreter, which another python3 earlier
+  // on the PATH (a pyenv or venv one) would not see.
+  const std::string python =
+      std::filesystem::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+  const std::string cmd = python + " '" + script.string() + "' '" + jsonl.string() + "' --out '" +
+                          png.string() + "' --title '" + title + "' >/dev/null 2>&1";
+  if (std::system(cmd.c_str()) == 0) {
+    std::printf("curves: %s\n", png.string().c_str());
+  } else {
+    std::printf("curves: not drawn (scripts/plot_metrics.py needs python3-matplotlib)\n");
+  }
+}
+
+}  // namespace trainer
