@@ -11,7 +11,7 @@ EMBER_MAIN_PACKAGES=(cmake g++ make libopenblas-dev dataset-fashion-mnist zlib1g
 # shellcheck disable=SC2034
 EMBER_TEST_PACKAGES=(cmake g++ make catch2 libbenchmark-dev libeigen3-dev libopenblas-dev
   libonnx-testdata nlohmann-json3-dev dataset-fashion-mnist zlib1g-dev libturbojpeg0-dev
-  libcli11-dev)
+  libcli11-dev dict-gcide)
 
 ember_log() { printf '==> %s\n' "$*"; }
 

@@ -20,13 +20,15 @@
 #      and backward, softmax, layer norm; bf16) and torch_peer.py --suite ops (eager only when
 #      less than 150 s of budget is left), with what budget remains;
 #   5. runs `ctest -L cuda`; then, with more than 200 s of budget left, bench/gpu/resnet.sh
-#      (ResNet-50 training images/s: ember's trainer against torchvision eager and compiled);
+#      (ResNet-50 training images/s: ember's trainer against torchvision eager and compiled), then
+#      with what is left bench/gpu/bert.sh (BERT-base/large pretraining sequences/s against
+#      Hugging Face's BertForPreTraining eager and compiled);
 #   6. writes the results table, gpu-<date>-<commit>-<gpu>.md and .json, and the full log .log,
 #      under $OUT when set (the device tool brings those back), else under bench/results/.
 #
 # Every stage has its own time limit and a failing stage does not stop the others; the exit
 # status is non-zero when a stage failed. Environment: CHECK_BUDGET_S (default 450 s), NO_TESTS=1,
-# NO_RESNET=1, NO_TORCH=1, NO_COMPILE=1 (eager PyTorch only), NO_ELEMENTWISE=1 (skip the elementwise
+# NO_RESNET=1, NO_BERT=1, NO_TORCH=1, NO_COMPILE=1 (eager PyTorch only), NO_ELEMENTWISE=1 (skip the elementwise
 # benchmarks), NO_AUTOGRAD=1 (skip the autodiff benchmarks), NO_OPS=1 (skip the operator
 # benchmarks), QUICK=1 (small sizes), JOBS, EMBER_COMMIT (the commit to name the results after,
 # when the copy on the device has no .git). Everything at once rarely fits the default budget:
@@ -339,6 +341,17 @@ main() {
     ((rc == 0)) || { note "resnet: exit status $rc"; status=1; }
   else
     note "resnet: skipped ($(left) s of budget left); run bench/gpu/resnet.sh on its own"
+  fi
+
+  # ---- 5c. BERT pretraining: ember's trainer against Hugging Face's (bench/gpu/bert.sh) --------
+  if [[ "${NO_BERT:-0}" == 1 ]]; then
+    note "bert: skipped (NO_BERT=1)"
+  elif (($(left) > 200)); then
+    BERT_BUDGET_S=$(($(left) - 10)) OUT="$out" bash bench/gpu/bert.sh
+    rc=$?
+    ((rc == 0)) || { note "bert: exit status $rc"; status=1; }
+  else
+    note "bert: skipped ($(left) s of budget left); run bench/gpu/bert.sh on its own"
   fi
 
   # ---- 6. the results table ---------------------------------------------------------------------

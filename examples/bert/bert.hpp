@@ -394,12 +394,169 @@ class BertModel : public ember::nn::Module {
   }
 };
 
+// ---- Pretraining: masked LM + next-sentence prediction (Hugging Face's BertForPreTraining) ------
+
+/// cls.predictions.transform: dense, GELU, LayerNorm.
+template <ember::FloatingElement T = float>
+class BertPredictionHeadTransform : public ember::nn::Module {
+ public:
+  ember::nn::Linear<T> dense;
+  ember::nn::LayerNorm<T> LayerNorm;  // NOLINT(readability-identifier-naming): HF's name
+
+  template <class Mode = ember::exec::mode>
+  BertPredictionHeadTransform(const BertConfig& c, ember::Device device)
+      : dense(c.hidden, c.hidden, true, device, ember::Activation::gelu),
+        LayerNorm(ember::Shape{c.hidden}, c.layer_norm_eps, true, device) {
+    detail::init_linear<T, Mode>(dense, c.init_std);
+    register_module("dense", dense);
+    register_module("LayerNorm", LayerNorm);
+  }
+
+  template <class Mode = ember::exec::mode>
+  ember::Var<T> forward(const ember::Var<T>& x) const {
+    return LayerNorm.template forward<Mode>(dense.template forward<Mode>(x));
+  }
+};
+
+/// cls.predictions: the transform, then the decoder, whose weight is the word embeddings' (tied,
+/// so it is not a parameter of its own), plus its own bias `cls.predictions.bias`.
+template <ember::FloatingElement T = float>
+class BertLMPredictionHead : public ember::nn::Module {
+ public:
+  BertPredictionHeadTransform<T> transform;
+  ember::Var<T> bias;  // [vocab]
+
+  template <class Mode = ember::exec::mode>
+  BertLMPredictionHead(const BertConfig& c, ember::Device device) : transform(c, device) {
+    bias = ember::param(ember::nn::init::zeros<T, Mode>(ember::Shape{c.vocab_size}, device));
+    register_module("transform", transform);
+    register_parameter("bias", bias);
+  }
+
+  /// x [..., H] -> logits [..., vocab] = transform(x) word_embeddings^T + bias.
+  template <class Mode = ember::exec::mode>
+  ember::Var<T> forward(const ember::Var<T>& x, const ember::Var<T>& word_embeddings) const {
+    return ember::linear(transform.template forward<Mode>(x), word_embeddings, bias);
+  }
+};
+
+/// cls: the masked-LM head and the next-sentence head (`seq_relationship`, hidden -> 2).
+template <ember::FloatingElement T = float>
+class BertPreTrainingHeads : public ember::nn::Module {
+ public:
+  BertLMPredictionHead<T> predictions;
+  ember::nn::Linear<T> seq_relationship;
+
+  template <class Mode = ember::exec::mode>
+  BertPreTrainingHeads(const BertConfig& c, ember::Device device)
+      : predictions(c, device), seq_relationship(c.hidden, 2, true, device) {
+    detail::init_linear<T, Mode>(seq_relationship, c.init_std);
+    register_module("predictions", predictions);
+    register_module("seq_relationship", seq_relationship);
+  }
+};
+
+/// What BertForPreTraining::forward gives for a batch.
+template <ember::FloatingElement T = float>
+struct PreTrainingOutput {
+  ember::Var<T> mlm_logits;  // [B * P, vocab]: at the masked positions only
+  ember::Var<T> nsp_logits;  // [B, 2]
+  ember::Var<T> mlm_loss;    // mean over the masked positions whose label is not -100
+  ember::Var<T> nsp_loss;    // mean over the batch
+  ember::Var<T> loss;        // mlm_loss + nsp_loss (undefined when no labels were given)
+};
+
+/// BERT for pretraining, as Hugging Face's BertForPreTraining (module names `bert.*` and
+/// `cls.*`, so its checkpoints load by name; their `cls.predictions.decoder.*` entries are the
+/// tied weights: load with allow_unexpected). The masked-LM head runs only at the masked
+/// positions, as MLPerf's reference does: the hidden states of the P positions of each sequence
+/// are gathered first (an embedding lookup into the [B * S, H] states, whose backward is a
+/// deterministic scatter-add), so the vocabulary-wide product is [B * P, H] x [H, vocab] instead of
+/// [B * S, H] x [H, vocab] (128 / 20 = 6.4 times less work at MLPerf's sequence length).
+template <ember::FloatingElement T = float>
+class BertForPreTraining : public ember::nn::Module {
+ public:
+  BertModel<T> bert;
+  BertPreTrainingHeads<T> cls;
+
+  template <class Mode = ember::exec::mode>
+  explicit BertForPreTraining(const BertConfig& c = BertConfig::base(),
+                              ember::Device device = ember::Device::cpu())
+      : bert(c, true, device), cls(c, device) {
+    register_module("bert", bert);
+    register_module("cls", cls);
+  }
+
+  const BertConfig& config() const { return bert.config; }
+
+  /// input_ids, token_type_ids, attention_mask [B, S]; masked_positions [B, P] (indices into S;
+  /// padding entries may be any valid index); masked_ids [B, P] (the original tokens, -100 for
+  /// padding); next_sentence_labels [B] (0: B follows A, 1: random). Labels may be undefined:
+  /// then only the logits are computed.
+  template <class Mode = ember::exec::mode>
+  PreTrainingOutput<T> forward(const ember::Tensor<std::int64_t>& input_ids,
+                               const ember::Tensor<std::int64_t>& token_type_ids,
+                               const ember::Tensor<std::int64_t>& attention_mask,
+                               const ember::Tensor<std::int64_t>& masked_positions,
+                               const ember::Tensor<std::int64_t>& masked_ids = {},
+                               const ember::Tensor<std::int64_t>& next_sentence_labels = {}) const {
+    EMBER_CHECK(masked_positions.defined() && masked_positions.rank() == 2 && input_ids.defined() &&
+                    masked_positions.size(0) == input_ids.size(0),
+                "bert: masked_positions must be [B, P] for input_ids [B, S], got ",
+                masked_positions.defined() ? masked_positions.shape().str() : "undefined");
+    const BertModelOutput<T> h =
+        bert.template forward<Mode>(input_ids, token_type_ids, attention_mask);
+    const std::int64_t B = input_ids.size(0), S = input_ids.size(1);
+    const std::int64_t H = config().hidden;
+    // Row b * S + position of the [B * S, H] hidden states, for each masked slot.
+    const ember::Tensor<std::int64_t> rows = flat_rows<Mode>(masked_positions, S);
+    const ember::Var<T> gathered =
+        ember::embedding(h.last_hidden_state.template reshape<Mode>(ember::Shape{B * S, H}), rows);
+    PreTrainingOutput<T> out;
+    out.mlm_logits =
+        cls.predictions.template forward<Mode>(gathered, bert.embeddings.word_embeddings.weight);
+    out.nsp_logits = cls.seq_relationship.template forward<Mode>(h.pooler_output);
+    if (masked_ids.defined()) {
+      EMBER_CHECK(masked_ids.shape() == masked_positions.shape(), "bert: masked_ids ",
+                  masked_ids.shape().str(), " must be shaped as masked_positions ",
+                  masked_positions.shape().str());
+      out.mlm_loss = ember::cross_entropy(
+          out.mlm_logits, masked_ids.template reshape<Mode>(ember::Shape{masked_ids.numel()}));
+    }
+    if (next_sentence_labels.defined()) {
+      out.nsp_loss = ember::cross_entropy(out.nsp_logits, next_sentence_labels);
+    }
+    if (out.mlm_loss.defined() && out.nsp_loss.defined()) out.loss = out.mlm_loss + out.nsp_loss;
+    return out;
+  }
+
+ private:
+  /// b * S + masked_positions[b, p], as one flat index tensor on the positions' device.
+  template <class Mode>
+  static ember::Tensor<std::int64_t> flat_rows(const ember::Tensor<std::int64_t>& positions,
+                                               std::int64_t S) {
+    const std::int64_t B = positions.size(0);
+    const ember::Tensor<std::int64_t> base =
+        ember::arange<std::int64_t, Mode>(B, positions.device()) * S;
+    const ember::Tensor<std::int64_t> rows =
+        positions + base.template reshape<Mode>(ember::Shape{B, 1});
+    return rows.template reshape<Mode>(ember::Shape{positions.numel()});
+  }
+};
+
 /// The parameter count of BertModel(c, add_pooling_layer), from the configuration alone.
 inline std::int64_t parameter_count(const BertConfig& c, bool add_pooling_layer = true) {
   const std::int64_t H = c.hidden, I = c.intermediate;
   const std::int64_t embeddings = (c.vocab_size + c.max_positions + c.type_vocab) * H + 2 * H;
   const std::int64_t layer = 4 * (H * H + H) + 2 * H + (H * I + I) + (I * H + H) + 2 * H;
   return embeddings + c.layers * layer + (add_pooling_layer ? H * H + H : 0);
+}
+
+/// The parameter count of BertForPreTraining(c): the encoder with pooler, the masked-LM head's
+/// transform and bias (its decoder is the word embeddings) and the next-sentence head.
+inline std::int64_t pretraining_parameter_count(const BertConfig& c) {
+  const std::int64_t H = c.hidden;
+  return parameter_count(c, true) + (H * H + H) + 2 * H + c.vocab_size + (2 * H + 2);
 }
 
 }  // namespace bert

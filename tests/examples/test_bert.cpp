@@ -20,6 +20,7 @@
 
 #include <ember/ember.hpp>
 #include <ember/io/checkpoint.hpp>
+#include <ember/optim/adamw.hpp>
 
 #include "bert/bert.hpp"
 
@@ -275,4 +276,163 @@ TEST_CASE("bert: all-MiniLM-L6-v2 matches transformers", "[examples][bert]") {
   }
   INFO("largest pooled difference " << worst_pooled);
   REQUIRE(worst_pooled < 1e-4);
+}
+
+// ---- BertForPreTraining -----------------------------------------------------------------------
+
+namespace {
+
+double largest_difference(const Tensor<double>& got, const Tensor<double>& want) {
+  const auto g = got.to_vector(), w = want.to_vector();
+  double worst = 0;
+  for (std::size_t i = 0; i < g.size(); ++i) worst = std::max(worst, std::abs(g[i] - w[i]));
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("bert: BertForPreTraining's names and counts are Hugging Face's", "[examples][bert]") {
+  for (const char* name : {"tiny", "base"}) {
+    const BertConfig c = bert::config_by_name(name);
+    const bert::BertForPreTraining<float> model(c);
+    INFO(name);
+    // The encoder, the transform (dense H x H, LayerNorm), the decoder's bias (its weight is the
+    // word embeddings) and the next-sentence head (2 x H): base has 110,106,428, as
+    // transformers' BertForPreTraining counts its distinct parameters.
+    const std::int64_t h = c.hidden;
+    const std::int64_t want = expected_count(c) + (h * h + h) + 2 * h + c.vocab_size + (2 * h + 2);
+    CHECK(model.parameter_count() == want);
+    CHECK(bert::pretraining_parameter_count(c) == want);
+    if (std::string(name) == "base") CHECK(want == 110'106'428);
+  }
+  const bert::BertForPreTraining<float> model(BertConfig::tiny());
+  std::vector<std::string> names;
+  for (const auto& [n, p] : model.named_parameters()) names.push_back(n);
+  for (const char* n :
+       {"bert.embeddings.word_embeddings.weight", "bert.encoder.layer.1.output.LayerNorm.bias",
+        "bert.pooler.dense.weight", "cls.predictions.bias",
+        "cls.predictions.transform.dense.weight", "cls.predictions.transform.LayerNorm.weight",
+        "cls.seq_relationship.weight", "cls.seq_relationship.bias"}) {
+    INFO(n);
+    CHECK(std::find(names.begin(), names.end(), n) != names.end());
+  }
+  // The decoder is tied: no parameter of its own.
+  CHECK(std::none_of(names.begin(), names.end(),
+                     [](const std::string& n) { return n.find("decoder") != std::string::npos; }));
+}
+
+TEST_CASE("bert: BertForPreTraining matches transformers on its weights", "[examples][bert]") {
+  // tests/examples/make_bert_pretraining_fixtures.py: transformers' BertForPreTraining in float64.
+  const ember::NamedTensors fx = ember::io::load_safetensors(
+      fs::path(__FILE__).parent_path() / "data" / "bert_pretraining.safetensors");
+  BertConfig c{.vocab_size = 99, .hidden = 32, .layers = 2, .heads = 2, .intermediate = 64};
+  c.max_positions = 64;
+  c.dropout = 0;
+  bert::BertForPreTraining<double> model(c);
+  ember::io::load_state_dict(model, fx, {.allow_unexpected = true});
+  model.eval();
+  const auto get = [&](const char* n) { return ember::get_tensor<std::int64_t>(fx, n); };
+  const auto out =
+      model.forward(get("input_ids"), get("token_type_ids"), get("attention_mask"),
+                    get("masked_positions"), get("masked_ids"), get("next_sentence_labels"));
+  REQUIRE(out.mlm_logits.shape() == Shape{6, 99});
+  const double mlm =
+      largest_difference(out.mlm_logits.value(), ember::get_tensor<double>(fx, "mlm_logits"));
+  const double nsp =
+      largest_difference(out.nsp_logits.value(), ember::get_tensor<double>(fx, "nsp_logits"));
+  INFO("masked-LM logits differ by " << mlm << ", next-sentence logits by " << nsp);
+  CHECK(mlm < 1e-10);
+  CHECK(nsp < 1e-10);
+  // transformers' total_loss: the masked slot with label -100 is left out of the mean.
+  CHECK(out.loss.value().item() ==
+        Approx(ember::get_tensor<double>(fx, "loss").item()).epsilon(1e-12));
+  CHECK(out.loss.value().item() ==
+        Approx(out.mlm_loss.value().item() + out.nsp_loss.value().item()).epsilon(1e-14));
+
+  SECTION("the tied decoder: the masked-LM loss reaches the word embeddings twice") {
+    model.zero_grad();
+    out.mlm_loss.backward();
+    const Tensor<double> g = model.bert.embeddings.word_embeddings.weight.grad();
+    // Every vocabulary row gets a decoder gradient (softmax over the whole vocabulary), not only
+    // the rows of the batch's tokens.
+    const auto v = g.to_vector();
+    std::int64_t nonzero_rows = 0;
+    for (std::int64_t r = 0; r < 99; ++r) {
+      bool any = false;
+      for (std::int64_t k = 0; k < 32; ++k)
+        any = any || v[static_cast<std::size_t>(r * 32 + k)] != 0;
+      nonzero_rows += any;
+    }
+    CHECK(nonzero_rows == 99);
+  }
+}
+
+TEST_CASE("bert: pretraining gradients check out in float64", "[examples][bert]") {
+  BertConfig c{.vocab_size = 23, .hidden = 8, .layers = 1, .heads = 2, .intermediate = 16};
+  c.max_positions = 16;
+  c.dropout = 0;
+  bert::BertForPreTraining<double> model(c);
+  const Tensor<std::int64_t> input = ids({2, 5, 7, 9, 3, 11, 4, 8, 2, 6, 13, 1}, 2, 6);
+  const Tensor<std::int64_t> types = ids({0, 0, 0, 1, 1, 1, 0, 0, 1, 1, 1, 1}, 2, 6);
+  const Tensor<std::int64_t> mask = ids({1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0}, 2, 6);
+  const Tensor<std::int64_t> positions = ids({1, 4, 2, 3}, 2, 2);
+  const Tensor<std::int64_t> labels = ids({5, 3, 8, -100}, 2, 2);
+  const Tensor<std::int64_t> nsp = ember::from_vector<std::int64_t>({1, 0}, Shape{2});
+  // The transform's weight and the word embeddings (tied to the decoder): analytic gradients
+  // against central differences of the whole pretraining loss.
+  for (Var<double>* w :
+       {&model.cls.predictions.transform.dense.weight,
+        &model.bert.embeddings.word_embeddings.weight, &model.cls.seq_relationship.weight}) {
+    model.zero_grad();
+    const auto loss = [&] {
+      return model.forward(input, types, mask, positions, labels, nsp).loss.value().item();
+    };
+    model.forward(input, types, mask, positions, labels, nsp).loss.backward();
+    const Tensor<double> g = w->grad();
+    Tensor<double> value = w->value();
+    double* p = value.data();
+    for (std::int64_t i = 0; i < value.numel();
+         i += std::max<std::int64_t>(1, value.numel() / 17)) {
+      const double keep = p[i], h = 1e-6;
+      p[i] = keep + h;
+      const double up = loss();
+      p[i] = keep - h;
+      const double down = loss();
+      p[i] = keep;
+      INFO("element " << i);
+      CHECK(g.data()[i] == Approx((up - down) / (2 * h)).margin(1e-7));
+    }
+  }
+}
+
+TEST_CASE("bert: pretraining overfits a fixed batch", "[examples][bert]") {
+  ember::nn::manual_seed(3);
+  BertConfig c{.vocab_size = 50, .hidden = 32, .layers = 2, .heads = 2, .intermediate = 64};
+  c.max_positions = 32;
+  c.dropout = 0;
+  bert::BertForPreTraining<float> model(c);
+  std::vector<std::int64_t> v(4 * 16);
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<std::int64_t>(5 + (i * 7) % 45);
+  const Tensor<std::int64_t> input = ids(v, 4, 16);
+  const Tensor<std::int64_t> types = ember::zeros<std::int64_t>(Shape{4, 16});
+  const Tensor<std::int64_t> mask = ember::ones<std::int64_t>(Shape{4, 16});
+  const Tensor<std::int64_t> positions = ids({1, 5, 9, 2, 6, 10, 3, 7, 11, 4, 8, 12}, 4, 3);
+  const Tensor<std::int64_t> labels = ids({9, 30, 21, 44, 12, 3, 35, 26, 17, 8, 40, 31}, 4, 3);
+  const Tensor<std::int64_t> nsp = ember::from_vector<std::int64_t>({0, 1, 1, 0}, Shape{4});
+  const ember::optim::AdamWOptions o{.lr = 3e-3};
+  ember::optim::AdamW opt(ember::optim::decay_groups(model, o, o));
+  double first = 0, last = 0, mlm = 0, next = 0;
+  for (int step = 0; step < 100; ++step) {
+    const auto out = model.forward(input, types, mask, positions, labels, nsp);
+    out.loss.backward();
+    opt.step();
+    opt.zero_grad();
+    (step == 0 ? first : last) = out.loss.value().item();
+    mlm = out.mlm_loss.value().item();
+    next = out.nsp_loss.value().item();
+  }
+  INFO("loss " << first << " -> " << last << " (masked LM " << mlm << ", next sentence " << next
+               << ")");
+  CHECK(first > 3.0);  // about ln(50) + ln(2)
+  CHECK(last < 0.1 * first);
 }

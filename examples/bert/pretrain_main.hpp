@@ -1,0 +1,637 @@
+// BERT pretraining (examples/bert): masked LM + next-sentence prediction, MLPerf's language
+// workload, written to be read top to bottom. pretrain.cpp (host compiler) and pretrain.cu (nvcc,
+// which can also train on the GPU) are this file and a main().
+//
+//   bert_pretrain                                   # tiny BERT on Debian's GCIDE dictionary
+//   bert_pretrain --config base --batch-size 64 --accumulation 4 --precision bf16
+//   bert_pretrain --corpus a.txt,b.txt              # Google's format: a sentence per line
+//   bert_pretrain --init-checkpoint model.safetensors   # start from Hugging Face weights
+//
+// The run: the corpus is read, split into sentences, tokenized with the WordPiece vocabulary and
+// made into sentence pairs with 15% of their tokens masked (pretraining_data.hpp), once; the
+// instances are cached in a binary file under --cache-dir and loaded from there afterwards. A
+// held-out slice is the evaluation set. The model is BertForPreTraining (bert.hpp); LAMB (MLPerf's
+// optimizer) or AdamW with warmup and linear decay, the gradient clipped to norm 1 and, with
+// --accumulation N, summed over N micro-batches per step. bf16 on the GPU (float master weights
+// in the optimizer), float on the CPU.
+//
+// Reports: sequences/s after warm-up, masked-LM accuracy (MLPerf's target metric) and
+// next-sentence accuracy on the evaluation set next to the unigram baseline (always guessing the
+// most frequent masked token), the time to --target-mlm-accuracy; metrics.jsonl, MLPerf-style
+// mllog.txt and curves.png under --out; a checkpoint at every evaluation (--resume auto).
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include <ember/data/batches.hpp>
+#include <ember/data/wordpiece.hpp>
+#include <ember/ember.hpp>
+#include <ember/io/checkpoint.hpp>
+#include <ember/io/metrics_log.hpp>
+#include <ember/io/progress.hpp>
+#include <ember/io/safetensors.hpp>
+#include <ember/optim/adamw.hpp>
+#include <ember/optim/lamb.hpp>
+#include <ember/optim/schedule.hpp>
+
+#include "bert.hpp"
+#include "common/format.hpp"
+#include "common/run_support.hpp"
+#include "pretraining_data.hpp"
+
+namespace bert {
+
+using namespace ember;
+using trainer::hms;
+using trainer::seconds_since;
+using trainer::wait_for_device;
+
+struct PretrainConfig {
+  std::string config = "tiny";     // tiny | mini | small | base | large
+  std::string corpus = "gcide";    // gcide | comma-separated text files (a sentence per line)
+  std::int64_t max_documents = 0;  // 0: all
+  std::string vocab;               // empty: the BERT uncased vocabulary in tests/data
+  std::int64_t seq_len = 128;
+  std::int64_t max_predictions = 20;
+  int dupe_factor = 1;
+  std::int64_t eval_sequences = 1024;  // held out from the instances
+  std::int64_t batch = 32;             // sequences per micro-batch
+  std::int64_t accumulation = 1;       // micro-batches per optimizer step
+  std::int64_t steps = 400;
+  double warmup = 0.1;  // fraction of the steps
+  std::string optimizer = "lamb";
+  double lr = 0;  // 0: 5e-3 for LAMB, 1e-3 for AdamW (tiny); see settle_pretrain_defaults
+  double weight_decay = 0.01;
+  double max_grad_norm = 1.0;
+  std::string precision = "auto";
+  std::string device = "auto";
+  std::int64_t eval_every = 100;
+  double target_mlm_accuracy = 0;
+  std::string init_checkpoint;
+  std::string out = "runs/bert";
+  std::string cache_dir;  // empty: OUT/cache
+  std::string resume;
+  std::int64_t stop_after = 0;  // end after this step, as if interrupted
+  bool summary = false;
+  std::uint64_t seed = 1;
+  std::int64_t log_every = 10;
+};
+
+inline std::filesystem::path default_vocab() {
+  return std::filesystem::path(EMBER_SOURCE_DIR) / "tests" / "data" / "wordpiece_vocab.txt";
+}
+
+inline void settle_pretrain_defaults(PretrainConfig& c, Device device) {
+  if (c.vocab.empty()) c.vocab = default_vocab().string();
+  if (c.precision == "auto") c.precision = device.is_cpu() ? "float" : "bf16";
+  if (c.lr == 0) c.lr = c.optimizer == "adamw" ? 1e-3 : 5e-3;
+  if (c.cache_dir.empty()) c.cache_dir = (std::filesystem::path(c.out) / "cache").string();
+}
+
+// ---- Data ---------------------------------------------------------------------------------------
+
+/// Training and evaluation instances, and what the report compares against.
+struct PretrainData {
+  std::vector<Instance> train, eval;
+  /// The share of the evaluation set's masked tokens equal to the training set's most frequent
+  /// masked token: the masked-LM accuracy of a model that learned only the unigram distribution.
+  double unigram_baseline = 0;
+};
+
+/// `count` random full-length instances ([CLS], A and B of random non-special tokens, two [SEP],
+/// max_predictions masked): the corpus of --corpus synthetic, for raw throughput, like the ResNet
+/// trainer's synthetic images. Nothing in them can be learned beyond the unigram distribution.
+inline std::vector<Instance> synthetic_instances(std::int64_t count, const PretrainingOptions& o,
+                                                 const data::WordPieceTokenizer& tokenizer) {
+  const auto S = static_cast<std::int32_t>(o.seq_len);
+  const auto P = static_cast<std::int32_t>(std::min<std::int64_t>(o.max_predictions, S - 3));
+  // Ids past the special and unused tokens of BERT's vocabularies ([unused*] end at 998).
+  const std::int32_t low = tokenizer.vocab_size() > 2000 ? 999 : 5;
+  const auto span = static_cast<std::uint64_t>(tokenizer.vocab_size() - low);
+  detail::pt::Rng rng(o.seed, /*stream=*/0x5e7);
+  std::vector<Instance> out(static_cast<std::size_t>(count));
+  for (Instance& in : out) {
+    const std::int32_t first_sep = 1 + (S - 3) / 2;
+    for (std::int32_t t = 0; t < S; ++t) {
+      const bool special = t == 0 || t == first_sep || t == S - 1;
+      in.input_ids.push_back(
+          special ? static_cast<std::int32_t>(t == 0 ? tokenizer.cls_id() : tokenizer.sep_id())
+                  : low + static_cast<std::int32_t>(rng.below(span)));
+      in.token_type_ids.push_back(t > first_sep ? 1 : 0);
+    }
+    for (std::int32_t k = 0; k < P; ++k) {
+      // Evenly spread positions, none of them special.
+      std::int32_t pos = 1 + k * (S - 2) / P;
+      if (pos == first_sep) ++pos;
+      in.masked_positions.push_back(pos);
+      in.masked_ids.push_back(in.input_ids[static_cast<std::size_t>(pos)]);
+      in.input_ids[static_cast<std::size_t>(pos)] = static_cast<std::int32_t>(tokenizer.mask_id());
+    }
+    in.random_next = (rng.next32() & 1) != 0;
+  }
+  return out;
+}
+
+inline PretrainData open_pretrain_data(const PretrainConfig& c,
+                                       const data::WordPieceTokenizer& tokenizer) {
+  PretrainingOptions po;
+  po.seq_len = c.seq_len;
+  po.max_predictions = c.max_predictions;
+  po.dupe_factor = c.dupe_factor;
+  po.seed = c.seed;
+  const auto t0 = std::chrono::steady_clock::now();
+  PretrainData d;
+  if (c.corpus == "synthetic") {
+    d.train = synthetic_instances(c.max_documents > 0 ? c.max_documents : 8192, po, tokenizer);
+    po.seed += 1;
+    d.eval = synthetic_instances(c.eval_sequences, po, tokenizer);
+  } else {
+    const std::filesystem::path gcide = "/usr/share/dictd/gcide.dict.dz";
+    std::vector<std::filesystem::path> files;
+    if (c.corpus == "gcide") {
+      EMBER_CHECK(std::filesystem::exists(gcide), "bert_pretrain: ", gcide.string(),
+                  " is missing: apt-get install dict-gcide (or pass --corpus FILES)");
+      files.push_back(gcide);
+    } else {
+      std::string rest = c.corpus;
+      while (!rest.empty()) {
+        const std::size_t at = rest.find(',');
+        files.emplace_back(rest.substr(0, at));
+        rest = at == std::string::npos ? "" : rest.substr(at + 1);
+      }
+    }
+    // Whole documents are held out (2% of them), so no evaluation text is trained on. Each
+    // split is made once and cached; a second run loads both.
+    const auto read_split = [&](bool eval) {
+      const std::int64_t most = c.max_documents > 0 ? c.max_documents : -1;
+      std::vector<Document> docs;
+      if (c.corpus == "gcide") {
+        // A dictionary entry holds 2.4 sentences on average: neighbouring entries are joined
+        // into documents of at least 10 sentences, so most sentence pairs are real ones.
+        docs = merge_short_documents(read_gcide(gcide, most), 10);
+      } else {
+        docs = read_text_documents(files);
+        if (most > 0 && static_cast<std::int64_t>(docs.size()) > most) docs.resize(most);
+      }
+      DocumentSplit split = split_documents(std::move(docs), 0.02, c.seed);
+      std::printf("corpus: %zu training and %zu evaluation documents\n", split.train.size(),
+                  split.eval.size());
+      return eval ? std::move(split.eval) : std::move(split.train);
+    };
+    for (const bool eval : {false, true}) {
+      CacheInfo cache;
+      std::vector<Instance> part = cached_instances(
+          c.cache_dir,
+          corpus_identity(files, c.corpus + (eval ? " eval" : " train") +
+                                     " max_documents=" + std::to_string(c.max_documents)),
+          tokenizer, po, [&] { return read_split(eval); }, &cache);
+      std::printf("%s instances %s %s\n", eval ? "evaluation" : "training",
+                  cache.loaded ? "loaded from" : "made and cached in", cache.file.string().c_str());
+      (eval ? d.eval : d.train) = std::move(part);
+    }
+    if (static_cast<std::int64_t>(d.eval.size()) > c.eval_sequences)
+      d.eval.resize(c.eval_sequences);
+  }
+  std::printf(
+      "instances: %zu training and %zu evaluation sequences of up to %lld tokens (%.1f s)\n",
+      d.train.size(), d.eval.size(), static_cast<long long>(c.seq_len), seconds_since(t0));
+  EMBER_CHECK(static_cast<std::int64_t>(d.train.size()) >= c.batch && !d.eval.empty(),
+              "bert_pretrain: the corpus gave ", d.train.size(), " training and ", d.eval.size(),
+              " evaluation sequences: too few for batches of ", c.batch);
+
+  std::map<std::int32_t, std::int64_t> counts;
+  for (const Instance& in : d.train) {
+    for (const std::int32_t id : in.masked_ids) ++counts[id];
+  }
+  const auto most =
+      std::max_element(counts.begin(), counts.end(),
+                       [](const auto& a, const auto& b) { return a.second < b.second; });
+  std::int64_t hits = 0, total = 0;
+  for (const Instance& in : d.eval) {
+    for (const std::int32_t id : in.masked_ids) {
+      hits += most != counts.end() && id == most->first;
+      ++total;
+    }
+  }
+  d.unigram_baseline = total > 0 ? static_cast<double>(hits) / static_cast<double>(total) : 0;
+  return d;
+}
+
+/// The batch of `indices`, on `device`.
+inline PretrainingBatch batch_on(const std::vector<Instance>& instances,
+                                 std::span<const std::int64_t> indices, const PretrainConfig& c,
+                                 Device device) {
+  // Fixed shapes: every batch is [B, seq_len] with max_predictions slots.
+  PretrainingBatch b =
+      make_batch(instances, indices, {.seq_len = c.seq_len, .max_predictions = c.max_predictions});
+  if (device.is_cpu()) return b;
+  for (Tensor<std::int64_t>* t : {&b.input_ids, &b.token_type_ids, &b.attention_mask,
+                                  &b.masked_positions, &b.masked_ids, &b.next_sentence_labels}) {
+    *t = t->to(device);
+  }
+  return b;
+}
+
+// ---- Evaluation ---------------------------------------------------------------------------------
+
+struct PretrainEval {
+  double mlm_accuracy = 0, nsp_accuracy = 0, mlm_loss = 0, nsp_loss = 0;
+};
+
+/// Masked-LM and next-sentence accuracy and losses over the evaluation set, in eval mode (no
+/// dropout), without recording.
+template <class T>
+PretrainEval evaluate(BertForPreTraining<T>& model, const std::vector<Instance>& eval,
+                      const PretrainConfig& c, Device device) {
+  const std::int64_t batch = c.batch;
+  model.eval();
+  no_grad guard;
+  PretrainEval r;
+  double mlm_hits = 0, mlm_count = 0, nsp_hits = 0, nsp_count = 0, batches = 0;
+  for (std::int64_t from = 0; from < static_cast<std::int64_t>(eval.size()); from += batch) {
+    const std::int64_t n =
+        std::min<std::int64_t>(batch, static_cast<std::int64_t>(eval.size()) - from);
+    std::vector<std::int64_t> idx(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) idx[static_cast<std::size_t>(i)] = from + i;
+    const PretrainingBatch b = batch_on(eval, idx, c, device);
+    const PreTrainingOutput<T> out =
+        model.forward(b.input_ids, b.token_type_ids, b.attention_mask, b.masked_positions,
+                      b.masked_ids, b.next_sentence_labels);
+    r.mlm_loss += static_cast<double>(out.mlm_loss.value().item());
+    r.nsp_loss += static_cast<double>(out.nsp_loss.value().item());
+    ++batches;
+    // Accuracy on the host: a masked token is right when no other token scores strictly higher.
+    const Tensor<float> mlm = Tensor<float>(cast<float>(out.mlm_logits.value())).to(Device::cpu());
+    const Tensor<float> nsp = Tensor<float>(cast<float>(out.nsp_logits.value())).to(Device::cpu());
+    const Tensor<std::int64_t> ids = b.masked_ids.to(Device::cpu());
+    const Tensor<std::int64_t> nsl = b.next_sentence_labels.to(Device::cpu());
+    const std::int64_t V = mlm.size(1);
+    for (std::int64_t row = 0; row < mlm.size(0); ++row) {
+      const std::int64_t label = ids.data()[row];
+      if (label < 0) continue;
+      const float* p = mlm.data() + row * V;
+      const float truth = p[label];
+      mlm_hits += std::none_of(p, p + V, [&](float v) { return v > truth; });
+      ++mlm_count;
+    }
+    for (std::int64_t row = 0; row < n; ++row) {
+      const float* p = nsp.data() + row * 2;
+      nsp_hits += (p[1] > p[0] ? 1 : 0) == nsl.data()[row];
+      ++nsp_count;
+    }
+  }
+  model.train();
+  r.mlm_accuracy = mlm_count > 0 ? mlm_hits / mlm_count : 0;
+  r.nsp_accuracy = nsp_count > 0 ? nsp_hits / nsp_count : 0;
+  r.mlm_loss /= std::max(batches, 1.0);
+  r.nsp_loss /= std::max(batches, 1.0);
+  return r;
+}
+
+// ---- Training -----------------------------------------------------------------------------------
+
+struct PretrainResult {
+  double sequences_per_second = 0;
+  PretrainEval last;
+  double unigram_baseline = 0;
+  double seconds_to_target = -1;
+  double train_seconds = 0;
+  std::int64_t steps = 0;
+};
+
+/// Loads Hugging Face weights: a BertForPreTraining file (names `bert.*`, `cls.*`) into the whole
+/// model, a BertModel file (`embeddings.*`, `encoder.*`, `pooler.*`) into the encoder.
+template <class T>
+void load_hugging_face(BertForPreTraining<T>& model, const std::filesystem::path& path) {
+  const NamedTensors tensors = io::load_safetensors(path);
+  const bool whole = std::any_of(tensors.begin(), tensors.end(),
+                                 [](const auto& t) { return t.first.rfind("bert.", 0) == 0; });
+  if (whole) {
+    io::load_state_dict(model, tensors, {.allow_unexpected = true});
+  } else {
+    io::load_state_dict(model.bert, tensors, {.allow_unexpected = true});
+  }
+  std::printf("loaded %s weights from %s\n", whole ? "BertForPreTraining" : "BertModel (encoder)",
+              path.string().c_str());
+}
+
+template <class T, class Opt>
+PretrainResult pretrain(const PretrainConfig& c, const PretrainData& data,
+                        const data::WordPieceTokenizer& tokenizer, Device device,
+                        bool quiet = false) {
+  namespace fs = std::filesystem;
+  const fs::path out = c.out;
+  fs::create_directories(out);
+  const fs::path ckpt = out / "ckpt-last.safetensors";
+  std::ofstream mllog_file(out / "mllog.txt", std::ios::app);
+  io::MlLoggerOptions mllog_options;
+  mllog_options.root_dir = EMBER_SOURCE_DIR;
+  io::MlLogger mllog(mllog_file, mllog_options);
+  io::JsonlWriter metrics(out / "metrics.jsonl");
+  mllog.event(io::mllog::kSubmissionBenchmark, std::string("bert"));
+  mllog.start(io::mllog::kInitStart);
+
+  // The model, in the compute type T, on the device.
+  nn::manual_seed(c.seed);
+  BertConfig bc = config_by_name(c.config);
+  bc.vocab_size = tokenizer.vocab_size();
+  bc.max_positions = std::max<std::int64_t>(bc.max_positions, c.seq_len);
+  BertForPreTraining<T> model(bc, device);
+  if (!c.init_checkpoint.empty()) load_hugging_face(model, c.init_checkpoint);
+
+  // LAMB (or AdamW) with warmup and linear decay to 0; no weight decay (and for LAMB no trust
+  // ratio) on biases and LayerNorm parameters, as MLPerf's reference.
+  using Options = typename Opt::options_type;
+  Options main{};
+  main.lr = c.lr;
+  main.weight_decay = c.weight_decay;
+  Options excluded = main;
+  excluded.weight_decay = 0;
+  if constexpr (std::is_same_v<Opt, optim::LAMB>) excluded.exclude_from_adaptation = true;
+  Opt opt(optim::decay_groups(model, main, excluded));
+  const auto warmup_steps = std::min<std::int64_t>(
+      c.steps - 1,
+      static_cast<std::int64_t>(std::llround(c.warmup * static_cast<double>(c.steps))));
+  const optim::Schedule schedule =
+      optim::warmup(warmup_steps, optim::PolynomialDecay(c.lr, 0.0, c.steps - warmup_steps, 1.0));
+
+  data::Batches order(static_cast<std::int64_t>(data.train.size()), c.batch, true, c.seed, true);
+  std::int64_t step = 0;
+  if (!c.resume.empty()) {
+    const fs::path from = c.resume == "auto" ? ckpt : fs::path(c.resume);
+    if (fs::exists(from)) {
+      const io::TrainingProgress p = io::load_training_checkpoint(from, model, opt);
+      step = p.step;
+      order.restore(p.epoch, std::stoll(p.extra.at("batch_position")));
+      std::printf("resumed from %s at step %lld\n", from.string().c_str(),
+                  static_cast<long long>(step));
+    } else {
+      EMBER_CHECK(c.resume == "auto", "bert_pretrain: --resume: no checkpoint at '", from.string(),
+                  "'");
+    }
+  }
+
+  mllog.event(io::mllog::kGlobalBatchSize, c.batch * c.accumulation);
+  mllog.event(io::mllog::kOptName, std::is_same_v<Opt, optim::LAMB> ? "lamb" : "adamw");
+  mllog.event(io::mllog::kOptBaseLearningRate, c.lr);
+  mllog.event(io::mllog::kSeed, c.seed);
+  mllog.event(io::mllog::kTrainSamples, static_cast<std::int64_t>(data.train.size()));
+  mllog.event(io::mllog::kEvalSamples, static_cast<std::int64_t>(data.eval.size()));
+  mllog.end(io::mllog::kInitStop);
+  mllog.start(io::mllog::kRunStart);
+
+  PretrainResult result;
+  result.unigram_baseline = data.unigram_baseline;
+  const auto run_start = std::chrono::steady_clock::now();
+  const std::int64_t warm_steps =
+      std::min<std::int64_t>(10, std::max<std::int64_t>(1, c.steps / 10));
+  // Training time after the warm-up, evaluations and checkpoints left out.
+  std::optional<std::chrono::steady_clock::time_point> timed_from;
+  std::int64_t timed_sequences = 0;
+  double timed_seconds = 0;
+  io::ProgressOptions bar_options;
+  if (quiet) bar_options.terminal = false;
+  io::ProgressBar bar(c.steps, "bert", std::cerr, bar_options);
+
+  const std::int64_t first_step = step;
+  while (step < c.steps) {
+    if (step - first_step == warm_steps && !timed_from) {
+      wait_for_device(device);
+      timed_from = std::chrono::steady_clock::now();
+    }
+    // One optimizer step: the gradients of `accumulation` micro-batches, summed, then averaged
+    // through the optimizer's gradient scale (no pass of its own).
+    Var<T> loss, mlm_loss, nsp_loss;
+    for (std::int64_t micro = 0; micro < c.accumulation; ++micro) {
+      if (!order.has_next()) order.restore(order.epoch() + 1, 0);
+      const std::vector<std::int64_t> idx = order.next();
+      const PretrainingBatch b = batch_on(data.train, idx, c, device);
+      const PreTrainingOutput<T> o =
+          model.forward(b.input_ids, b.token_type_ids, b.attention_mask, b.masked_positions,
+                        b.masked_ids, b.next_sentence_labels);
+      o.loss.backward();
+      loss = o.loss;
+      mlm_loss = o.mlm_loss;
+      nsp_loss = o.nsp_loss;
+    }
+    if (c.accumulation > 1) opt.scale_grads(1.0 / static_cast<double>(c.accumulation));
+    if (c.max_grad_norm > 0) opt.clip_grad_norm(c.max_grad_norm);
+    opt.set_lr(schedule(step));
+    opt.step();
+    opt.zero_grad();
+    ++step;
+    if (timed_from) timed_sequences += c.batch * c.accumulation;
+
+    if (step % c.log_every == 0 || step == c.steps) {
+      // Reading the loss waits for the device: only every log_every steps.
+      const double l = static_cast<double>(loss.value().item());
+      metrics.log(step, {{"loss", l},
+                         {"mlm_loss", static_cast<double>(mlm_loss.value().item())},
+                         {"nsp_loss", static_cast<double>(nsp_loss.value().item())},
+                         {"lr", schedule(step - 1)}});
+      bar.update(step, {{"loss", l}, {"lr", schedule(step - 1)}});
+    }
+    const bool last = step == c.steps || (c.stop_after > 0 && step >= c.stop_after);
+    if (step % c.eval_every == 0 || last) {
+      if (timed_from) {
+        wait_for_device(device);
+        timed_seconds += seconds_since(*timed_from);
+      }
+      mllog.start(io::mllog::kEvalStart, nullptr, {{"step", step}});
+      result.last = evaluate(model, data.eval, c, device);
+      const double elapsed = seconds_since(run_start);
+      mllog.event(io::mllog::kEvalAccuracy, result.last.mlm_accuracy, {{"step", step}});
+      mllog.end(io::mllog::kEvalStop, nullptr, {{"step", step}});
+      metrics.log(step, {{"eval_mlm_accuracy", result.last.mlm_accuracy},
+                         {"eval_nsp_accuracy", result.last.nsp_accuracy},
+                         {"eval_mlm_loss", result.last.mlm_loss},
+                         {"eval_nsp_loss", result.last.nsp_loss},
+                         {"time_s", elapsed}});
+      if (!quiet) {
+        std::fprintf(stderr, "\n");
+        std::printf(
+            "step %lld: masked-LM accuracy %.2f%% (unigram baseline %.2f%%), next sentence "
+            "%.2f%%, eval loss %.3f + %.3f, %s elapsed\n",
+            static_cast<long long>(step), 100 * result.last.mlm_accuracy,
+            100 * data.unigram_baseline, 100 * result.last.nsp_accuracy, result.last.mlm_loss,
+            result.last.nsp_loss, hms(elapsed).c_str());
+        std::fflush(stdout);
+      }
+      io::TrainingProgress progress;
+      progress.step = step;
+      progress.epoch = order.epoch();
+      progress.extra["batch_position"] = std::to_string(order.position());
+      io::save_training_checkpoint(ckpt, model, opt, progress);
+      if (c.target_mlm_accuracy > 0 && result.last.mlm_accuracy >= c.target_mlm_accuracy &&
+          result.seconds_to_target < 0) {
+        result.seconds_to_target = elapsed;
+      }
+      if (timed_from) timed_from = std::chrono::steady_clock::now();
+    }
+    if (last) break;
+  }
+  bar.finish();
+  result.steps = step;
+  result.sequences_per_second =
+      timed_seconds > 0 ? static_cast<double>(timed_sequences) / timed_seconds : 0;
+  result.train_seconds = seconds_since(run_start);
+  mllog.end(io::mllog::kRunStop, nullptr,
+            {{"status", c.target_mlm_accuracy <= 0 || result.seconds_to_target >= 0
+                            ? std::string(io::mllog::kSuccess)
+                            : std::string(io::mllog::kAborted)}});
+  return result;
+}
+
+// ---- The program --------------------------------------------------------------------------------
+
+template <class T>
+PretrainResult dispatch_optimizer(const PretrainConfig& c, const PretrainData& data,
+                                  const data::WordPieceTokenizer& tokenizer, Device device,
+                                  bool quiet) {
+  if (c.optimizer == "adamw") return pretrain<T, optim::AdamW>(c, data, tokenizer, device, quiet);
+  EMBER_CHECK(c.optimizer == "lamb", "bert_pretrain: --optimizer must be lamb or adamw, got '",
+              c.optimizer, "'");
+  return pretrain<T, optim::LAMB>(c, data, tokenizer, device, quiet);
+}
+
+inline PretrainResult run_pretraining(const PretrainConfig& c, const PretrainData& data,
+                                      const data::WordPieceTokenizer& tokenizer, Device device,
+                                      bool quiet = false) {
+  EMBER_CHECK(
+      c.batch > 0 && c.accumulation > 0 && c.steps > 0 && c.eval_every > 0 && c.log_every > 0,
+      "bert_pretrain: --batch-size, --accumulation, --steps, --eval-every and --log-every "
+      "must be positive");
+  if (c.precision == "bf16") return dispatch_optimizer<bf16>(c, data, tokenizer, device, quiet);
+  EMBER_CHECK(c.precision == "float",
+              "bert_pretrain: --precision must be float, bf16 or auto, got '", c.precision, "'");
+  return dispatch_optimizer<float>(c, data, tokenizer, device, quiet);
+}
+
+/// The configuration's table: the modules with their parameter counts.
+inline void print_summary(const BertConfig& bc) {
+  const BertForPreTraining<float> model(bc);
+  std::printf(
+      "BertForPreTraining: hidden %lld, layers %lld, heads %lld, intermediate %lld, "
+      "vocab %lld\n",
+      static_cast<long long>(bc.hidden), static_cast<long long>(bc.layers),
+      static_cast<long long>(bc.heads), static_cast<long long>(bc.intermediate),
+      static_cast<long long>(bc.vocab_size));
+  std::printf("%-44s %14s\n", "module", "parameters");
+  for (const auto& [name, m] : model.named_modules()) {
+    // The first two levels below the heads, and each encoder layer once.
+    const auto depth = std::count(name.begin(), name.end(), '.');
+    if (depth > 2 || (name.rfind("bert.encoder.layer.", 0) == 0 && depth > 3)) continue;
+    std::printf("%-44s %14s\n", name.c_str(), trainer::thousands(m->parameter_count()).c_str());
+  }
+  std::printf("Encoder with pooler (BertModel): %s params\n",
+              trainer::thousands(model.bert.parameter_count()).c_str());
+  std::printf("Total params: %s\n", trainer::thousands(model.parameter_count()).c_str());
+}
+
+inline int main(int argc, char** argv) {
+  PretrainConfig c;
+  CLI::App app{"ember's BERT pretraining (MLPerf's language workload: masked LM + next sentence)",
+               "bert_pretrain"};
+  app.add_option("--config", c.config, "tiny | mini | small | base | large")->capture_default_str();
+  app.add_option("--corpus", c.corpus,
+                 "gcide (Debian's dict-gcide) or comma-separated text files (a sentence per "
+                 "line, documents separated by blank lines)")
+      ->capture_default_str();
+  app.add_option("--max-documents", c.max_documents, "read at most this many documents (0: all)");
+  app.add_option("--vocab", c.vocab, "WordPiece vocab.txt (default: BERT's uncased vocabulary)");
+  app.add_option("--seq-len", c.seq_len)->capture_default_str();
+  app.add_option("--max-predictions", c.max_predictions, "masked tokens per sequence at most")
+      ->capture_default_str();
+  app.add_option("--dupe-factor", c.dupe_factor, "maskings of each document")
+      ->capture_default_str();
+  app.add_option("--eval-sequences", c.eval_sequences, "sequences held out for evaluation")
+      ->capture_default_str();
+  app.add_option("--batch-size", c.batch, "sequences per micro-batch")->capture_default_str();
+  app.add_option("--accumulation", c.accumulation, "micro-batches per optimizer step")
+      ->capture_default_str();
+  app.add_option("--steps", c.steps, "optimizer steps")->capture_default_str();
+  app.add_option("--warmup", c.warmup, "warmup, as a fraction of the steps")->capture_default_str();
+  app.add_option("--optimizer", c.optimizer, "lamb | adamw")->capture_default_str();
+  app.add_option("--lr", c.lr, "peak learning rate (default: 5e-3 LAMB, 1e-3 AdamW)");
+  app.add_option("--weight-decay", c.weight_decay)->capture_default_str();
+  app.add_option("--max-grad-norm", c.max_grad_norm, "clip the gradient's norm (0: no clipping)")
+      ->capture_default_str();
+  app.add_option("--precision", c.precision, "float | bf16 | auto (bf16 on a GPU)")
+      ->capture_default_str();
+  app.add_option("--device", c.device, "cpu | cuda | auto")->capture_default_str();
+  app.add_option("--eval-every", c.eval_every, "steps between evaluations and checkpoints")
+      ->capture_default_str();
+  app.add_option("--target-mlm-accuracy", c.target_mlm_accuracy,
+                 "masked-LM accuracy to reach (MLPerf: 0.720 on Wikipedia with BERT-large)");
+  app.add_option("--init-checkpoint", c.init_checkpoint,
+                 "Hugging Face safetensors (BertForPreTraining or BertModel) to start from");
+  app.add_option("--out", c.out, "directory for metrics, logs and checkpoints")
+      ->capture_default_str();
+  app.add_option("--cache-dir", c.cache_dir,
+                 "where the tokenized instances are cached (OUT/cache)");
+  app.add_option("--resume", c.resume, "checkpoint to resume from ('auto': OUT/ckpt-last)");
+  app.add_option("--stop-after", c.stop_after,
+                 "end after this step, as if interrupted (resume with --resume auto)");
+  app.add_flag("--summary", c.summary, "print the modules and parameter counts, then exit");
+  app.add_option("--seed", c.seed)->capture_default_str();
+  app.add_option("--log-every", c.log_every, "steps between loss readings")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    const Device device = trainer::pick_device(c.device, "bert_pretrain");
+    settle_pretrain_defaults(c, device);
+    if (c.summary) {
+      BertConfig bc = config_by_name(c.config);
+      print_summary(bc);
+      return 0;
+    }
+    const data::WordPieceTokenizer tokenizer(c.vocab);
+    std::printf("ember BERT pretraining: %s, %s, batch %lld x %lld, seq %lld, %s, %s on %s\n",
+                c.config.c_str(), c.corpus.c_str(), static_cast<long long>(c.batch),
+                static_cast<long long>(c.accumulation), static_cast<long long>(c.seq_len),
+                c.optimizer.c_str(), c.precision.c_str(), device.str().c_str());
+    std::fflush(stdout);
+    const PretrainData data = open_pretrain_data(c, tokenizer);
+    std::printf("data: %zu training and %zu evaluation sequences; unigram baseline %.2f%%\n",
+                data.train.size(), data.eval.size(), 100 * data.unigram_baseline);
+    std::fflush(stdout);
+    const PretrainResult r = run_pretraining(c, data, tokenizer, device);
+    std::printf("\n== results ==\n");
+    std::printf("training throughput: %.1f sequences/s (after warm-up)\n", r.sequences_per_second);
+    std::printf("masked-LM accuracy: %.2f%% (unigram baseline %.2f%%)\n", 100 * r.last.mlm_accuracy,
+                100 * r.unigram_baseline);
+    std::printf("next-sentence accuracy: %.2f%%\n", 100 * r.last.nsp_accuracy);
+    std::printf("training time: %s for %lld steps\n", hms(r.train_seconds).c_str(),
+                static_cast<long long>(r.steps));
+    if (c.target_mlm_accuracy > 0) {
+      if (r.seconds_to_target >= 0) {
+        std::printf("time to %.2f%% masked-LM accuracy: %s\n", 100 * c.target_mlm_accuracy,
+                    hms(r.seconds_to_target).c_str());
+      } else {
+        std::printf("target %.2f%% masked-LM accuracy not reached\n", 100 * c.target_mlm_accuracy);
+      }
+    }
+    trainer::plot_curves(std::filesystem::path(c.out) / "metrics.jsonl",
+                         std::filesystem::path(c.out) / "curves.png", "BERT pretraining");
+    return c.target_mlm_accuracy > 0 && r.seconds_to_target < 0 ? 3 : 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 1;
+  }
+}
+
+}  // namespace bert
