@@ -376,7 +376,10 @@ PretrainResult pretrain(const PretrainConfig& c, const PretrainData& data,
     if (fs::exists(from)) {
       const io::TrainingProgress p = io::load_training_checkpoint(from, model, opt);
       step = p.step;
-      order.restore(p.epoch, std::stoll(p.extra.at("batch_position")));
+      const auto position = p.extra.find("batch_position");
+      EMBER_CHECK(position != p.extra.end(), "bert_pretrain: '", from.string(),
+                  "' is not a bert_pretrain checkpoint (it has no batch_position)");
+      order.restore(p.epoch, std::stoll(position->second));
       std::printf("resumed from %s at step %lld\n", from.string().c_str(),
                   static_cast<long long>(step));
     } else {
