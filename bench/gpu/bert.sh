@@ -12,6 +12,7 @@
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root" || exit 1
+source bench/gpu/build_example.sh
 budget=${BERT_BUDGET_S:-300}
 configs=${BERT_CONFIGS:-base large}
 batch=${BERT_BATCH:-64}
@@ -25,27 +26,8 @@ stamp=$(date -u +%Y%m%d-%H%M%S)
 log="$out/bert-$stamp.log"
 status=0
 {
-  deps="$root/.device-deps/trainer"
-  nvcc_bin=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
-  cuda_root=$(cd "$(dirname "$nvcc_bin")/.." && pwd)
-  flags=(-std=c++20 -O3 "-gencode=arch=compute_90,code=sm_90" --expt-relaxed-constexpr
-    -Xcompiler=-fopenmp -Iinclude -Iexamples -DEMBER_WITH_CUDA=1 -DEMBER_WITH_CUDNN=1
-    "-DEMBER_SOURCE_DIR=\"$root\"")
-  [[ -d "$cuda_root/include/cccl" ]] && flags+=("-I$cuda_root/include/cccl")
-  [[ -d "$deps" ]] && flags+=("-I$deps/include")
-  libs=()
-  for d in "$cuda_root/lib64" "$cuda_root/lib" "$deps/lib"; do
-    [[ -d "$d" ]] && libs+=("-L$d" "-Xlinker=-rpath=$d")
-  done
-  libs+=(-lcublasLt -lcudnn -lz -lgomp)
-  echo "== building bert_pretrain with nvcc"
   bin="$work/bert_pretrain"
-  if ! timeout $(($(left) - 60)) "$nvcc_bin" "${flags[@]}" examples/bert/pretrain.cu -o "$bin" \
-    "${libs[@]}" >"$work/nvcc.log" 2>&1; then
-    echo "== nvcc failed or ran out of time (log below)"
-    tail -n 40 "$work/nvcc.log"
-    exit 1
-  fi
+  build_example examples/bert/pretrain.cu "$bin" $(($(left) - 60)) "$work/nvcc.log" -lz || exit 1
   echo "== built after $((SECONDS - t0)) s"
   echo "[" >"$work/rows.json"
   first=1

@@ -12,6 +12,7 @@
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root" || exit 1
+source bench/gpu/build_example.sh
 budget=${RESNET_BUDGET_S:-300}
 batch=${RESNET_BATCH:-256}
 steps=${RESNET_STEPS:-30}
@@ -24,27 +25,8 @@ stamp=$(date -u +%Y%m%d-%H%M%S)
 log="$out/resnet-$stamp.log"
 status=0
 {
-  deps="$root/.device-deps/trainer"
-  nvcc_bin=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
-  cuda_root=$(cd "$(dirname "$nvcc_bin")/.." && pwd)
-  flags=(-std=c++20 -O3 "-gencode=arch=compute_90,code=sm_90" --expt-relaxed-constexpr
-    -Xcompiler=-fopenmp -Iinclude -Iexamples -DEMBER_WITH_CUDA=1 -DEMBER_WITH_CUDNN=1
-    "-DEMBER_SOURCE_DIR=\"$root\"")
-  [[ -d "$cuda_root/include/cccl" ]] && flags+=("-I$cuda_root/include/cccl")
-  [[ -d "$deps" ]] && flags+=("-I$deps/include")
-  libs=()
-  for d in "$cuda_root/lib64" "$cuda_root/lib" "$deps/lib"; do
-    [[ -d "$d" ]] && libs+=("-L$d" "-Xlinker=-rpath=$d")
-  done
-  libs+=(-lcublasLt -lcudnn -lturbojpeg -lz -lgomp)
-  echo "== building resnet50_train with nvcc"
   bin="$work/resnet50_train"
-  if ! timeout $(($(left) - 60)) "$nvcc_bin" "${flags[@]}" examples/resnet50/train.cu -o "$bin" \
-    "${libs[@]}" >"$work/nvcc.log" 2>&1; then
-    echo "== nvcc failed or ran out of time (log below)"
-    tail -n 40 "$work/nvcc.log"
-    exit 1
-  fi
+  build_example examples/resnet50/train.cu "$bin" $(($(left) - 60)) "$work/nvcc.log" -lturbojpeg -lz || exit 1
   echo "== built after $((SECONDS - t0)) s"
   echo "== ember: resnet50, synthetic 224x224, batch $batch, bf16, channels-last, $steps steps"
   timeout $(($(left) - 30)) "$bin" --data synthetic --arch resnet50 --batch-size "$batch" \
