@@ -30,6 +30,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <span>
 #include <string>
@@ -266,7 +267,7 @@ PretrainEval evaluate(BertForPreTraining<T>& model, const std::vector<Instance>&
     const std::int64_t n =
         std::min<std::int64_t>(batch, static_cast<std::int64_t>(eval.size()) - from);
     std::vector<std::int64_t> idx(static_cast<std::size_t>(n));
-    for (std::int64_t i = 0; i < n; ++i) idx[static_cast<std::size_t>(i)] = from + i;
+    std::iota(idx.begin(), idx.end(), from);
     const PretrainingBatch b = batch_on(eval, idx, c, device);
     const PreTrainingOutput<T> out =
         model.forward(b.input_ids, b.token_type_ids, b.attention_mask, b.masked_positions,
@@ -283,9 +284,7 @@ PretrainEval evaluate(BertForPreTraining<T>& model, const std::vector<Instance>&
     for (std::int64_t row = 0; row < mlm.size(0); ++row) {
       const std::int64_t label = ids.data()[row];
       if (label < 0) continue;
-      const float* p = mlm.data() + row * V;
-      const float truth = p[label];
-      mlm_hits += std::none_of(p, p + V, [&](float v) { return v > truth; });
+      mlm_hits += trainer::rank_of(mlm.data() + row * V, V, label) == 0;
       ++mlm_count;
     }
     for (std::int64_t row = 0; row < n; ++row) {
@@ -418,18 +417,14 @@ PretrainResult pretrain(const PretrainConfig& c, const PretrainData& data,
     }
     // One optimizer step: the gradients of `accumulation` micro-batches, summed, then averaged
     // through the optimizer's gradient scale (no pass of its own).
-    Var<T> loss, mlm_loss, nsp_loss;
+    PreTrainingOutput<T> out;  // of the last micro-batch: what the log reports
     for (std::int64_t micro = 0; micro < c.accumulation; ++micro) {
       if (!order.has_next()) order.restore(order.epoch() + 1, 0);
       const std::vector<std::int64_t> idx = order.next();
       const PretrainingBatch b = batch_on(data.train, idx, c, device);
-      const PreTrainingOutput<T> o =
-          model.forward(b.input_ids, b.token_type_ids, b.attention_mask, b.masked_positions,
-                        b.masked_ids, b.next_sentence_labels);
-      o.loss.backward();
-      loss = o.loss;
-      mlm_loss = o.mlm_loss;
-      nsp_loss = o.nsp_loss;
+      out = model.forward(b.input_ids, b.token_type_ids, b.attention_mask, b.masked_positions,
+                          b.masked_ids, b.next_sentence_labels);
+      out.loss.backward();
     }
     if (c.accumulation > 1) opt.scale_grads(1.0 / static_cast<double>(c.accumulation));
     if (c.max_grad_norm > 0) opt.clip_grad_norm(c.max_grad_norm);
@@ -441,10 +436,10 @@ PretrainResult pretrain(const PretrainConfig& c, const PretrainData& data,
 
     if (step % c.log_every == 0 || step == c.steps) {
       // Reading the loss waits for the device: only every log_every steps.
-      const double l = static_cast<double>(loss.value().item());
+      const double l = static_cast<double>(out.loss.value().item());
       metrics.log(step, {{"loss", l},
-                         {"mlm_loss", static_cast<double>(mlm_loss.value().item())},
-                         {"nsp_loss", static_cast<double>(nsp_loss.value().item())},
+                         {"mlm_loss", static_cast<double>(out.mlm_loss.value().item())},
+                         {"nsp_loss", static_cast<double>(out.nsp_loss.value().item())},
                          {"lr", schedule(step - 1)}});
       bar.update(step, {{"loss", l}, {"lr", schedule(step - 1)}});
     }

@@ -1,10 +1,12 @@
 // What both example trainers (examples/resnet50, examples/bert) need around their training loop:
-// the device from --device, waiting for it before reading a clock, durations as h:mm:ss, and the
-// curves drawn from the JSONL metrics by scripts/plot_metrics.py.
+// the device from --device, waiting for it before reading a clock, the rank of a label among
+// scores, durations as h:mm:ss, and the curves drawn from the JSONL metrics by
+// scripts/plot_metrics.py.
 #pragma once
 
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -34,6 +36,15 @@ inline void wait_for_device(ember::Device device) {
 
 inline double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+/// The rank of class `label` among `n` scores: how many classes score strictly higher (0: a top-1
+/// hit, below 5: a top-5 hit). Evaluations count hits with it on the host.
+inline std::int64_t rank_of(const float* scores, std::int64_t n, std::int64_t label) {
+  const float truth = scores[label];
+  std::int64_t higher = 0;
+  for (std::int64_t k = 0; k < n; ++k) higher += scores[k] > truth;
+  return higher;
 }
 
 /// Seconds as h:mm:ss.

@@ -123,10 +123,7 @@ Accuracy evaluate(ResNet<T>& model, ImageSource& data, Device device, MemoryForm
     const float* p = logits.data();
     const std::int64_t* y = batch.labels.data();
     for (std::int64_t r = 0; r < rows; ++r) {
-      // The rank of the true class: how many classes score strictly higher.
-      const float truth = p[r * classes + y[r]];
-      std::int64_t higher = 0;
-      for (std::int64_t k = 0; k < classes; ++k) higher += p[r * classes + k] > truth;
+      const std::int64_t higher = trainer::rank_of(p + r * classes, classes, y[r]);
       top1 += higher == 0;
       top5 += higher < 5;
     }
