@@ -35,6 +35,13 @@
 //   op_layernorm_f32    y = layer_norm(x, w[cols], b[cols], 1e-5)
 //       ember             ember::layer_norm(x, w, b): mean, Welford variance, one pass
 //       loop_omp          one OpenMP loop over rows: mean, variance (two-pass, in cache), write
+//   op_add_layernorm_f32  y = layer_norm(x + r, w[cols], b[cols], 1e-5), the sum kept (the
+//                       ending of a post-LN transformer's sublayer; the backward reads the sum)
+//       ember_fused       ember::dropout_add_layer_norm(x, r, w, b) with p = 0: a row per thread,
+//                         the sum written once and normalised while in cache
+//       ember_fused_dropout  the same with dropout p = 0.1 on x (Philox per element)
+//       ember_unfused     s = x + r, then ember::layer_norm(s, w, b): what the layers cost apart
+//       loop_omp          one OpenMP loop over rows: s = x + r written, mean, variance, y
 //   copy_f32/omp_copy   the STREAM-style copy of the rows' size: the bandwidth reference
 //
 // FLOPs (counter flops_per_iter; GFLOP/s = flops / time; multiply-add = 2 FLOPs, the bias and the
@@ -44,6 +51,7 @@
 // Bytes (counter bytes_per_iter; the fewest that must cross memory, STREAM's convention):
 //   softmax        2 rows cols 4           (x read once, y written once)
 //   layer_norm     2 rows cols 4 + 2 cols 4 (plus the weight and the bias)
+//   add_layer_norm 4 rows cols 4 + 2 cols 4 (x and r read, the sum and y written)
 //   copy           2 rows cols 4
 // Every variant's result is checked after its timed loop against a float64 reference: 256
 // sampled outputs of products and convolutions (the error relative to the sum of the absolute
@@ -531,7 +539,8 @@ constexpr double kEps = 1e-5;
 
 struct RowsData {
   Tensor<float> x, w, b;  // x [rows, cols]; w, b [cols]
-  Tensor<float> y;        // the loops' output, allocated and touched once
+  Tensor<float> r;        // the residual of add + layer norm [rows, cols]
+  Tensor<float> y, sum;   // the loops' outputs, allocated and touched once
 };
 RowsData& rows_data(const RowsCase& rc) {
   static std::map<std::string, std::unique_ptr<RowsData>> cache;
@@ -541,7 +550,9 @@ RowsData& rows_data(const RowsCase& rc) {
     slot->x = randn(Shape{rc.rows, rc.cols}, 8, 2.0);
     slot->w = ember::rand<float>(Shape{rc.cols}, 9, ember::Device::cpu(), 0.5, 1.5);
     slot->b = randn(Shape{rc.cols}, 10, 0.1);
+    slot->r = randn(Shape{rc.rows, rc.cols}, 11, 1.0);
     slot->y = ember::full<float>(Shape{rc.rows, rc.cols}, 7.0);
+    slot->sum = ember::full<float>(Shape{rc.rows, rc.cols}, 7.0);
   }
   return *slot;
 }
@@ -549,9 +560,10 @@ RowsData& rows_data(const RowsCase& rc) {
 /// y against float64 softmax or layer norm on 64 sampled rows: the error relative to the value
 /// for softmax (exp(x - lse) carries |x - lse| times float's rounding of its argument: up to about
 /// 2e-6 here), relative to 1 + |want| for layer norm.
+/// `input`: what was normalised (x, or the sum x + r), when not x.
 bool check_rows(benchmark::State& state, const RowsCase& rc, const RowsData& d, const float* y,
-                bool softmax) {
-  const float *x = d.x.data(), *w = d.w.data(), *b = d.b.data();
+                bool softmax, const float* input = nullptr) {
+  const float *x = input != nullptr ? input : d.x.data(), *w = d.w.data(), *b = d.b.data();
   const std::int64_t C = rc.cols;
   std::vector<double> want(std::size_t(C), 0.0);
   double worst = 0;
@@ -678,6 +690,73 @@ void layernorm_loop(benchmark::State& state, RowsCase rc) {
   ember_bench::report_bytes(state, rows_bytes(rc, true), rc.n());
 }
 
+// The sum x + r in float: what the add + layer norm variants normalise (p = 0).
+const float* row_sums(const RowsCase& rc, const RowsData& d) {
+  static std::map<std::string, Tensor<float>> cache;
+  auto& t = cache[rc.name()];
+  if (!t.defined()) t = Tensor<float>(d.x + d.r);
+  return t.data();
+}
+
+std::int64_t add_norm_bytes(const RowsCase& rc) { return 4 * rc.n() * 4 + 2 * rc.cols * 4; }
+
+void add_layernorm_ember(benchmark::State& state, RowsCase rc, bool fused, double p) {
+  auto& d = rows_data(rc);
+  Tensor<float> y;
+  const ContentionProbe probe;
+  for (auto _ : state) {
+    if (fused) {
+      y = ember::dropout_add_layer_norm(d.x, d.r, d.w, d.b, kEps, ember::DropoutOptions{p, 1, 0});
+    } else {
+      y = ember::layer_norm(Tensor<float>(d.x + d.r), d.w, d.b, kEps);
+    }
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  probe.finish(state);
+  if (p == 0 && !check_rows(state, rc, d, y.data(), false, row_sums(rc, d))) return;
+  ember_bench::report_bytes(state, add_norm_bytes(rc), rc.n());
+}
+
+void add_layernorm_loop(benchmark::State& state, RowsCase rc) {
+  auto& d = rows_data(rc);
+  const std::int64_t C = rc.cols;
+  const float* __restrict x = d.x.data();
+  const float* __restrict res = d.r.data();
+  const float* __restrict w = d.w.data();
+  const float* __restrict b = d.b.data();
+  float* __restrict y = d.y.data();
+  float* __restrict sum = d.sum.data();
+  const ContentionProbe probe;
+  for (auto _ : state) {
+#pragma omp parallel for schedule(static)
+    for (std::int64_t r = 0; r < rc.rows; ++r) {
+      const float* __restrict xr = x + r * C;
+      const float* __restrict rr = res + r * C;
+      float* __restrict sr = sum + r * C;
+      float* __restrict yr = y + r * C;
+      float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+      for (std::int64_t j = 0; j < C; ++j) {
+        sr[j] = xr[j] + rr[j];
+        s += sr[j];
+      }
+      const float mean = s / float(C);
+      float q = 0.0f;
+#pragma omp simd reduction(+ : q)
+      for (std::int64_t j = 0; j < C; ++j) q += (sr[j] - mean) * (sr[j] - mean);
+      const float rstd = 1.0f / std::sqrt(q / float(C) + float(kEps));
+#pragma omp simd
+      for (std::int64_t j = 0; j < C; ++j) yr[j] = (sr[j] - mean) * rstd * w[j] + b[j];
+    }
+    benchmark::DoNotOptimize(y);
+    benchmark::ClobberMemory();
+  }
+  probe.finish(state);
+  if (!check_rows(state, rc, d, y, false, row_sums(rc, d))) return;
+  ember_bench::report_bytes(state, add_norm_bytes(rc), rc.n());
+}
+
 void copy_rows(benchmark::State& state, RowsCase rc) {
   auto& d = rows_data(rc);
   const std::int64_t n = rc.n();
@@ -770,6 +849,14 @@ const bool registered = [] {
              [rc](benchmark::State& s) { layernorm_ember(s, rc); });
     add_case("op_layernorm_f32/loop_omp/" + rc.name(),
              [rc](benchmark::State& s) { layernorm_loop(s, rc); });
+    add_case("op_add_layernorm_f32/ember_fused/" + rc.name(),
+             [rc](benchmark::State& s) { add_layernorm_ember(s, rc, true, 0.0); });
+    add_case("op_add_layernorm_f32/ember_fused_dropout/" + rc.name(),
+             [rc](benchmark::State& s) { add_layernorm_ember(s, rc, true, 0.1); });
+    add_case("op_add_layernorm_f32/ember_unfused/" + rc.name(),
+             [rc](benchmark::State& s) { add_layernorm_ember(s, rc, false, 0.0); });
+    add_case("op_add_layernorm_f32/loop_omp/" + rc.name(),
+             [rc](benchmark::State& s) { add_layernorm_loop(s, rc); });
     copies.emplace(rc.name(), rc);
   }
   for (const auto& [name, rc] : copies) {

@@ -16,6 +16,10 @@
 //                        (cuDNN backward data + backward filter), what Var's backward runs
 //   op_softmax_bf16      ember::softmax(x, 1): one online-logsumexp reduction + one pass
 //   op_layernorm_bf16    ember::layer_norm(x, w, b, 1e-5): mean, Welford variance, one pass
+//   op_add_layernorm_bf16  y = layer_norm(x + r, w, b, 1e-5), the sum kept for the backward
+//                        (a post-LN transformer's sublayer ending), two ways:
+//     ember_fused          ember::dropout_add_layer_norm(x, r, w, b) (p = 0): a warp per row
+//     ember_unfused        s = x + r, then ember::layer_norm(s, w, b)
 //   copy_bf16            cudaMemcpyAsync of 1 GiB device to device: the bandwidth reference
 //                        (bench_elementwise_gpu's record, repeated so this program stands alone)
 //
@@ -383,6 +387,25 @@ void run_rows(std::int64_t rows, std::int64_t cols) {
   y = Tensor<bf16>();
   poison(rows * cols);
   y = ember::layer_norm(x, w, b, 1e-5);
+  r.check = check(y, false);
+  keep(r);
+
+  // add + layer norm: x + r read, the sum and y written. The check normalises x + r with r = 0
+  // so the reference above applies: a residual of zeros is added (the same work).
+  const Tensor<bf16> zero = ember::zeros<bf16>(Shape{rows, cols}, gpu);
+  const double add_bytes = 2.0 * bytes + 4.0 * cols;
+  r = time_it("op_add_layernorm_bf16", shape, "ember_fused", add_bytes, 0.0,
+              [&] { y = ember::dropout_add_layer_norm(x, zero, w, b, 1e-5); });
+  y = Tensor<bf16>();
+  poison(rows * cols);
+  y = ember::dropout_add_layer_norm(x, zero, w, b, 1e-5);
+  r.check = check(y, false);
+  keep(r);
+  r = time_it("op_add_layernorm_bf16", shape, "ember_unfused", add_bytes, 0.0,
+              [&] { y = ember::layer_norm(Tensor<bf16>(x + zero), w, b, 1e-5); });
+  y = Tensor<bf16>();
+  poison(rows * cols);
+  y = ember::layer_norm(Tensor<bf16>(x + zero), w, b, 1e-5);
   r.check = check(y, false);
   keep(r);
 }

@@ -29,6 +29,7 @@ With --suite ops, the peers of bench/gpu/bench_ops_gpu.cu (bf16, the same shapes
                         torch_eager_cudnn_benchmark (cudnn.benchmark on: measured choice)
   op_softmax_bf16       F.softmax(x, -1)                            torch_eager, torch_compile
   op_layernorm_bf16     F.layer_norm(x, (cols,), w, b, 1e-5)        torch_eager, torch_compile
+  op_add_layernorm_bf16 F.layer_norm(x + r, (cols,), w, b, 1e-5)    torch_eager, torch_compile
 
 Records carry "flops" where the work is counted in FLOPs (2 M N K; conv2d 2 N O OH OW C KH KW,
 backward twice that).
@@ -396,7 +397,21 @@ def run_ops_rows(rows, cols, use_compile, reps):
         rec = time_it("op_layernorm_bf16", shape, "torch_compile", nb, lambda: cfn(x, w, b), reps=reps)
         rec["check"] = close(cfn(x, w, b)[ref_rows], want, 1e-2, atol=1.0)
     save()
-    del x
+
+    # add + layer norm with a residual of zeros (ember's check needs the plain reference).
+    def add_layernorm(t, r, w, b):
+        return F.layer_norm(t + r, (cols,), w, b, EPS)
+
+    r = torch.zeros_like(x)
+    nb = 2 * nbytes + 4 * cols
+    rec = time_it("op_add_layernorm_bf16", shape, "torch_eager", nb, lambda: add_layernorm(x, r, w, b), reps=reps)
+    rec["check"] = close(add_layernorm(x, r, w, b)[ref_rows], want, 1e-2, atol=1.0)
+    cfn = compile_fn(add_layernorm, use_compile)
+    if cfn is not None and warm_compiled(f"op_add_layernorm_bf16 {shape}", cfn, x, r, w, b) is not None:
+        rec = time_it("op_add_layernorm_bf16", shape, "torch_compile", nb, lambda: cfn(x, r, w, b), reps=reps)
+        rec["check"] = close(cfn(x, r, w, b)[ref_rows], want, 1e-2, atol=1.0)
+    save()
+    del x, r
     torch.cuda.empty_cache()
 
 

@@ -218,9 +218,9 @@ class BertResidualOutput : public ember::nn::Module {
 
   template <class Mode = ember::exec::mode>
   ember::Var<T> forward(const ember::Var<T>& x, const ember::Var<T>& residual) const {
-    const ember::Var<T> sum =
-        dropout.template forward<Mode>(dense.template forward<Mode>(x)) + residual;
-    return LayerNorm.template forward<Mode>(sum);
+    // LayerNorm(dropout(dense(x)) + residual): one pass each way after the GEMM.
+    return ember::nn::dropout_add_layer_norm<T, Mode>(dense.template forward<Mode>(x), residual,
+                                                      dropout, LayerNorm);
   }
 };
 

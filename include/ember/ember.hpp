@@ -21,6 +21,7 @@
 #include "ops/attention.hpp"
 #include "ops/conv.hpp"
 #include "ops/dropout.hpp"
+#include "ops/dropout_add_layer_norm.hpp"
 #include "ops/embedding.hpp"
 #include "ops/losses.hpp"
 #include "ops/matmul.hpp"

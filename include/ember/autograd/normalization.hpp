@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "../ops/dropout.hpp"
+#include "../ops/dropout_add_layer_norm.hpp"
 #include "../ops/normalization.hpp"
 #include "matmul.hpp"
 #include "op_node.hpp"
@@ -54,6 +55,22 @@ Var<T> layer_norm(const Var<T>& x, const autograd::param_arg_t<T>& weight,
                   const autograd::param_arg_t<T>& bias, double eps = 1e-5) {
   const Shape normalized = weight.value.defined() ? weight.value.shape() : bias.value.shape();
   const Dims axes = ops::layer_norm_axes(x.value(), normalized);
+  const std::int64_t cols = normalized.numel();
+  if (ops::row_norm_applies(x.value(), cols)) {
+    const Tensor<T> w = ops::as_row_param<T, Mode>(weight.value, cols);
+    auto forward = ops::row_norm_forward<T, Mode>(
+        x.value(), Tensor<T>(), w, ops::as_row_param<T, Mode>(bias.value, cols), cols, eps, {});
+    return Var<T>::from_node(autograd::record_op<T>(
+        "layer_norm", std::get<0>(forward), {x.node(), weight.node, bias.node},
+        {x.value(), weight.value, bias.value},
+        [saved = std::move(std::get<1>(forward)), w, has_bias = bias.value.defined(),
+         wshape = weight.value.defined() ? weight.value.shape() : Shape(),
+         bshape = bias.value.defined() ? bias.value.shape() : Shape()](const Tensor<T>& g) {
+          auto [gx, gres, gw, gb] = ops::row_norm_backward<T, Mode>(g, saved, w, has_bias, false);
+          return std::vector<Tensor<T>>{gx, gw.defined() ? gw.reshape(wshape) : gw,
+                                        gb.defined() ? gb.reshape(bshape) : gb};
+        }));
+  }
   const auto st = ops::norm_stats<T, Mode>(x.value(), axes, eps, "layer_norm");
   return autograd::record_normalize<T, Mode>("layer_norm", x, st, weight, bias, weight.value,
                                              bias.value, axes, true);
@@ -93,6 +110,26 @@ Var<T> batch_norm_add_relu(const Var<T>& x, const autograd::param_arg_t<T>& resi
         auto [gx, gw, gb] =
             ops::normalize_backward<T, Mode>(xv, s.st, s.w, s.b, gpre, s.axes, training);
         return std::vector<Tensor<T>>{gx, gpre, gw.reshape(wshape), gb.reshape(wshape)};
+      }));
+}
+
+/// layer_norm(dropout(x) + residual) over the last dimension of Vars, in one row pass each way
+/// (ops/dropout_add_layer_norm.hpp); residual, weight and bias may be Vars, Tensors or (weight
+/// and bias) undefined.
+template <FloatingElement T, class Mode = exec::mode>
+Var<T> dropout_add_layer_norm(const Var<T>& x, const autograd::param_arg_t<T>& residual,
+                              const autograd::param_arg_t<T>& weight,
+                              const autograd::param_arg_t<T>& bias, double eps = 1e-5,
+                              const DropoutOptions& dropout = {}) {
+  auto forward = ops::dropout_add_layer_norm_forward<T, Mode>(
+      x.value(), residual.value, weight.value, bias.value, eps, dropout);
+  return Var<T>::from_node(autograd::record_op<T>(
+      "dropout_add_layer_norm", std::get<0>(forward),
+      {x.node(), residual.node, weight.node, bias.node}, {weight.value},
+      [saved = std::move(std::get<1>(forward)), w = weight.value,
+       has_bias = bias.value.defined()](const Tensor<T>& g) {
+        auto [gx, gres, gw, gb] = ops::row_norm_backward<T, Mode>(g, saved, w, has_bias, true);
+        return std::vector<Tensor<T>>{gx, gres, gw, gb};
       }));
 }
 

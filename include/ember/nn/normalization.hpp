@@ -15,9 +15,11 @@
 
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "../autograd/normalization.hpp"
+#include "dropout.hpp"
 #include "init.hpp"
 #include "module.hpp"
 
@@ -165,5 +167,25 @@ class LayerNorm : public Module {
     return forward<Mode>(x);
   }
 };
+
+/// ln(dropout(x) + residual), the ending of a post-LN transformer's sublayer, in one pass each
+/// way when ln normalises the last dimension (else the three layers one after the other). The
+/// dropout draws its stream from reserve_random as nn::Dropout does, in training only.
+template <FloatingElement T, class Mode = exec::mode>
+Var<T> dropout_add_layer_norm(const Var<T>& x, const Var<T>& residual, const Dropout<T>& dropout,
+                              const LayerNorm<T>& ln) {
+  if (ln.normalized_shape.rank() != 1 || !ln.elementwise_affine) {
+    return ln.template forward<Mode>(Var<T>(dropout.template forward<Mode>(x) + residual));
+  }
+  EMBER_CHECK(x.shape().rank() >= 1 && x.shape()[x.shape().rank() - 1] == ln.normalized_shape[0],
+              "ember: nn::LayerNorm: input ", x.shape().str(), " does not end in the normalized ",
+              "shape ", ln.normalized_shape.str());
+  DropoutOptions d;
+  if (dropout.is_training() && dropout.p > 0) {
+    d.p = dropout.p;
+    std::tie(d.seed, d.offset) = reserve_random(x.value().numel());
+  }
+  return ember::dropout_add_layer_norm<T, Mode>(x, residual, ln.weight, ln.bias, ln.eps, d);
+}
 
 }  // namespace ember::nn

@@ -16,6 +16,13 @@
 
 namespace ember {
 
+/// Dropout's probability and its Philox stream, for operators that fuse a dropout
+/// (dropout_add_layer_norm). p = 0 (the default; what evaluation passes) drops nothing.
+struct DropoutOptions {
+  double p = 0;
+  std::uint64_t seed = 0, offset = 0;
+};
+
 namespace ops {
 /// x times the scaled keep-mask of (seed, offset): the forward and, on the gradient, backward.
 template <FloatingElement T, class Mode = exec::mode>

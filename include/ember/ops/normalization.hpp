@@ -7,6 +7,8 @@
 //               running statistics: the unbiased variance, as PyTorch); with the running
 //               statistics in evaluation. The memory format comes from the strides: a
 //               channels-last tensor is read in place.
+// layer_norm runs one row at a time (ops/layer_norm_rows.hpp) unless its rows are too long for
+// a CUDA warp or empty; otherwise, and for batch_norm:
 // Forward: two reductions (mean; variance by Welford) and one elementwise pass. Backward:
 //   dx = rstd (dxh - mean(dxh) - xh mean(dxh xh)),  dxh = g w,  xh = (x - mean) rstd
 //   dw = sum(g xh), db = sum(g)  over the axes the parameters were broadcast along
@@ -25,6 +27,7 @@
 #include "../expr/operators.hpp"
 #include "../tensor/factories.hpp"
 #include "../tensor/tensor.hpp"
+#include "layer_norm_rows.hpp"
 
 namespace ember {
 
@@ -146,6 +149,12 @@ Tensor<T> layer_norm(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T
               "ember: layer_norm: weight ", weight.shape().str(), " and bias ", bias.shape().str(),
               " differ");
   const Dims axes = ops::layer_norm_axes(x, normalized);
+  const std::int64_t cols = normalized.numel();
+  if (ops::row_norm_applies(x, cols)) {
+    return std::get<0>(ops::row_norm_forward<T, Mode>(
+        x, Tensor<T>(), ops::as_row_param<T, Mode>(weight, cols),
+        ops::as_row_param<T, Mode>(bias, cols), cols, eps, DropoutOptions{}));
+  }
   return ops::normalize<T, Mode>(x, ops::norm_stats<T, Mode>(x, axes, eps, "layer_norm"), weight,
                                  bias);
 }

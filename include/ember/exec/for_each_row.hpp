@@ -1,0 +1,144 @@
+// exec::for_each_row: f.row(r, lane, lanes, all_sum) for every row r in [0, rows) of a row-wise
+// operator (a fused normalisation), as one OpenMP pass or one CUDA launch.
+//
+// A row functor walks the elements its lane owns (for_lane_elements), and combines per-lane
+// partial sums with `all_sum(v)`, which returns the sum over the row's lanes to every lane. On the
+// CPU a row is one thread's (lane 0 of 1; all_sum is the identity); on CUDA it is one warp's (32
+// lanes, each owning runs of four neighbours; all_sum is a butterfly of shuffles). Each lane
+// touches only its own elements in every pass over the row, so a value a lane wrote is read back by
+// that lane alone: no barrier is needed between passes. The same functor, written once as
+// host+device code, runs on both devices.
+#pragma once
+
+#include <cstdint>
+
+#include "../core/config.hpp"
+#include "../core/device.hpp"
+#include "assign.hpp"
+#include "cpu_executor.hpp"
+#include "launch_counter.hpp"
+#if defined(EMBER_CUDA_KERNELS)
+#include <cuda_runtime.h>
+
+#include "../core/cuda.hpp"
+#include "cuda_executor.cuh"
+#endif
+
+namespace ember::exec {
+
+/// Consecutive elements a lane owns in each stretch of a row (see for_lane_elements).
+inline constexpr int kRowRun = 4;
+
+/// Calls f(j) for the elements of a row of `cols` that lane `lane` of `lanes` owns: runs of
+/// kRowRun neighbours, interleaved across the lanes, so a warp's loads cover 32 * kRowRun
+/// neighbouring elements and a lane's own elements come in order (a Philox block of four serves
+/// a run). One lane owns the whole row, in order.
+template <class F>
+EMBER_HD EMBER_FORCEINLINE void for_lane_elements(std::int64_t cols, int lane, int lanes, F&& f) {
+  if (lanes == 1) {
+    for (std::int64_t j = 0; j < cols; ++j) f(j);
+    return;
+  }
+  const std::int64_t step = std::int64_t{lanes} * kRowRun;
+  for (std::int64_t j0 = std::int64_t{lane} * kRowRun; j0 < cols; j0 += step) {
+    const std::int64_t end = j0 + kRowRun < cols ? j0 + kRowRun : cols;
+    for (std::int64_t j = j0; j < end; ++j) f(j);
+  }
+}
+
+/// The sums over the elements lane `lane` of `lanes` owns of f(j) (a pair {a, b} of the compute
+/// type), before all_sum combines the lanes. A single lane (the CPU) sums its row as OpenMP SIMD
+/// reductions, with the fixed order of one build's vector code.
+template <class A, class F>
+EMBER_HD EMBER_FORCEINLINE void lane_sums(std::int64_t cols, int lane, int lanes, A& a, A& b,
+                                          F&& f) {
+  A sa = 0, sb = 0;
+#if !defined(__CUDA_ARCH__)
+  if (lanes == 1) {
+#pragma omp simd reduction(+ : sa, sb)
+    for (std::int64_t j = 0; j < cols; ++j) {
+      const auto v = f(j);
+      sa += v.a;
+      sb += v.b;
+    }
+    a = sa;
+    b = sb;
+    return;
+  }
+#endif
+  for_lane_elements(cols, lane, lanes, [&](std::int64_t j) {
+    const auto v = f(j);
+    sa += v.a;
+    sb += v.b;
+  });
+  a = sa;
+  b = sb;
+}
+
+/// all_sum for one lane per row.
+struct SingleLaneSum {
+  template <class A>
+  EMBER_HD EMBER_FORCEINLINE A operator()(A v) const {
+    return v;
+  }
+};
+
+#if defined(EMBER_CUDA_KERNELS)
+namespace gpu {
+inline namespace EMBER_EXEC_NS {
+inline constexpr int kWarpLanes = 32;
+
+/// all_sum across a full warp: every lane gets the same total (the same order on every lane).
+struct WarpSum {
+  template <class A>
+  __device__ EMBER_FORCEINLINE A operator()(A v) const {
+#pragma unroll
+    for (int step = kWarpLanes / 2; step > 0; step /= 2) v += __shfl_xor_sync(0xffffffffu, v, step);
+    return v;
+  }
+};
+
+template <class F>
+__global__ void __launch_bounds__(kBlockThreads) for_each_row_kernel(F f, std::int64_t rows) {
+  constexpr int warps_per_block = kBlockThreads / kWarpLanes;
+  const int lane = static_cast<int>(threadIdx.x) % kWarpLanes;
+  const std::int64_t warps = std::int64_t{gridDim.x} * warps_per_block;
+  // r is the same on all lanes of a warp, so the shuffles inside f.row see the whole warp.
+  for (std::int64_t r = std::int64_t{blockIdx.x} * warps_per_block + threadIdx.x / kWarpLanes;
+       r < rows; r += warps) {
+    f.row(r, lane, kWarpLanes, WarpSum{});
+  }
+}
+
+/// Runs f.row over [0, rows) on CUDA device `device`, a warp per row: one launch, counted.
+template <class F>
+void launch_for_each_row(const F& f, std::int64_t rows, int device) {
+  if (rows == 0) return;
+  ember::cuda::DeviceGuard guard(device);
+  for_each_row_kernel<<<grid_for(rows * kWarpLanes, device), kBlockThreads, 0,
+                        ember::cuda::current_stream(device)>>>(f, rows);
+  check_launch("a for_each_row kernel launch");
+  count_launch();
+}
+}  // namespace EMBER_EXEC_NS
+}  // namespace gpu
+#endif
+
+/// Runs f.row(r, ...) for r in [0, rows) on `device` (see the top of this header); `cols` is the
+/// row length, for the CPU's choice between one thread and the team.
+template <class F, class Mode = exec::mode>
+void for_each_row(const F& f, std::int64_t rows, std::int64_t cols, Device device) {
+  if (rows == 0) return;
+  if (device.is_cpu()) {
+    count_launch();
+#pragma omp parallel for schedule(static) if (rows * cols >= cpu::kParallelThreshold)
+    for (std::int64_t r = 0; r < rows; ++r) f.row(r, 0, 1, SingleLaneSum{});
+  } else {
+    require_runnable(device);
+#if defined(EMBER_CUDA_KERNELS)
+    gpu::launch_for_each_row(f, rows, device.index());
+#endif
+  }
+}
+
+}  // namespace ember::exec
