@@ -38,6 +38,37 @@ TEST_CASE("cuda: softmax, losses and their gradients match the CPU", "[cuda]") {
   require_near(yg.grad(), yc.grad(), 1e-5);
 }
 
+TEST_CASE("cuda: softmax and layer_norm rows (a warp per row) and long rows match the CPU",
+          "[cuda]") {
+  EMBER_REQUIRE_CUDA_DEVICE();
+  // Rows shorter than a warp's stretch, ragged, and longer than a warp takes (the reduction path
+  // on the GPU, rows on the CPU); bf16 rounds once at the store on both.
+  for (const Shape& s : {Shape{300, 7}, Shape{33, 1031}, Shape{2, 40000}}) {
+    INFO("shape " << s.str());
+    const Tensor<float> x = randn<float>(s, 11, Device::cpu(), 0.0, 3.0);
+    const Tensor<float> g = randn<float>(s, 12);
+    for (bool log : {false, true}) {
+      auto yc = param(x), yg = param(x.to(kGpu));
+      const Var<float> oc = log ? log_softmax(yc, -1) : softmax(yc, -1);
+      const Var<float> og = log ? log_softmax(yg, -1) : softmax(yg, -1);
+      require_near(og.value(), oc.value(), 1e-5);
+      oc.backward(g);
+      og.backward(g.to(kGpu));
+      require_near(yg.grad(), yc.grad(), 1e-5);
+    }
+    const Tensor<bf16> xb = Tensor<bf16>(cast<bf16>(x));
+    require_near(softmax(xb.to(kGpu), -1), softmax(xb, -1), 1.0 / 128);
+    const std::int64_t cols = s[1];
+    const Tensor<float> w = randn<float>(Shape{cols}, 13), b = randn<float>(Shape{cols}, 14);
+    auto lc = param(x), lg = param(x.to(kGpu));
+    const Var<float> nc = layer_norm(lc, w, b), ng = layer_norm(lg, w.to(kGpu), b.to(kGpu));
+    require_near(ng.value(), nc.value(), 1e-4);
+    nc.backward(g);
+    ng.backward(g.to(kGpu));
+    require_near(lg.grad(), lc.grad(), 1e-4);
+  }
+}
+
 TEST_CASE("cuda: layer_norm and batch_norm (channels-last) match the CPU", "[cuda]") {
   EMBER_REQUIRE_CUDA_DEVICE();
   const Tensor<float> x = randn<float>({8, 16, 7, 5}, 3);

@@ -82,15 +82,41 @@ TEMPLATE_TEST_CASE("softmax and log_softmax against the definition", "[ops][soft
   require_close(ember::softmax(big, 0), naive_softmax(big, 0, false), 4 * 1000 * 1.2e-16);
 }
 
-TEST_CASE("softmax: two launches forward, two backward", "[ops][softmax]") {
-  auto x = ember::param(rand_tensor(Shape{64, 33}, 1.0, 7));
-  const std::uint64_t l0 = ember::launch_count();
-  Var<double> y = ember::softmax(x, 1);
-  CHECK(ember::launch_count() - l0 == 2);
-  const Tensor<double> g = rand_tensor(Shape{64, 33}, 1.0, 8);
-  const std::uint64_t l1 = ember::launch_count();
-  y.backward(g);
-  CHECK(ember::launch_count() - l1 == 2);
+TEST_CASE("softmax: one launch each way along the last axis, two along another", "[ops][softmax]") {
+  for (int axis : {1, 0}) {
+    auto x = ember::param(rand_tensor(Shape{64, 33}, 1.0, 7));
+    const std::uint64_t l0 = ember::launch_count();
+    Var<double> y = ember::softmax(x, axis);
+    CHECK(ember::launch_count() - l0 == (axis == 1 ? 1 : 2));
+    const Tensor<double> g = rand_tensor(Shape{64, 33}, 1.0, 8);
+    const std::uint64_t l1 = ember::launch_count();
+    y.backward(g);
+    CHECK(ember::launch_count() - l1 == (axis == 1 ? 1 : 2));
+  }
+}
+
+TEST_CASE("softmax: rows and the reduction path agree, special values included", "[ops][softmax]") {
+  const double inf = INFINITY, nan = NAN;
+  // Rows: large values, all -inf, a +inf, a NaN, constants.
+  const Tensor<double> x = ember::from_vector<double>(
+      {1000, 1001, -inf, 999, -inf, -inf, -inf, -inf, inf, 1, 2, 3, nan, 1, 2, 3, 0, 0, 0, 0},
+      Shape{5, 4});
+  for (bool log : {false, true}) {
+    // Along the last axis of a contiguous tensor: rows. The same data transposed: reductions.
+    const Tensor<double> rows = log ? ember::log_softmax(x, 1) : ember::softmax(x, 1);
+    const Tensor<double> xt = x.transpose(0, 1).contiguous();
+    const Tensor<double> reduced =
+        (log ? ember::log_softmax(xt, 0) : ember::softmax(xt, 0)).transpose(0, 1).contiguous();
+    const std::vector<double> a = rows.to_vector(), b = reduced.to_vector();
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      INFO("log " << log << " element " << i << ": " << a[i] << " vs " << b[i]);
+      if (std::isnan(b[i])) {
+        CHECK(std::isnan(a[i]));
+      } else {
+        CHECK(a[i] == Approx(b[i]).epsilon(1e-15).margin(1e-300));
+      }
+    }
+  }
 }
 
 TEST_CASE("softmax and log_softmax: ONNX's reference data", "[ops][softmax][onnx]") {

@@ -1,10 +1,11 @@
-// exec::for_each_row: f.row(r, lane, lanes, all_sum) for every row r in [0, rows) of a row-wise
+// exec::for_each_row: f.row(r, lane, lanes, across) for every row r in [0, rows) of a row-wise
 // operator (a fused normalisation), as one OpenMP pass or one CUDA launch.
 //
 // A row functor walks the elements its lane owns (for_lane_elements), and combines per-lane
-// partial sums with `all_sum(v)`, which returns the sum over the row's lanes to every lane. On the
-// CPU a row is one thread's (lane 0 of 1; all_sum is the identity); on CUDA it is one warp's (32
-// lanes, each owning runs of four neighbours; all_sum is a butterfly of shuffles). Each lane
+// partial results with `across.sum(v)` and `across.max(v)`, which return the sum (maximum) over
+// the row's lanes to every lane. On the CPU a row is one thread's (lane 0 of 1; nothing to
+// combine); on CUDA it is one warp's (32 lanes, each owning runs of four neighbours; butterflies
+// of shuffles). Each lane
 // touches only its own elements in every pass over the row, so a value a lane wrote is read back by
 // that lane alone: no barrier is needed between passes. The same functor, written once as
 // host+device code, runs on both devices.
@@ -14,6 +15,7 @@
 
 #include "../core/config.hpp"
 #include "../core/device.hpp"
+#include "../expr/math.hpp"
 #include "assign.hpp"
 #include "cpu_executor.hpp"
 #include "launch_counter.hpp"
@@ -46,9 +48,15 @@ EMBER_HD EMBER_FORCEINLINE void for_lane_elements(std::int64_t cols, int lane, i
   }
 }
 
-/// The sums over the elements lane `lane` of `lanes` owns of f(j) (a pair {a, b} of the compute
-/// type), before all_sum combines the lanes. A single lane (the CPU) sums its row as OpenMP SIMD
-/// reductions, with the fixed order of one build's vector code.
+/// Two partial sums of one sweep over a row (lane_sums).
+template <class A>
+struct RowSums {
+  A a, b;
+};
+
+/// The sums over the elements lane `lane` of `lanes` owns of f(j) (a RowSums {a, b} of the
+/// compute type), before `across.sum` combines the lanes. A single lane (the CPU) sums its row as
+/// OpenMP SIMD reductions, with the fixed order of one build's vector code.
 template <class A, class F>
 EMBER_HD EMBER_FORCEINLINE void lane_sums(std::int64_t cols, int lane, int lanes, A& a, A& b,
                                           F&& f) {
@@ -75,10 +83,37 @@ EMBER_HD EMBER_FORCEINLINE void lane_sums(std::int64_t cols, int lane, int lanes
   b = sb;
 }
 
-/// all_sum for one lane per row.
-struct SingleLaneSum {
+/// The largest f(j) over the elements lane `lane` of `lanes` owns (-inf when none; NaNs are
+/// skipped: callers that must propagate NaN see it through a sum). A single lane takes it as an
+/// OpenMP SIMD reduction.
+template <class A, class F>
+EMBER_HD EMBER_FORCEINLINE A lane_max(std::int64_t cols, int lane, int lanes, F&& f) {
+  A m = -math::infinity<A>();
+#if !defined(__CUDA_ARCH__)
+  if (lanes == 1) {
+#pragma omp simd reduction(max : m)
+    for (std::int64_t j = 0; j < cols; ++j) {
+      const A v = f(j);
+      m = v > m ? v : m;
+    }
+    return m;
+  }
+#endif
+  for_lane_elements(cols, lane, lanes, [&](std::int64_t j) {
+    const A v = f(j);
+    m = v > m ? v : m;
+  });
+  return m;
+}
+
+/// How a row's lanes combine their partial results, for one lane per row: nothing to combine.
+struct SingleLane {
   template <class A>
-  EMBER_HD EMBER_FORCEINLINE A operator()(A v) const {
+  EMBER_HD EMBER_FORCEINLINE A sum(A v) const {
+    return v;
+  }
+  template <class A>
+  EMBER_HD EMBER_FORCEINLINE A max(A v) const {
     return v;
   }
 };
@@ -88,12 +123,22 @@ namespace gpu {
 inline namespace EMBER_EXEC_NS {
 inline constexpr int kWarpLanes = 32;
 
-/// all_sum across a full warp: every lane gets the same total (the same order on every lane).
-struct WarpSum {
+/// How a warp's lanes combine: butterflies of shuffles, so every lane gets the same result
+/// (added in the same order on every lane).
+struct WarpLanes {
   template <class A>
-  __device__ EMBER_FORCEINLINE A operator()(A v) const {
+  __device__ EMBER_FORCEINLINE A sum(A v) const {
 #pragma unroll
     for (int step = kWarpLanes / 2; step > 0; step /= 2) v += __shfl_xor_sync(0xffffffffu, v, step);
+    return v;
+  }
+  template <class A>
+  __device__ EMBER_FORCEINLINE A max(A v) const {
+#pragma unroll
+    for (int step = kWarpLanes / 2; step > 0; step /= 2) {
+      const A other = __shfl_xor_sync(0xffffffffu, v, step);
+      v = other > v ? other : v;
+    }
     return v;
   }
 };
@@ -106,7 +151,7 @@ __global__ void __launch_bounds__(kBlockThreads) for_each_row_kernel(F f, std::i
   // r is the same on all lanes of a warp, so the shuffles inside f.row see the whole warp.
   for (std::int64_t r = std::int64_t{blockIdx.x} * warps_per_block + threadIdx.x / kWarpLanes;
        r < rows; r += warps) {
-    f.row(r, lane, kWarpLanes, WarpSum{});
+    f.row(r, lane, kWarpLanes, WarpLanes{});
   }
 }
 
@@ -132,7 +177,7 @@ void for_each_row(const F& f, std::int64_t rows, std::int64_t cols, Device devic
   if (device.is_cpu()) {
     count_launch();
 #pragma omp parallel for schedule(static) if (rows * cols >= cpu::kParallelThreshold)
-    for (std::int64_t r = 0; r < rows; ++r) f.row(r, 0, 1, SingleLaneSum{});
+    for (std::int64_t r = 0; r < rows; ++r) f.row(r, 0, 1, SingleLane{});
   } else {
     require_runnable(device);
 #if defined(EMBER_CUDA_KERNELS)

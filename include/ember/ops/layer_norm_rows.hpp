@@ -33,12 +33,6 @@ namespace ember::ops {
 /// the GPU idle) take the reduction path of normalization.hpp. The CPU has no limit.
 inline constexpr std::int64_t kRowNormMaxCudaCols = 32768;
 
-/// Two partial sums a sweep over a row returns (exec::lane_sums).
-template <class A>
-struct Pair {
-  A a, b;
-};
-
 /// What the backward reads: the rows it normalised (the sum when a residual or a dropout was
 /// fused, else the input itself), each row's mean and rstd in the compute type, the dropout.
 template <FloatingElement T>
@@ -68,22 +62,22 @@ struct RowNormForward {
   A scale;  // 1 / (1 - p), or 0 when everything is dropped
   A eps;
 
-  template <class AllSum>
-  EMBER_HD void row(std::int64_t r, int lane, int lanes, AllSum all_sum) const {
+  template <class Across>
+  EMBER_HD void row(std::int64_t r, int lane, int lanes, Across across) const {
     const std::int64_t base = r * cols;
     if (sum != nullptr) form_sum(base, lane, lanes);
     const T* s = sum != nullptr ? sum : x;  // the rows normalised
     A total = 0, unused = 0;
     exec::lane_sums(cols, lane, lanes, total, unused, [&](std::int64_t j) {
-      return Pair<A>{to_acc(s[base + j]), A(0)};
+      return exec::RowSums<A>{to_acc(s[base + j]), A(0)};
     });
-    const A m = all_sum(total) / static_cast<A>(cols);
+    const A m = across.sum(total) / static_cast<A>(cols);
     A squares = 0;
     exec::lane_sums(cols, lane, lanes, squares, unused, [&](std::int64_t j) {
       const A d = to_acc(s[base + j]) - m;
-      return Pair<A>{d * d, A(0)};
+      return exec::RowSums<A>{d * d, A(0)};
     });
-    const A rs = math::rsqrt(all_sum(squares) / static_cast<A>(cols) + eps);
+    const A rs = math::rsqrt(across.sum(squares) / static_cast<A>(cols) + eps);
     exec::for_lane_elements(cols, lane, lanes, [&](std::int64_t j) {
       A v = (to_acc(s[base + j]) - m) * rs;
       if (w != nullptr) v *= to_acc(w[j]);
@@ -148,8 +142,8 @@ struct RowNormBackward {
   float p;
   A scale;
 
-  template <class AllSum>
-  EMBER_HD void row(std::int64_t r, int lane, int lanes, AllSum all_sum) const {
+  template <class Across>
+  EMBER_HD void row(std::int64_t r, int lane, int lanes, Across across) const {
     const std::int64_t base = r * cols;
     const A m = mean[r], rs = rstd[r];
     auto dxh = [&](std::int64_t j) {
@@ -158,10 +152,10 @@ struct RowNormBackward {
     A m1 = 0, m2 = 0;
     exec::lane_sums(cols, lane, lanes, m1, m2, [&](std::int64_t j) {
       const A d = dxh(j);
-      return Pair<A>{d, d * ((to_acc(s[base + j]) - m) * rs)};
+      return exec::RowSums<A>{d, d * ((to_acc(s[base + j]) - m) * rs)};
     });
-    m1 = all_sum(m1) / static_cast<A>(cols);
-    m2 = all_sum(m2) / static_cast<A>(cols);
+    m1 = across.sum(m1) / static_cast<A>(cols);
+    m2 = across.sum(m2) / static_cast<A>(cols);
     PhiloxUniformCursor uniform{dropout.seed, dropout.offset};
     exec::for_lane_elements(cols, lane, lanes, [&](std::int64_t j) {
       const A xh = (to_acc(s[base + j]) - m) * rs;
