@@ -9,7 +9,8 @@
 //               channels-last tensor is read in place.
 // layer_norm runs one row at a time (ops/layer_norm_rows.hpp) unless its rows are too long for
 // a CUDA warp or empty; otherwise, and for batch_norm:
-// Forward: two reductions (mean; variance by Welford) and one elementwise pass. Backward:
+// Forward: two reductions (mean; then the mean squared deviation) and one elementwise pass.
+// Backward:
 //   dx = rstd (dxh - mean(dxh) - xh mean(dxh xh)),  dxh = g w,  xh = (x - mean) rstd
 //   dw = sum(g xh), db = sum(g)  over the axes the parameters were broadcast along
 // in two reductions over the normalised axes, one pass, and two reductions for the parameters.
@@ -45,10 +46,10 @@ NormStats<acc_t<T>> norm_stats(const Tensor<T>& x, const Dims& axes, double eps,
   using A = acc_t<T>;
   const Tensor<A> mean = exec::reduce_expression<A>(
       expr::Leaf<T>(x), reduce::Bound<reduce::Mean<A>>{}, name, axes, true, true);
-  reduce::Var<A> biased;
-  biased.correction = A(0);
+  // Two-pass variance: a plain sum of squared deviations vectorises where Welford's update
+  // (a division per element) does not, and is at least as accurate.
   const Tensor<A> var = exec::reduce_expression<A>(
-      expr::Leaf<T>(x), reduce::Bound<reduce::Var<A>>{biased}, name, axes, true, true);
+      square(expr::Leaf<T>(x) - mean), reduce::Bound<reduce::Mean<A>>{}, name, axes, true, true);
   return {mean, var, Tensor<A>(rsqrt(var + eps))};
 }
 
