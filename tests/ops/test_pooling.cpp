@@ -110,8 +110,9 @@ PoolRef ref_avg_pool(const std::vector<double>& x, Dims4 d, const Pool2dOptions&
           w0 = std::max<std::int64_t>(w0, 0);
           h1 = std::min(h1, d.H);
           w1 = std::min(w1, d.W);
-          const double div =
-              static_cast<double>(o.count_include_pad ? pool : (h1 - h0) * (w1 - w0));
+          const double div = static_cast<double>(
+              o.divisor_override > 0 ? o.divisor_override
+                                     : (o.count_include_pad ? pool : (h1 - h0) * (w1 - w0)));
           double sum = 0;
           std::vector<std::pair<std::int64_t, double>> taps;
           for (std::int64_t h = h0; h < h1; ++h)
@@ -263,6 +264,8 @@ std::vector<Case> cases() {
   v.push_back({{2, 5, 6, 11}, {{1, 1}, {2, 3}, {0, 0}, {1, 1}, false, true}});
   v.push_back({{1, 2, 3, 4}, {{3, 4}, {1, 1}, {0, 0}, {1, 1}, false, true}});     // one window
   v.push_back({{4, 16, 33, 31}, {{3, 3}, {2, 2}, {1, 1}, {1, 1}, false, true}});  // threads
+  // divisor_override: every window divided by 5, padded and clipped ones included.
+  v.push_back({{1, 2, 8, 5}, {{2, 3}, {1, 2}, {0, 1}, {1, 1}, true, false, 5}});
   return v;
 }
 std::vector<Case> dilated_cases() {
@@ -279,7 +282,8 @@ void check_all() {
     INFO("N C H W " << c.d.N << " " << c.d.C << " " << c.d.H << " " << c.d.W << ", kernel "
                     << c.o.kernel[0] << "x" << c.o.kernel[1] << ", stride " << c.o.stride[0] << "x"
                     << c.o.stride[1] << ", padding " << c.o.padding[0] << "x" << c.o.padding[1]
-                    << ", ceil " << c.o.ceil_mode << ", include_pad " << c.o.count_include_pad);
+                    << ", ceil " << c.o.ceil_mode << ", include_pad " << c.o.count_include_pad
+                    << ", divisor_override " << c.o.divisor_override);
     check_case<T>(c, Kind::max);
     check_case<T>(c, Kind::avg);
   }
@@ -471,6 +475,11 @@ TEST_CASE("pooling: empty batches, no grad, errors", "[ops][pool]") {
   throws_with([&] { ember::max_pool2d(x, {{0, 3}}); }, "must be positive");
   throws_with([&] { ember::max_pool2d(x, {{2, 2}, {1, 1}, {0, 0}, {5, 1}}); }, "larger than");
   throws_with([&] { ember::avg_pool2d(x, {{2, 2}, {1, 1}, {0, 0}, {2, 1}}); }, "dilation");
+  throws_with(
+      [&] {
+        ember::avg_pool2d(x, {{2, 2}, {1, 1}, {0, 0}, {1, 1}, false, true, -2});
+      },
+      "divisor_override");
   throws_with([&] { ember::adaptive_avg_pool2d(x, {-1, 2}); }, "adaptive_avg_pool2d");
   throws_with(
       [&] {

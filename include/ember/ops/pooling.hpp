@@ -10,7 +10,8 @@
 //               backward routes the gradient to that tap (the first of equal maxima, the last
 //               NaN, as PyTorch), through an int32 argmax the forward keeps.
 //   avg_pool2d: the sum of in-bounds taps over the taps inside the padded input
-//               (count_include_pad, PyTorch's default) or inside the input; no dilation.
+//               (count_include_pad, PyTorch's default) or inside the input, or over
+//               divisor_override when given; no dilation.
 //   adaptive_avg_pool2d: window o along an axis of size in is [floor(o in / out),
 //               ceil((o + 1) in / out)); out 1x1 is global average pooling.
 // bf16 and half compare and sum in float and round once.
@@ -49,7 +50,8 @@ struct Pool2dOptions {
   std::array<std::int64_t, 2> padding{0, 0};
   std::array<std::int64_t, 2> dilation{1, 1};  // max_pool2d only
   bool ceil_mode = false;
-  bool count_include_pad = true;  // avg_pool2d: padding counts in the divisor
+  bool count_include_pad = true;      // avg_pool2d: padding counts in the divisor
+  std::int64_t divisor_override = 0;  // avg_pool2d: when positive, every window's divisor
 };
 
 namespace ops {
@@ -101,8 +103,15 @@ struct PoolAxis {
 struct Pool2dGeometry {
   std::int64_t N = 0, C = 0;
   PoolAxis h, w;
-  std::int64_t xs[4] = {};     // the input's strides
-  bool channels_last = false;  // the output (and max's argmax) is NHWC in memory
+  std::int64_t xs[4] = {};            // the input's strides
+  bool channels_last = false;         // the output (and max's argmax) is NHWC in memory
+  std::int64_t divisor_override = 0;  // avg: when positive, the divisor of every window
+
+  /// avg's divisor for output (oh, ow).
+  EMBER_HD std::int64_t divisor(std::int64_t oh, std::int64_t ow, bool include_pad) const {
+    return divisor_override > 0 ? divisor_override
+                                : h.count(oh, include_pad) * w.count(ow, include_pad);
+  }
 
   std::int64_t out_numel() const { return N * C * h.out * w.out; }
   std::int64_t in_numel() const { return N * C * h.in * w.in; }
@@ -209,8 +218,7 @@ struct AvgPool2dForward {
         if (ww >= 0 && ww < g.w.in) s += to_acc(plane[hh * g.xs[2] + ww * g.xs[3]]);
       }
     }
-    const std::int64_t divisor = g.h.count(oh, include_pad) * g.w.count(ow, include_pad);
-    y[i] = to_storage<T>(s / static_cast<A>(divisor));
+    y[i] = to_storage<T>(s / static_cast<A>(g.divisor(oh, ow, include_pad)));
   }
 };
 
@@ -268,8 +276,7 @@ struct AvgPool2dBackward {
       if (!g.h.holds(oh, h)) continue;
       for (std::int64_t ow = ow0; ow < ow1; ++ow) {
         if (!g.w.holds(ow, w)) continue;
-        const std::int64_t divisor = g.h.count(oh, include_pad) * g.w.count(ow, include_pad);
-        s += to_acc(gy[gs.at(n, c, oh, ow)]) / static_cast<A>(divisor);
+        s += to_acc(gy[gs.at(n, c, oh, ow)]) / static_cast<A>(g.divisor(oh, ow, include_pad));
       }
     }
     gx[j] = to_storage<T>(s);
@@ -400,7 +407,13 @@ template <Storable T>
 Pool2dGeometry avg_pool2d_geometry(const Tensor<T>& x, const Pool2dOptions& o) {
   EMBER_CHECK(o.dilation[0] == 1 && o.dilation[1] == 1,
               "ember: avg_pool2d: dilation must be 1x1, got ", o.dilation[0], "x", o.dilation[1]);
-  return pool2d_geometry(x, o, "avg_pool2d");
+  EMBER_CHECK(o.divisor_override >= 0,
+              "ember: avg_pool2d: divisor_override must be positive (or "
+              "0: none), got ",
+              o.divisor_override);
+  Pool2dGeometry g = pool2d_geometry(x, o, "avg_pool2d");
+  g.divisor_override = o.divisor_override;
+  return g;
 }
 
 }  // namespace ops
