@@ -19,7 +19,8 @@
 // which [CLS] guarantees.
 //
 // Initialisation is Hugging Face's _init_weights: Linear and Embedding weights N(0, 0.02), biases
-// zero, LayerNorm weight one and bias zero (the padding row of word_embeddings is not zeroed).
+// zero, LayerNorm weight one and bias zero; the word embeddings' [PAD] row (pad_token_id) starts
+// at zeros and gets no gradient (padding_idx, as Hugging Face's nn.Embedding).
 //
 // Evaluating members take the defaulted `Mode` template argument of every ember template
 // (core/config.hpp) so that .cpp and .cu translation units may both build the model.
@@ -51,6 +52,8 @@ struct BertConfig {
   double dropout = 0.1;
   /// Hugging Face's initializer_range.
   double init_std = 0.02;
+  /// The [PAD] id: the word embeddings' padding_idx (0 in every released BERT vocabulary).
+  std::int64_t pad_token_id = 0;
 
   static BertConfig tiny() { return {.hidden = 128, .layers = 2, .heads = 2, .intermediate = 512}; }
   static BertConfig mini() {
@@ -95,8 +98,14 @@ void init_linear(ember::nn::Linear<T>& lin, double std) {
 }
 template <ember::FloatingElement T, class Mode = ember::exec::mode>
 void init_embedding(ember::nn::Embedding<T>& emb, double std) {
-  emb.weight = ember::param(
-      ember::nn::init::normal<T, Mode>(emb.weight.shape(), 0.0, std, emb.weight.value().device()));
+  ember::Tensor<T> table =
+      ember::nn::init::normal<T, Mode>(emb.weight.shape(), 0.0, std, emb.weight.value().device());
+  if (emb.padding_idx) {
+    ember::Tensor<T> row =
+        table.narrow(0, ember::ops::padding_row(emb.padding_idx, emb.num_embeddings), 1);
+    row.template operator=<double, Mode>(0.0);
+  }
+  emb.weight = ember::param(table);
 }
 
 }  // namespace detail
@@ -113,7 +122,7 @@ class BertEmbeddings : public ember::nn::Module {
 
   template <class Mode = ember::exec::mode>
   BertEmbeddings(const BertConfig& c, ember::Device device)
-      : word_embeddings(c.vocab_size, c.hidden, device),
+      : word_embeddings(c.vocab_size, c.hidden, device, c.pad_token_id),
         position_embeddings(c.max_positions, c.hidden, device),
         token_type_embeddings(c.type_vocab, c.hidden, device),
         LayerNorm(c.hidden, c.layer_norm_eps, true, device),

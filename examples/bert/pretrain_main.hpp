@@ -348,6 +348,7 @@ PretrainResult pretrain(const PretrainConfig& c, const PretrainData& data,
   nn::manual_seed(c.seed);
   BertConfig bc = config_by_name(c.config);
   bc.vocab_size = tokenizer.vocab_size();
+  bc.pad_token_id = tokenizer.pad_id();
   bc.max_positions = std::max<std::int64_t>(bc.max_positions, c.seq_len);
   BertForPreTraining<T> model(bc, device);
   if (!c.init_checkpoint.empty()) load_hugging_face(model, c.init_checkpoint);

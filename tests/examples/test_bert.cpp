@@ -172,6 +172,10 @@ TEST_CASE("bert: Hugging Face's names and initialisation", "[examples][bert]") {
       REQUIRE(std::sqrt(sq / static_cast<double>(v.size())) == Approx(0.02).epsilon(0.05));
     }
   }
+  // The [PAD] row (id 0) starts at zeros, as Hugging Face's padding_idx.
+  const std::vector<float> pad_row =
+      model.embeddings.word_embeddings.weight.value().narrow(0, 0, 1).contiguous().to_vector();
+  REQUIRE(std::all_of(pad_row.begin(), pad_row.end(), [](float x) { return x == 0.0f; }));
 }
 
 TEST_CASE("bert: forward shapes", "[examples][bert]") {
@@ -218,9 +222,13 @@ TEST_CASE("bert: gradients reach every parameter", "[examples][bert]") {
   for (std::int64_t i = 0; i < B * S; ++i) tok[i] = 1000 + 11 * i;
   for (std::int64_t i = 3; i < S; ++i) type[S + i] = 1;
   keep[S + S - 1] = 0;
+  tok[S + S - 1] = 0;  // a [PAD] token: its row of the word embeddings gets no gradient
   const auto out = model(ids(tok, B, S), ids(type, B, S), ids(keep, B, S));
   const Var<float> loss = ember::sum(out.last_hidden_state) + ember::sum(out.pooler_output);
   loss.backward();
+  const std::vector<float> pad_grad =
+      model.embeddings.word_embeddings.weight.grad().narrow(0, 0, 1).contiguous().to_vector();
+  REQUIRE(std::all_of(pad_grad.begin(), pad_grad.end(), [](float g) { return g == 0.0f; }));
   for (const auto& [n, p] : model.named_parameters()) {
     INFO(n);
     const Var<float>& v = *std::get<Var<float>*>(p);

@@ -50,6 +50,23 @@ TEST_CASE("nn::Embedding: forward and gradient equal PyTorch's (float64)", "[nn]
   fx::require_matches(emb.weight.grad(), "emb.g.weight");
 }
 
+TEST_CASE("nn::Embedding: padding_idx starts at zeros and is never trained", "[nn]") {
+  ember::nn::Embedding<float> emb(10, 4, ember::Device::cpu(), 7);
+  REQUIRE(emb.padding_idx == 7);
+  const std::vector<float> w = emb.weight.value().to_vector();
+  for (std::size_t i = 0; i < w.size(); ++i) {
+    if (i / 4 == 7) REQUIRE(w[i] == 0.0f);
+  }
+  const Tensor<std::int64_t> ids = ember::from_vector<std::int64_t>({7, 1, 7, 3}, Shape{4});
+  ember::sum(emb(ids)).backward();
+  const std::vector<float> g = emb.weight.grad().to_vector();
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    const std::size_t row = i / 4;
+    REQUIRE(g[i] == (row == 1 || row == 3 ? 1.0f : 0.0f));
+  }
+  REQUIRE_THROWS_AS(ember::nn::Embedding<float>(10, 4, ember::Device::cpu(), 10), ember::Error);
+}
+
 TEST_CASE("nn::Embedding: bad arguments are ember::Error", "[nn]") {
   REQUIRE_THROWS_AS(ember::nn::Embedding<float>(0, 4), ember::Error);
   REQUIRE_THROWS_AS(ember::nn::Embedding<float>(4, -1), ember::Error);

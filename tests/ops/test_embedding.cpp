@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -155,6 +156,31 @@ TEST_CASE("gradcheck: embedding", "[ops][embedding][gradcheck]") {
       {w});
   INFO(r);
   REQUIRE(r);
+}
+
+TEST_CASE("embedding: padding_idx gets no gradient, the other rows theirs", "[ops][embedding]") {
+  const Tensor<double> w = rand_tensor(Shape{6, 4}, 8);
+  const Ids ids = ember::from_vector<std::int64_t>({5, 0, 5, 2, 2, 5, 1}, Shape{7});
+  const Tensor<double> g = rand_tensor(Shape{7, 4}, 9);
+  auto grad = [&](std::optional<std::int64_t> padding) {
+    auto v = ember::param(w);
+    const Var<double> y = ember::embedding(v, ids, padding);
+    // The forward reads the padding row like any other (PyTorch's F.embedding).
+    REQUIRE(y.value().to_vector() == ember::embedding(w, ids).to_vector());
+    y.backward(g);
+    return v.grad().to_vector();
+  };
+  const std::vector<double> plain = grad(std::nullopt);
+  for (std::int64_t padding : {2, -4, 3}) {  // -4 is row 2; row 3 is never looked up
+    INFO("padding_idx " << padding);
+    const std::int64_t row = padding < 0 ? padding + 6 : padding;
+    const std::vector<double> padded = grad(padding);
+    for (std::size_t i = 0; i < padded.size(); ++i) {
+      REQUIRE(padded[i] == (static_cast<std::int64_t>(i) / 4 == row ? 0.0 : plain[i]));
+    }
+  }
+  REQUIRE_THROWS_AS(ember::embedding(w, ids, 6), ember::Error);
+  REQUIRE_THROWS_AS(ember::embedding(w, ids, -7), ember::Error);
 }
 
 TEST_CASE("embedding: errors", "[ops][embedding]") {

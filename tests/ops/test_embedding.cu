@@ -131,4 +131,10 @@ TEST_CASE("cuda: embedding's edge cases and errors", "[cuda]") {
   std::vector<float> want(35, 0.0f);
   for (int d = 0; d < 5; ++d) want[static_cast<std::size_t>(15 + d)] = 3.0f;
   CHECK(wv1.grad().to_vector() == want);
+  // padding_idx: that row's gradient is zero on the GPU too.
+  auto wv2 = param(w);
+  sum(embedding(wv2, from_vector<std::int64_t>({3, 3, 1}, Shape{3}, kGpu), 3)).backward();
+  std::vector<float> padded(35, 0.0f);
+  for (int d = 0; d < 5; ++d) padded[static_cast<std::size_t>(5 + d)] = 1.0f;
+  CHECK(wv2.grad().to_vector() == padded);
 }

@@ -1,10 +1,12 @@
 // nn::Embedding: PyTorch's lookup table. weight [num_embeddings, embedding_dim] is a public Var
 // drawn from N(0, 1) as PyTorch does (nn::manual_seed's stream); forward maps int64 ids of any
 // shape to [..., embedding_dim] rows (ember::embedding, an ember::Error naming the id for one
-// outside [0, num_embeddings)), and its backward scatter-adds into the weight's gradient.
+// outside [0, num_embeddings)), and its backward scatter-adds into the weight's gradient. With
+// padding_idx (PyTorch's), that row starts at zeros and gets no gradient.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "../autograd/embedding.hpp"
 #include "init.hpp"
@@ -17,14 +19,22 @@ class Embedding : public Module {
  public:
   Var<T> weight;
   std::int64_t num_embeddings, embedding_dim;
+  std::optional<std::int64_t> padding_idx;  // a row that starts at zeros and is never trained
 
   template <class Mode = exec::mode>
-  Embedding(std::int64_t count, std::int64_t dim, Device device = Device::cpu())
-      : num_embeddings(count), embedding_dim(dim) {
+  Embedding(std::int64_t count, std::int64_t dim, Device device = Device::cpu(),
+            std::optional<std::int64_t> padding = std::nullopt)
+      : num_embeddings(count), embedding_dim(dim), padding_idx(padding) {
     EMBER_CHECK(count > 0 && dim > 0,
                 "ember: nn::Embedding: num_embeddings and embedding_dim must be positive, got ",
                 count, " and ", dim);
-    weight = param(init::normal<T, Mode>(Shape{count, dim}, 0.0, 1.0, device));
+    const std::int64_t row = ops::padding_row(padding, count);
+    Tensor<T> table = init::normal<T, Mode>(Shape{count, dim}, 0.0, 1.0, device);
+    if (row >= 0) {
+      Tensor<T> zeroed = table.narrow(0, row, 1);
+      zeroed.template operator=<double, Mode>(0.0);
+    }
+    weight = param(table);
     register_parameter("weight", weight);
   }
 
@@ -32,7 +42,7 @@ class Embedding : public Module {
   template <class Mode = exec::mode>
   Var<T> forward(const Tensor<std::int64_t>& ids) const {
     EMBER_CHECK(ids.defined(), "ember: nn::Embedding: undefined ids");
-    return embedding<T, Mode>(weight, ids);
+    return embedding<T, Mode>(weight, ids, padding_idx);
   }
   template <class Mode = exec::mode>
   Var<T> operator()(const Tensor<std::int64_t>& ids) const {

@@ -14,7 +14,8 @@
 //   2. find where each id's run starts (a prefix sum of the counts on the CPU, a binary search
 //      in the sorted ids on the GPU);
 //   3. dweight[v, d] = sum of g[p, d] over the positions p of id v in increasing p, in the
-//      compute type (float for bf16/half), rounded once; 0 for ids that do not occur. Every
+//      compute type (float for bf16/half), rounded once; 0 for ids that do not occur, and for
+//      padding_idx when one is given (PyTorch's rule: that row is never trained). Every
 //      element of dweight is written, so nothing is zeroed first.
 // An id repeated very often is summed by one thread per column: correct, but serial.
 #pragma once
@@ -22,6 +23,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,12 +69,15 @@ struct EmbeddingSumRuns {
   const std::int32_t* start;  // [V + 1]: where each id's run begins in `order`
   T* gw;                      // dense [V, D]
   std::int64_t D;
+  std::int64_t padding;  // the row that gets no gradient, or -1
 
   EMBER_HD void operator()(std::int64_t i) const {
     using A = acc_t<T>;
     const std::int64_t v = i / D, d = i - v * D;
     A s = A(0);
-    for (std::int32_t j = start[v]; j < start[v + 1]; ++j) s += to_acc(g[order[j] * D + d]);
+    if (v != padding) {
+      for (std::int32_t j = start[v]; j < start[v + 1]; ++j) s += to_acc(g[order[j] * D + d]);
+    }
     gw[i] = to_storage<T>(s);
   }
 };
@@ -99,6 +104,16 @@ void check_embedding(const Tensor<T>& weight, const Tensor<std::int64_t>& ids) {
   const std::int64_t hi = max<Tensor<std::int64_t>, Mode>(ids).item();
   EMBER_CHECK(lo >= 0 && hi < V, "ember: embedding: id ", lo < 0 ? lo : hi, " is outside [0, ", V,
               ") (weight ", weight.shape().str(), ", ids ", ids.shape().str(), ")");
+}
+
+/// padding_idx as a row of a table of V rows: PyTorch's range [-V, V), negatives counting from
+/// the end; -1 for none.
+inline std::int64_t padding_row(std::optional<std::int64_t> padding_idx, std::int64_t V) {
+  if (!padding_idx) return -1;
+  const std::int64_t p = *padding_idx;
+  EMBER_CHECK(p >= -V && p < V, "ember: embedding: padding_idx ", p, " is outside [", -V, ", ", V,
+              ") for a table of ", V, " rows");
+  return p < 0 ? p + V : p;
 }
 
 /// The positions 0..M-1 ordered stably by id, and where each id's run starts ([V + 1]):
@@ -134,10 +149,11 @@ EmbeddingRuns embedding_runs(const Tensor<std::int64_t>& ids, std::int64_t V) {
 }
 
 /// The gradient of embedding's weight [V, D] from the output's gradient g [..., D] and the ids
-/// (already checked by the forward). Deterministic: see the top of this header.
+/// (already checked by the forward); row `padding` (from padding_row; -1: none) gets zeros.
+/// Deterministic: see the top of this header.
 template <FloatingElement T, class Mode = exec::mode>
 Tensor<T> embedding_backward(const Tensor<T>& g, const Tensor<std::int64_t>& ids, std::int64_t V,
-                             std::int64_t D) {
+                             std::int64_t D, std::int64_t padding = -1) {
   const std::int64_t M = ids.numel();
   EMBER_CHECK(g.numel() == M * D && g.rank() >= 1 && g.size(-1) == D,
               "ember: embedding: a gradient of shape ", g.shape().str(), " for ids of shape ",
@@ -145,7 +161,7 @@ Tensor<T> embedding_backward(const Tensor<T>& g, const Tensor<std::int64_t>& ids
   const Tensor<T> gd = g.template contiguous<Mode>();
   const EmbeddingRuns r = embedding_runs<Mode>(ids.template contiguous<Mode>(), V);
   Tensor<T> gw = empty<T>(Shape{V, D}, g.device());
-  const EmbeddingSumRuns<T> f{gd.data(), r.order.data(), r.start.data(), gw.data(), D};
+  const EmbeddingSumRuns<T> f{gd.data(), r.order.data(), r.start.data(), gw.data(), D, padding};
   exec::for_each_index<EmbeddingSumRuns<T>, Mode>(f, V * D, 1 + M / std::max<std::int64_t>(V, 1),
                                                   g.device());
   return gw;
@@ -153,10 +169,14 @@ Tensor<T> embedding_backward(const Tensor<T>& g, const Tensor<std::int64_t>& ids
 
 }  // namespace ops
 
-/// Rows `ids` of `weight` (see the top of this header): shape ids.shape() + [D].
+/// Rows `ids` of `weight` (see the top of this header): shape ids.shape() + [D]. padding_idx
+/// (in [-V, V)) changes only the backward: that row gets no gradient. (Its value is whatever the
+/// table holds there; nn::Embedding starts it at zeros, as PyTorch.)
 template <FloatingElement T, class Mode = exec::mode>
-Tensor<T> embedding(const Tensor<T>& weight, const Tensor<std::int64_t>& ids) {
+Tensor<T> embedding(const Tensor<T>& weight, const Tensor<std::int64_t>& ids,
+                    std::optional<std::int64_t> padding_idx = std::nullopt) {
   ops::check_embedding<T, Mode>(weight, ids);
+  (void)ops::padding_row(padding_idx, weight.size(0));  // checked here, used by the backward
   const std::int64_t D = weight.size(1);
   Shape s = ids.shape();
   s.push_back(D);
