@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "../core/config.hpp"
 #include "../core/device.hpp"
@@ -45,6 +46,18 @@ EMBER_HD EMBER_FORCEINLINE void for_lane_elements(std::int64_t cols, int lane, i
   for (std::int64_t j0 = std::int64_t{lane} * kRowRun; j0 < cols; j0 += step) {
     const std::int64_t end = j0 + kRowRun < cols ? j0 + kRowRun : cols;
     for (std::int64_t j = j0; j < end; ++j) f(j);
+  }
+}
+
+/// f(std::true_type{}) when `flag`, else f(std::false_type{}): a loop-invariant choice made once,
+/// outside the loop, so that each loop body is straight-line code the host compiler vectorises
+/// (GCC leaves a loop with a branch inside scalar).
+template <class F>
+EMBER_HD EMBER_FORCEINLINE void with_flag(bool flag, F&& f) {
+  if (flag) {
+    f(std::true_type{});
+  } else {
+    f(std::false_type{});
   }
 }
 

@@ -43,6 +43,31 @@ struct RowNormSaved {
   DropoutOptions dropout;
 };
 
+/// f(j, u) for the elements j of a row (starting at element `base` of the whole tensor) that
+/// lane `lane` of `lanes` owns, u the dropout's uniform of element base + j. On the CPU the
+/// uniforms come a stretch at a time (philox_uniforms, a vectorised loop) before a plain loop
+/// over the stretch; on CUDA a block of four serves each lane's run of four.
+template <class F>
+EMBER_HD EMBER_FORCEINLINE void for_each_uniform(const DropoutOptions& d, std::int64_t base,
+                                                 std::int64_t cols, int lane, int lanes, F&& f) {
+#if !defined(__CUDA_ARCH__)
+  if (lanes == 1) {
+    constexpr std::int64_t kStretch = 256;
+    float u[kStretch];
+    for (std::int64_t j0 = 0; j0 < cols; j0 += kStretch) {
+      const std::int64_t n = cols - j0 < kStretch ? cols - j0 : kStretch;
+      philox_uniforms(d.seed, d.offset, static_cast<std::uint64_t>(base + j0), n, u);
+      for (std::int64_t k = 0; k < n; ++k) f(j0 + k, u[k]);
+    }
+    return;
+  }
+#endif
+  PhiloxUniformCursor uniform{d.seed, d.offset};
+  exec::for_lane_elements(cols, lane, lanes, [&](std::int64_t j) {
+    f(j, uniform(static_cast<std::uint64_t>(base + j)));
+  });
+}
+
 /// The forward row kernel. residual, w and b may be null; sum is null when there is nothing to
 /// add or drop (the rows are x itself).
 template <FloatingElement T>
@@ -78,11 +103,15 @@ struct RowNormForward {
       return exec::RowSums<A>{d * d, A(0)};
     });
     const A rs = math::rsqrt(across.sum(squares) / static_cast<A>(cols) + eps);
-    exec::for_lane_elements(cols, lane, lanes, [&](std::int64_t j) {
-      A v = (to_acc(s[base + j]) - m) * rs;
-      if (w != nullptr) v *= to_acc(w[j]);
-      if (b != nullptr) v += to_acc(b[j]);
-      y[base + j] = to_storage<T>(v);
+    exec::with_flag(w != nullptr, [&](auto has_w) {
+      exec::with_flag(b != nullptr, [&](auto has_b) {
+        exec::for_lane_elements(cols, lane, lanes, [&](std::int64_t j) {
+          A v = (to_acc(s[base + j]) - m) * rs;
+          if constexpr (decltype(has_w)::value) v *= to_acc(w[j]);
+          if constexpr (decltype(has_b)::value) v += to_acc(b[j]);
+          y[base + j] = to_storage<T>(v);
+        });
+      });
     });
     if (lane == 0) {
       mean[r] = m;
@@ -92,35 +121,26 @@ struct RowNormForward {
 
   /// s = keep(x) / (1 - p) + residual into `sum`, rounded to T.
   EMBER_HD void form_sum(std::int64_t base, int lane, int lanes) const {
-    if (p == 0) {
-      exec::for_lane_elements(cols, lane, lanes, [&](std::int64_t j) {
-        const A res = residual != nullptr ? to_acc(residual[base + j]) : A(0);
-        sum[base + j] = to_storage<T>(to_acc(x[base + j]) + res);
-      });
-      return;
-    }
-    // An explicit fma, so that the sum rounds the same on both devices (nvcc would contract
-    // x * scale + residual on its own; the host compiler would not).
-    auto form = [&](std::int64_t j, float u) {
-      const A v = to_acc(x[base + j]);
-      const A res = residual != nullptr ? to_acc(residual[base + j]) : A(0);
-      sum[base + j] = to_storage<T>(u >= p ? math::fma(v, scale, res) : res);
-    };
-#if !defined(__CUDA_ARCH__)
-    if (lanes == 1) {  // the CPU: the uniforms a stretch at a time, then a plain loop
-      constexpr std::int64_t kStretch = 256;
-      float u[kStretch];
-      for (std::int64_t j0 = 0; j0 < cols; j0 += kStretch) {
-        const std::int64_t n = cols - j0 < kStretch ? cols - j0 : kStretch;
-        philox_uniforms(dropout.seed, dropout.offset, static_cast<std::uint64_t>(base + j0), n, u);
-        for (std::int64_t k = 0; k < n; ++k) form(j0 + k, u[k]);
+    exec::with_flag(residual != nullptr, [&](auto has_residual) {
+      auto res = [&](std::int64_t j) {
+        if constexpr (decltype(has_residual)::value) {
+          return to_acc(residual[base + j]);
+        } else {
+          return A(0);
+        }
+      };
+      if (p == 0) {
+        exec::for_lane_elements(cols, lane, lanes, [&](std::int64_t j) {
+          sum[base + j] = to_storage<T>(to_acc(x[base + j]) + res(j));
+        });
+        return;
       }
-      return;
-    }
-#endif
-    PhiloxUniformCursor uniform{dropout.seed, dropout.offset};
-    exec::for_lane_elements(cols, lane, lanes, [&](std::int64_t j) {
-      form(j, uniform(static_cast<std::uint64_t>(base + j)));
+      // An explicit fma, so that the sum rounds the same on both devices (nvcc would contract
+      // x * scale + residual on its own; the host compiler would not).
+      for_each_uniform(dropout, base, cols, lane, lanes, [&](std::int64_t j, float u) {
+        const A v = to_acc(x[base + j]), rj = res(j);
+        sum[base + j] = to_storage<T>(u >= p ? math::fma(v, scale, rj) : rj);
+      });
     });
   }
 };
@@ -144,10 +164,23 @@ struct RowNormBackward {
 
   template <class Across>
   EMBER_HD void row(std::int64_t r, int lane, int lanes, Across across) const {
+    exec::with_flag(w != nullptr, [&](auto has_w) {
+      exec::with_flag(gresidual != nullptr, [&](auto has_gresidual) {
+        row_as<decltype(has_w)::value, decltype(has_gresidual)::value>(r, lane, lanes, across);
+      });
+    });
+  }
+
+  template <bool HasW, bool HasGResidual, class Across>
+  EMBER_HD void row_as(std::int64_t r, int lane, int lanes, Across across) const {
     const std::int64_t base = r * cols;
     const A m = mean[r], rs = rstd[r];
     auto dxh = [&](std::int64_t j) {
-      return w != nullptr ? to_acc(g[base + j]) * to_acc(w[j]) : to_acc(g[base + j]);
+      if constexpr (HasW) {
+        return to_acc(g[base + j]) * to_acc(w[j]);
+      } else {
+        return to_acc(g[base + j]);
+      }
     };
     A m1 = 0, m2 = 0;
     exec::lane_sums(cols, lane, lanes, m1, m2, [&](std::int64_t j) {
@@ -156,14 +189,20 @@ struct RowNormBackward {
     });
     m1 = across.sum(m1) / static_cast<A>(cols);
     m2 = across.sum(m2) / static_cast<A>(cols);
-    PhiloxUniformCursor uniform{dropout.seed, dropout.offset};
-    exec::for_lane_elements(cols, lane, lanes, [&](std::int64_t j) {
+    auto ds = [&](std::int64_t j) {
       const A xh = (to_acc(s[base + j]) - m) * rs;
-      const A ds = rs * (dxh(j) - m1 - xh * m2);
-      if (gresidual != nullptr) gresidual[base + j] = to_storage<T>(ds);
-      A dx = ds;
-      if (p > 0) dx = uniform(static_cast<std::uint64_t>(base + j)) >= p ? ds * scale : A(0);
-      gx[base + j] = to_storage<T>(dx);
+      const A d = rs * (dxh(j) - m1 - xh * m2);
+      if constexpr (HasGResidual) gresidual[base + j] = to_storage<T>(d);
+      return d;
+    };
+    if (p == 0) {
+      exec::for_lane_elements(cols, lane, lanes,
+                              [&](std::int64_t j) { gx[base + j] = to_storage<T>(ds(j)); });
+      return;
+    }
+    for_each_uniform(dropout, base, cols, lane, lanes, [&](std::int64_t j, float u) {
+      const A d = ds(j);
+      gx[base + j] = to_storage<T>(u >= p ? d * scale : A(0));
     });
   }
 };

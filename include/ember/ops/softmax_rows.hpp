@@ -51,9 +51,15 @@ struct SoftmaxRows {
     // An infinite maximum is lse itself: -inf when the row holds only -inf, +inf when it holds
     // +inf (whose softmax is then NaN there and 0 elsewhere, as the reduction path gives).
     const A lse = m == -math::infinity<A>() || m == math::infinity<A>() ? m : m + math::log(s);
-    exec::for_lane_elements(cols, lane, lanes, [&](std::int64_t j) {
-      const A shifted = to_acc(xr[j]) - lse;
-      yr[j] = to_storage<T>(log ? shifted : math::exp(shifted));
+    exec::with_flag(log, [&](auto is_log) {
+      exec::for_lane_elements(cols, lane, lanes, [&](std::int64_t j) {
+        const A shifted = to_acc(xr[j]) - lse;
+        if constexpr (decltype(is_log)::value) {
+          yr[j] = to_storage<T>(shifted);
+        } else {
+          yr[j] = to_storage<T>(math::exp(shifted));
+        }
+      });
     });
   }
 };
@@ -70,15 +76,22 @@ struct SoftmaxBackwardRows {
   template <class Across>
   EMBER_HD void row(std::int64_t r, int lane, int lanes, Across across) const {
     const std::int64_t base = r * cols;
-    A total = 0, unused = 0;
-    exec::lane_sums(cols, lane, lanes, total, unused, [&](std::int64_t j) {
-      const A gj = to_acc(g[base + j]);
-      return exec::RowSums<A>{log ? gj : gj * to_acc(y[base + j]), A(0)};
-    });
-    total = across.sum(total);
-    exec::for_lane_elements(cols, lane, lanes, [&](std::int64_t j) {
-      const A gj = to_acc(g[base + j]), yj = to_acc(y[base + j]);
-      dx[base + j] = to_storage<T>(log ? gj - math::exp(yj) * total : yj * (gj - total));
+    exec::with_flag(log, [&](auto is_log) {
+      constexpr bool kLog = decltype(is_log)::value;
+      A total = 0, unused = 0;
+      exec::lane_sums(cols, lane, lanes, total, unused, [&](std::int64_t j) {
+        const A gj = to_acc(g[base + j]);
+        return exec::RowSums<A>{kLog ? gj : gj * to_acc(y[base + j]), A(0)};
+      });
+      total = across.sum(total);
+      exec::for_lane_elements(cols, lane, lanes, [&](std::int64_t j) {
+        const A gj = to_acc(g[base + j]), yj = to_acc(y[base + j]);
+        if constexpr (kLog) {
+          dx[base + j] = to_storage<T>(gj - math::exp(yj) * total);
+        } else {
+          dx[base + j] = to_storage<T>(yj * (gj - total));
+        }
+      });
     });
   }
 };
