@@ -23,6 +23,7 @@ using ember::Shape;
 using ember::Tensor;
 using ember::Var;
 using Vars = std::vector<Var<double>>;
+using ember::testing::require_close;
 
 Tensor<double> rand_tensor(const Shape& s, std::uint32_t seed) {
   return ember::testing::normal_tensor(s, 0, 2, seed);
@@ -204,6 +205,30 @@ TEST_CASE("gradcheck: cross_entropy, nll_loss, mse_loss", "[ops][losses][gradche
           [&](const Vars& v) { return ember::nll_loss(ember::log_softmax(v[0], 1), t, r); }, {x});
       INFO(res2);
       REQUIRE(res2);
+    }
+  }
+  // [N, C] logits run a row at a time: the same gradients through that path, with ignored rows.
+  const Tensor<double> x2 = rand_tensor(Shape{5, 7}, 33);
+  const Tensor<std::int64_t> t2 = ember::from_vector<std::int64_t>({6, -100, 0, 3, 3}, Shape{5});
+  for (double smoothing : {0.0, 0.2}) {
+    for (Reduction r : {Reduction::none, Reduction::mean, Reduction::sum}) {
+      auto res = ember::gradcheck(
+          [&](const Vars& v) {
+            return ember::cross_entropy(Var<double>(v[0] * 1.5), t2, {smoothing, -100, r});
+          },
+          {x2});
+      INFO("rows: smoothing " << smoothing << " reduction " << static_cast<int>(r) << ": " << res);
+      REQUIRE(res);
+      // The same logits as [N, C, 1] take the expression path: equal values and gradients.
+      auto a = ember::param(x2), b = ember::param(x2.reshape({5, 7, 1}));
+      const CrossEntropyOptions opt{smoothing, -100, r};
+      const Var<double> la = ember::cross_entropy(a, t2, opt);
+      const Var<double> lb = ember::cross_entropy(b, t2.reshape({5, 1}), opt);
+      require_close(la.value().reshape({la.value().numel()}),
+                    lb.value().reshape({lb.value().numel()}), 1e-13);
+      ember::sum(la).backward();
+      ember::sum(lb).backward();
+      require_close(a.grad(), b.grad().reshape({5, 7}), 1e-13);
     }
   }
   const Tensor<double> y = rand_tensor(Shape{4, 3, 2}, 32);

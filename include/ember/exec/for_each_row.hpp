@@ -49,6 +49,11 @@ EMBER_HD EMBER_FORCEINLINE void for_lane_elements(std::int64_t cols, int lane, i
   }
 }
 
+/// Whether lane `lane` of `lanes` owns element j of a row (for_lane_elements' layout).
+EMBER_HD EMBER_FORCEINLINE bool lane_owns(std::int64_t j, int lane, int lanes) {
+  return lanes == 1 || (j / kRowRun) % lanes == lane;
+}
+
 /// f(std::true_type{}) when `flag`, else f(std::false_type{}): a loop-invariant choice made once,
 /// outside the loop, so that each loop body is straight-line code the host compiler vectorises
 /// (GCC leaves a loop with a branch inside scalar).

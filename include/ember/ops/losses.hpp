@@ -7,7 +7,8 @@
 // in two reductions over the logits (lse; the weighted sum, whose weights come from comparing
 // a class index with the target inside the expression: no one-hot tensor is made), and
 //   dlogits = g_i (softmax_{i,c} - (1 - e) [c == t_i] - e/C)        (0 where ignored)
-// in one elementwise pass. Reduction mean divides by the number of targets not ignored, as
+// in one elementwise pass. [N, C] logits run a row at a time instead (cross_entropy_rows.hpp:
+// one launch each way). Reduction mean divides by the number of targets not ignored, as
 // PyTorch does. Targets outside [0, C) other than ignore_index are an ember::Error.
 #pragma once
 
@@ -21,6 +22,7 @@
 #include "../expr/generator.hpp"
 #include "../expr/operators.hpp"
 #include "../tensor/tensor.hpp"
+#include "cross_entropy_rows.hpp"
 #include "softmax.hpp"
 
 namespace ember {
@@ -83,6 +85,9 @@ std::pair<Tensor<acc_t<T>>, Tensor<acc_t<T>>> cross_entropy_terms(
   EMBER_CHECK(opt.label_smoothing >= 0 && opt.label_smoothing <= 1,
               "ember: cross_entropy: label_smoothing must be in [0, 1], got ", opt.label_smoothing);
   check_targets(targets, l.C, opt.ignore_index, "cross_entropy");
+  if (cross_entropy_rows_apply(logits)) {
+    return cross_entropy_rows<T, Mode>(logits, targets, opt.ignore_index, opt.label_smoothing);
+  }
   const Tensor<A> lse = kept_logsumexp<T, Mode>(logits, 1, "cross_entropy");
   const Tensor<std::int64_t> t = targets.reshape(l.target_shape);
   const auto cls = class_index(l, logits.device());
@@ -160,13 +165,17 @@ Tensor<T> cross_entropy_backward(const Tensor<T>& logits, const Tensor<std::int6
                                  const Tensor<acc_t<T>>& lse, const Tensor<T>& g,
                                  const CrossEntropyOptions& opt, double count) {
   const ClassLayout l = class_layout(logits, targets, "cross_entropy");
+  const double scale = opt.reduction == Reduction::mean ? 1.0 / count : 1.0;
+  if (cross_entropy_rows_apply(logits)) {
+    return cross_entropy_rows_backward<T, Mode>(logits, targets, lse, g, opt.ignore_index,
+                                                opt.label_smoothing, scale);
+  }
   const Tensor<std::int64_t> t = targets.reshape(l.target_shape);
   const auto cls = class_index(l, logits.device());
   const double e = opt.label_smoothing, on = 1.0 - e, off = l.C > 0 ? e / double(l.C) : 0.0;
   // g per target element, broadcast over the classes.
   Tensor<T> gt = opt.reduction == Reduction::none ? g.reshape(l.target_shape)
                                                   : g.reshape(Shape::filled(logits.rank(), 1));
-  const double scale = opt.reduction == Reduction::mean ? 1.0 / count : 1.0;
   return Tensor<T>(
       cast<T>(where(t == opt.ignore_index, 0.0,
                     gt * scale * (exp(logits - lse) - cast<acc_t<T>>(cls == t) * on - off))));
