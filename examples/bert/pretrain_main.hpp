@@ -542,6 +542,7 @@ inline void print_summary(const BertConfig& bc) {
 }
 
 inline int main(int argc, char** argv) {
+  trainer::quiet_blas_threads(argv);
   PretrainConfig c;
   CLI::App app{"ember's BERT pretraining (MLPerf's language workload: masked LM + next sentence)",
                "bert_pretrain"};

@@ -1,7 +1,7 @@
 // What both example trainers (examples/resnet50, examples/bert) need around their training loop:
-// the device from --device, waiting for it before reading a clock, the rank of a label among
-// scores, durations as h:mm:ss, and the curves drawn from the JSONL metrics by
-// scripts/plot_metrics.py.
+// OpenBLAS's idle threads put to sleep, the device from --device, waiting for it before reading a
+// clock, the rank of a label among scores, durations as h:mm:ss, and the curves drawn from the
+// JSONL metrics by scripts/plot_metrics.py.
 #pragma once
 
 #include <chrono>
@@ -12,9 +12,26 @@
 #include <filesystem>
 #include <string>
 
+#include <unistd.h>
+
 #include <ember/ember.hpp>
 
 namespace trainer {
+
+/// OpenBLAS's pthreads spin (sched_yield) for about 2^28 cycles after each product before they
+/// sleep, so between products the trainer's own OpenMP passes share the cores with spinning
+/// threads: a BERT-tiny step on 2 cores runs at 72 sequences/s so, 92 when they sleep at once
+/// (OPENBLAS_THREAD_TIMEOUT=4; a single BLAS thread gives 74). OpenBLAS reads that variable only
+/// as it loads, before main, so when it is unset this sets it and runs the program again (the
+/// same arguments, through /proc/self/exe). Returns when nothing was to be done (already set,
+/// another BLAS, or the exec failed: then the program goes on as it is).
+inline void quiet_blas_threads([[maybe_unused]] char** argv) {
+#if defined(OPENBLAS_VERSION) && defined(__linux__)
+  if (std::getenv("OPENBLAS_THREAD_TIMEOUT") != nullptr) return;
+  if (setenv("OPENBLAS_THREAD_TIMEOUT", "4", 0) != 0) return;
+  execv("/proc/self/exe", argv);
+#endif
+}
 
 /// The device `choice` names: cpu, cuda, or auto (the first GPU when one is usable).
 /// `program` names the caller in the error.
