@@ -1,14 +1,13 @@
 // exec::for_each_row: f.row(r, lane, lanes, across) for every row r in [0, rows) of a row-wise
-// operator (a fused normalisation), as one OpenMP pass or one CUDA launch.
+// operator (softmax, layer norm, cross-entropy), as one OpenMP pass or one CUDA launch.
 //
 // A row functor walks the elements its lane owns (for_lane_elements), and combines per-lane
 // partial results with `across.sum(v)` and `across.max(v)`, which return the sum (maximum) over
 // the row's lanes to every lane. On the CPU a row is one thread's (lane 0 of 1; nothing to
 // combine); on CUDA it is one warp's (32 lanes, each owning runs of four neighbours; butterflies
-// of shuffles). Each lane
-// touches only its own elements in every pass over the row, so a value a lane wrote is read back by
-// that lane alone: no barrier is needed between passes. The same functor, written once as
-// host+device code, runs on both devices.
+// of shuffles). Each lane touches only its own elements in every sweep over the row, so a value
+// a lane wrote is read back by that lane alone: no barrier is needed between sweeps. The same
+// functor, written once as host+device code, runs on both devices.
 #pragma once
 
 #include <cstdint>
