@@ -5,13 +5,14 @@
 //   mask: Tensor<bool> broadcastable to [..., Lq, Lk], true where a query may attend (undefined:
 //         everywhere); causal: query i attends to keys j <= i + Lk - Lq
 //   scale: 1 / sqrt(E) unless given; dropout_p with Philox (seed, offset) as ops/dropout.hpp
-// Forward: a batched GEMM for the scores, then scale + mask + softmax + dropout in one
+// Forward: a batched GEMM for the scores, then scale + mask + softmax + dropout a row at a time
+// in one launch (attention_rows.hpp; on CUDA for rows of up to 32,768 keys), else in one
 // logsumexp reduction and one elementwise pass (the mask and the causal condition are computed
 // inside the expression from a lazy row and column index: no mask tensor is built), then a
 // batched GEMM with v. A row whose every key is masked gives zeros, not NaN.
-// Backward (attention_backward): two GEMMs for dv and dP, one reduction and one pass for the
-// softmax and dropout backward (the probabilities before dropout recomputed from the scores and
-// the logsumexp, the dropout mask from its seed), two GEMMs for dq and dk.
+// Backward (attention_backward): two GEMMs for dv and dP, one row pass (else one reduction and
+// one pass) for the softmax and dropout backward (the probabilities before dropout recomputed from
+// the scores and the logsumexp, the dropout mask from its seed), two GEMMs for dq and dk.
 #pragma once
 
 #include <cmath>
@@ -19,6 +20,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <tuple>
 
 #include "../core/dtype.hpp"
 #include "../exec/assign.hpp"
@@ -27,6 +29,7 @@
 #include "../expr/operators.hpp"
 #include "../tensor/factories.hpp"
 #include "../tensor/tensor.hpp"
+#include "attention_rows.hpp"
 #include "matmul.hpp"
 
 namespace ember {
@@ -95,6 +98,11 @@ std::pair<Tensor<T>, AttentionSaved<T>> attention_forward(const Tensor<T>& q, co
   s.scale = opt.scale.value_or(1.0 / std::sqrt(static_cast<double>(q.size(-1))));
   s.mask = attention_mask<T>(mask_in, q.device());
   s.scores = matmul<T, Mode>(q, k.transpose(-1, -2));
+  if (attention_rows_apply(s.scores)) {
+    std::tie(s.probs, s.lse) = attention_softmax_rows<T, Mode>(
+        s.scores, s.mask, opt.causal, s.scale, DropoutOptions{opt.dropout_p, opt.seed, opt.offset});
+    return {matmul<T, Mode>(s.probs, v), s};
+  }
   const int r = s.scores.rank();
   const auto logits = attention_logits(s.scores, s.mask, opt.causal, s.scale);
   s.lse = exec::reduce_expression<A>(logits, reduce::Bound<reduce::LogSumExp<A>>{}, name,
@@ -121,6 +129,14 @@ std::tuple<Tensor<T>, Tensor<T>, Tensor<T>> attention_backward(
   // dv = P^T g, dP = g v^T (summed later over broadcast batch dims by sum_to).
   const Tensor<T> dv = matmul<T, Mode>(s.probs.transpose(-1, -2), g);
   const Tensor<T> dp = matmul<T, Mode>(g, v.transpose(-1, -2));
+  if (attention_rows_apply(s.scores)) {
+    const Tensor<T> dlogits = attention_softmax_rows_backward<T, Mode>(
+        s.scores, s.mask, opt.causal, s.scale, s.lse, dp,
+        DropoutOptions{opt.dropout_p, opt.seed, opt.offset});
+    return {sum_to<T, Mode>(matmul<T, Mode>(dlogits, k), q.shape()),
+            sum_to<T, Mode>(matmul<T, Mode>(dlogits.transpose(-1, -2), q), k.shape()),
+            sum_to<T, Mode>(dv, v.shape())};
+  }
   const double inf = std::numeric_limits<double>::infinity();
   const auto logits = attention_logits(s.scores, s.mask, opt.causal, s.scale);
   const auto p = where(s.lse == -inf, 0.0, exp(logits - s.lse));  // before dropout

@@ -1,0 +1,215 @@
+// Attention's scale + mask + softmax + dropout one row of scores at a time (exec::for_each_row: a
+// thread per row on the CPU, a warp per row on CUDA), forward and backward: one launch each way
+// where the expression path runs a logsumexp reduction and a pass (and, back, a reduction and a
+// pass). A row is query q of one batch entry: its Lk scores, the mask's row read through the
+// mask's broadcast strides, the causal condition from q and the column. The formulas, the
+// dropout's Philox indices (the element's row-major index in the scores) and the special cases
+// (a row with every key masked gives zeros) are those of attention.hpp.
+#pragma once
+
+#include <cstdint>
+
+#include "../core/dtype.hpp"
+#include "../core/shape.hpp"
+#include "../exec/for_each_row.hpp"
+#include "../expr/math.hpp"
+#include "../tensor/factories.hpp"
+#include "../tensor/tensor.hpp"
+#include "dropout.hpp"
+#include "layer_norm_rows.hpp"
+
+namespace ember::ops {
+
+/// Whether the attention softmax of these scores [..., Lq, Lk] (dense, from the GEMM) runs as
+/// rows: they have elements, and on CUDA a row fits a warp's limit.
+template <Storable T>
+bool attention_rows_apply(const Tensor<T>& scores) {
+  return scores.numel() > 0 && scores.is_contiguous() &&
+         (scores.device().is_cpu() || scores.size(-1) <= kRowNormMaxCudaCols);
+}
+
+/// The mask broadcast to the scores' shape, read a row at a time: row r's first element is at
+/// row_offset(r), its columns `col_stride` apart.
+struct MaskRows {
+  const bool* data = nullptr;
+  std::int64_t sizes[kMaxRank] = {};    // the scores' leading extents (all but the last)
+  std::int64_t strides[kMaxRank] = {};  // the broadcast mask's strides along them
+  int lead = 0;
+  std::int64_t col_stride = 0;
+
+  EMBER_HD std::int64_t row_offset(std::int64_t r) const {
+    std::int64_t off = 0;
+    for (int d = lead - 1; d >= 0; --d) {
+      off += (r % sizes[d]) * strides[d];
+      r /= sizes[d];
+    }
+    return off;
+  }
+};
+
+inline MaskRows mask_rows(const Tensor<bool>& mask, const Shape& scores) {
+  const Tensor<bool> m = mask.expand(scores);
+  MaskRows out;
+  out.data = m.data();
+  out.lead = scores.rank() - 1;
+  for (int d = 0; d < out.lead; ++d) {
+    out.sizes[d] = scores[d];
+    out.strides[d] = m.stride(d);
+  }
+  out.col_stride = m.stride(scores.rank() - 1);
+  return out;
+}
+
+/// What a row of either pass needs to form its logits: scores * scale where the key is allowed.
+template <FloatingElement T>
+struct AttentionRowLogits {
+  using A = acc_t<T>;
+  const T* scores;
+  MaskRows mask;
+  std::int64_t Lq, Lk;
+  std::int64_t shift;  // causal: key j is allowed for query q when j <= q + shift
+  A scale;
+
+  /// The logit of column j of row r (mrow: the mask's row offset, q: the query).
+  EMBER_HD EMBER_FORCEINLINE A logit(std::int64_t r, std::int64_t mrow, std::int64_t q,
+                                     std::int64_t j) const {
+    const bool allowed = j <= q + shift && mask.data[mrow + j * mask.col_stride];
+    return allowed ? to_acc(scores[r * Lk + j]) * scale : -math::infinity<A>();
+  }
+};
+
+template <FloatingElement T>
+struct AttentionSoftmaxRows {
+  using A = acc_t<T>;
+  AttentionRowLogits<T> in;
+  T* probs;  // after dropout
+  A* lse;    // [rows]
+  DropoutOptions dropout;
+  float p;
+  A keep_scale;
+
+  template <class Across>
+  EMBER_HD void row(std::int64_t r, int lane, int lanes, Across across) const {
+    const std::int64_t cols = in.Lk, base = r * cols, q = r % in.Lq;
+    const std::int64_t mrow = in.mask.row_offset(r);
+    const A m = across.max(exec::lane_max<A>(
+        cols, lane, lanes, [&](std::int64_t j) { return in.logit(r, mrow, q, j); }));
+    A s = 0, unused = 0;
+    if (m != -math::infinity<A>()) {  // the same on every lane of the row
+      exec::lane_sums(cols, lane, lanes, s, unused, [&](std::int64_t j) {
+        return exec::RowSums<A>{math::exp(in.logit(r, mrow, q, j) - m), A(0)};
+      });
+    }
+    s = across.sum(s);
+    const A l = m == -math::infinity<A>() || m == math::infinity<A>() ? m : m + math::log(s);
+    auto prob = [&](std::int64_t j) {
+      return l == -math::infinity<A>() ? A(0) : math::exp(in.logit(r, mrow, q, j) - l);
+    };
+    if (p == 0) {
+      exec::for_lane_elements(cols, lane, lanes,
+                              [&](std::int64_t j) { probs[base + j] = to_storage<T>(prob(j)); });
+    } else {
+      for_each_uniform(dropout, base, cols, lane, lanes, [&](std::int64_t j, float u) {
+        probs[base + j] = to_storage<T>(u >= p ? prob(j) * keep_scale : A(0));
+      });
+    }
+    if (lane == 0) lse[r] = l;
+  }
+};
+
+template <FloatingElement T>
+struct AttentionSoftmaxBackwardRows {
+  using A = acc_t<T>;
+  AttentionRowLogits<T> in;
+  const A* lse;
+  const T* dp;  // the gradient of the probabilities after dropout
+  T* dlogits;   // the scores' gradient (the scale included)
+  DropoutOptions dropout;
+  float p;
+  A keep_scale;
+
+  template <class Across>
+  EMBER_HD void row(std::int64_t r, int lane, int lanes, Across across) const {
+    const std::int64_t cols = in.Lk, base = r * cols, q = r % in.Lq;
+    const std::int64_t mrow = in.mask.row_offset(r);
+    const A l = lse[r];
+    auto prob = [&](std::int64_t j) {
+      return l == -math::infinity<A>() ? A(0) : math::exp(in.logit(r, mrow, q, j) - l);
+    };
+    // dpre: the gradient before dropout; dlogits = p (dpre - sum(dpre p)) scale.
+    A dot = 0;
+    if (p == 0) {
+      A unused = 0;
+      exec::lane_sums(cols, lane, lanes, dot, unused, [&](std::int64_t j) {
+        return exec::RowSums<A>{to_acc(dp[base + j]) * prob(j), A(0)};
+      });
+      dot = across.sum(dot);
+      exec::for_lane_elements(cols, lane, lanes, [&](std::int64_t j) {
+        const A pj = prob(j);
+        dlogits[base + j] = to_storage<T>(pj * (to_acc(dp[base + j]) - dot) * in.scale);
+      });
+      return;
+    }
+    for_each_uniform(dropout, base, cols, lane, lanes, [&](std::int64_t j, float u) {
+      dot += (u >= p ? to_acc(dp[base + j]) * keep_scale : A(0)) * prob(j);
+    });
+    dot = across.sum(dot);
+    for_each_uniform(dropout, base, cols, lane, lanes, [&](std::int64_t j, float u) {
+      const A dpre = u >= p ? to_acc(dp[base + j]) * keep_scale : A(0);
+      dlogits[base + j] = to_storage<T>(prob(j) * (dpre - dot) * in.scale);
+    });
+  }
+};
+
+template <FloatingElement T>
+AttentionRowLogits<T> attention_row_logits(const Tensor<T>& scores, const Tensor<bool>& mask,
+                                           bool causal, double scale) {
+  const int r = scores.rank();
+  const std::int64_t Lq = scores.size(r - 2), Lk = scores.size(r - 1);
+  return {scores.data(),         mask_rows(mask, scores.shape()), Lq, Lk,
+          causal ? Lk - Lq : Lk, static_cast<acc_t<T>>(scale)};
+}
+
+/// The probabilities (after dropout) and the logsumexp, kept ([..., Lq, 1]), of the scores.
+template <FloatingElement T, class Mode = exec::mode>
+std::pair<Tensor<T>, Tensor<acc_t<T>>> attention_softmax_rows(const Tensor<T>& scores,
+                                                              const Tensor<bool>& mask, bool causal,
+                                                              double scale,
+                                                              const DropoutOptions& dropout) {
+  using A = acc_t<T>;
+  const std::int64_t cols = scores.size(-1), rows = scores.numel() / cols;
+  Shape kept = scores.shape();
+  kept[kept.rank() - 1] = 1;
+  Tensor<T> probs = empty<T>(scores.shape(), scores.device());
+  Tensor<A> lse = empty<A>(kept, scores.device());
+  const AttentionSoftmaxRows<T> f{attention_row_logits(scores, mask, causal, scale),
+                                  probs.data(),
+                                  lse.data(),
+                                  dropout,
+                                  static_cast<float>(dropout.p),
+                                  dropout_scale<A>(dropout.p)};
+  exec::for_each_row<AttentionSoftmaxRows<T>, Mode>(f, rows, cols, scores.device());
+  return {probs, lse};
+}
+
+/// The scores' gradient from the probabilities' gradient dp (after dropout).
+template <FloatingElement T, class Mode = exec::mode>
+Tensor<T> attention_softmax_rows_backward(const Tensor<T>& scores, const Tensor<bool>& mask,
+                                          bool causal, double scale, const Tensor<acc_t<T>>& lse,
+                                          const Tensor<T>& dp, const DropoutOptions& dropout) {
+  using A = acc_t<T>;
+  const std::int64_t cols = scores.size(-1), rows = scores.numel() / cols;
+  const Tensor<T> dpc = dp.template contiguous<Mode>();
+  Tensor<T> dlogits = empty<T>(scores.shape(), scores.device());
+  const AttentionSoftmaxBackwardRows<T> f{attention_row_logits(scores, mask, causal, scale),
+                                          lse.data(),
+                                          dpc.data(),
+                                          dlogits.data(),
+                                          dropout,
+                                          static_cast<float>(dropout.p),
+                                          dropout_scale<A>(dropout.p)};
+  exec::for_each_row<AttentionSoftmaxBackwardRows<T>, Mode>(f, rows, cols, scores.device());
+  return dlogits;
+}
+
+}  // namespace ember::ops
