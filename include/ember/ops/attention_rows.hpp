@@ -76,6 +76,12 @@ struct AttentionRowLogits {
     const bool allowed = j <= q + shift && mask.data[mrow + j * mask.col_stride];
     return allowed ? to_acc(scores[r * Lk + j]) * scale : -math::infinity<A>();
   }
+  /// The probability of column j before dropout, given the row's logsumexp l (-inf: every key
+  /// is masked, and the row is zeros).
+  EMBER_HD EMBER_FORCEINLINE A prob(std::int64_t r, std::int64_t mrow, std::int64_t q,
+                                    std::int64_t j, A l) const {
+    return l == -math::infinity<A>() ? A(0) : math::exp(logit(r, mrow, q, j) - l);
+  }
 };
 
 template <FloatingElement T>
@@ -102,9 +108,7 @@ struct AttentionSoftmaxRows {
     }
     s = across.sum(s);
     const A l = m == -math::infinity<A>() || m == math::infinity<A>() ? m : m + math::log(s);
-    auto prob = [&](std::int64_t j) {
-      return l == -math::infinity<A>() ? A(0) : math::exp(in.logit(r, mrow, q, j) - l);
-    };
+    auto prob = [&](std::int64_t j) { return in.prob(r, mrow, q, j, l); };
     if (p == 0) {
       exec::for_lane_elements(cols, lane, lanes,
                               [&](std::int64_t j) { probs[base + j] = to_storage<T>(prob(j)); });
@@ -133,9 +137,7 @@ struct AttentionSoftmaxBackwardRows {
     const std::int64_t cols = in.Lk, base = r * cols, q = r % in.Lq;
     const std::int64_t mrow = in.mask.row_offset(r);
     const A l = lse[r];
-    auto prob = [&](std::int64_t j) {
-      return l == -math::infinity<A>() ? A(0) : math::exp(in.logit(r, mrow, q, j) - l);
-    };
+    auto prob = [&](std::int64_t j) { return in.prob(r, mrow, q, j, l); };
     // dpre: the gradient before dropout; dlogits = p (dpre - sum(dpre p)) scale.
     A dot = 0;
     if (p == 0) {
