@@ -37,16 +37,8 @@ struct CrossEntropyRows {
   template <class Across>
   EMBER_HD void row(std::int64_t r, int lane, int lanes, Across across) const {
     const T* xr = x + r * cols;
-    const A m = across.max(
-        exec::lane_max<A>(cols, lane, lanes, [&](std::int64_t j) { return to_acc(xr[j]); }));
-    A exps = 0, total = 0;
-    exec::lane_sums(cols, lane, lanes, exps, total, [&](std::int64_t j) {
-      const A v = to_acc(xr[j]);
-      return exec::RowSums<A>{math::exp(v - m), v};
-    });
-    exps = across.sum(exps);
-    total = across.sum(total);
-    const A l = m == -math::infinity<A>() || m == math::infinity<A>() ? m : m + math::log(exps);
+    A total = 0;
+    const A l = row_logsumexp<A>(xr, cols, lane, lanes, across, &total);
     if (lane == 0) {
       const std::int64_t t = targets[r];
       lse[r] = l;

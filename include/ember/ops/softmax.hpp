@@ -25,10 +25,8 @@ template <FloatingElement T, class Mode = exec::mode>
 Tensor<acc_t<T>> kept_logsumexp(const Tensor<T>& x, int axis, const char* name) {
   EMBER_CHECK(x.rank() >= 1, "ember: ", name, ": needs rank 1 or more, got a scalar");
   using A = acc_t<T>;
-  const int ax = normalize_axis(axis, x.rank(), name);
-  if (softmax_rows_apply(x, ax)) return logsumexp_rows<T, Mode>(x);
   return exec::reduce_expression<A>(expr::Leaf<T>(x), reduce::Bound<reduce::LogSumExp<A>>{}, name,
-                                    Dims{ax}, true, true);
+                                    Dims{normalize_axis(axis, x.rank(), name)}, true, true);
 }
 }  // namespace ops
 

@@ -32,34 +32,22 @@ bool softmax_rows_apply(const Tensor<T>& x, int axis) {
 /// The logsumexp of row xr (of `cols`) over its lanes: the largest element, then the sum of
 /// exponentials shifted by it. An infinite maximum is lse itself: -inf when the row holds only
 /// -inf (or nothing), +inf when it holds +inf (whose softmax is then NaN there and 0 elsewhere,
-/// as the reduction path gives).
+/// as the reduction path gives). `total`, when given, receives the row's plain sum from the same
+/// sweep (cross_entropy's label smoothing).
 template <class A, class T, class Across>
 EMBER_HD EMBER_FORCEINLINE A row_logsumexp(const T* xr, std::int64_t cols, int lane, int lanes,
-                                           Across across) {
+                                           Across across, A* total = nullptr) {
   const A m = across.max(
       exec::lane_max<A>(cols, lane, lanes, [&](std::int64_t j) { return to_acc(xr[j]); }));
-  A s = 0, unused = 0;
-  exec::lane_sums(cols, lane, lanes, s, unused, [&](std::int64_t j) {
-    return exec::RowSums<A>{math::exp(to_acc(xr[j]) - m), A(0)};
+  A s = 0, plain = 0;
+  exec::lane_sums(cols, lane, lanes, s, plain, [&](std::int64_t j) {
+    const A v = to_acc(xr[j]);
+    return exec::RowSums<A>{math::exp(v - m), v};
   });
   s = across.sum(s);
+  if (total != nullptr) *total = across.sum(plain);  // the same pointer on every lane
   return m == -math::infinity<A>() || m == math::infinity<A>() ? m : m + math::log(s);
 }
-
-/// Each row's logsumexp, in the compute type: what cross_entropy needs.
-template <FloatingElement T>
-struct LogSumExpRows {
-  using A = acc_t<T>;
-  const T* x;
-  A* lse;
-  std::int64_t cols;
-
-  template <class Across>
-  EMBER_HD void row(std::int64_t r, int lane, int lanes, Across across) const {
-    const A v = row_logsumexp<A>(x + r * cols, cols, lane, lanes, across);
-    if (lane == 0) lse[r] = v;
-  }
-};
 
 template <FloatingElement T>
 struct SoftmaxRows {
@@ -127,20 +115,6 @@ Tensor<T> softmax_rows(const Tensor<T>& x, bool log) {
   exec::for_each_row<SoftmaxRows<T>, Mode>(SoftmaxRows<T>{x.data(), y.data(), cols, log}, rows,
                                            cols, x.device());
   return y;
-}
-
-/// The logsumexp of each row (the last axis) of a tensor for which softmax_rows_apply holds,
-/// kept: x's shape with the last extent 1, in the compute type.
-template <FloatingElement T, class Mode = exec::mode>
-Tensor<acc_t<T>> logsumexp_rows(const Tensor<T>& x) {
-  using A = acc_t<T>;
-  const std::int64_t cols = x.size(x.rank() - 1), rows = x.numel() / cols;
-  Shape kept = x.shape();
-  kept[kept.rank() - 1] = 1;
-  Tensor<A> lse = empty<A>(kept, x.device());
-  exec::for_each_row<LogSumExpRows<T>, Mode>(LogSumExpRows<T>{x.data(), lse.data(), cols}, rows,
-                                             cols, x.device());
-  return lse;
 }
 
 /// The gradient of softmax's (log_softmax's) input from its output y (as softmax_rows made it)
