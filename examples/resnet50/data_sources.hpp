@@ -147,10 +147,12 @@ inline std::unique_ptr<ImageSource> cifar10(const std::string& dir, std::int64_t
 /// ImageNet's layout: DIR/train/<class>/*.JPEG and DIR/val/<class>/*.JPEG, decoded by worker
 /// threads ahead of the training loop (RandomResizedCrop + flip for training, resize + centre
 /// crop for evaluation, ImageNet's normalisation). Unreadable images are skipped and counted.
+/// With `pin_memory` (training on a GPU) batches are decoded into page-locked memory, so their
+/// copies to the device are queued without the training loop waiting.
 class ImageFolderSource : public ImageSource {
  public:
   ImageFolderSource(const std::filesystem::path& dir, std::int64_t batch, std::int64_t size,
-                    std::uint64_t seed, int workers)
+                    std::uint64_t seed, int workers, bool pin_memory)
       : classes_(0), batch_(batch) {
     using namespace ember::data;
     ImageFolder train(dir / "train"), val(dir / "val");
@@ -162,10 +164,12 @@ class ImageFolderSource : public ImageSource {
     const int threads = workers > 0 ? workers : -1;
     train_ = std::make_unique<ImageFolderLoader>(
         std::move(train), Batches(train_size_, batch, true, seed, true),
-        LoaderOptions{ImageTransform::training(static_cast<int>(size)), threads, 3, seed});
+        LoaderOptions{ImageTransform::training(static_cast<int>(size)), threads, 3, seed,
+                      pin_memory});
     eval_ = std::make_unique<ImageFolderLoader>(
         std::move(val), Batches(eval_size_, batch, false, 0, false),
-        LoaderOptions{ImageTransform::evaluation(static_cast<int>(size)), threads, 3, seed});
+        LoaderOptions{ImageTransform::evaluation(static_cast<int>(size)), threads, 3, seed,
+                      pin_memory});
     size_ = size;
     EMBER_CHECK(train_size_ >= batch, "resnet50: '", dir.string(), "' has ", train_size_,
                 " training images, fewer than one batch of ", batch);
@@ -200,9 +204,9 @@ class ImageFolderSource : public ImageSource {
 };
 
 inline std::unique_ptr<ImageSource> image_folder(const std::string& dir, std::int64_t batch,
-                                                 std::int64_t size, std::uint64_t seed,
-                                                 int workers) {
-  return std::make_unique<ImageFolderSource>(dir, batch, size, seed, workers);
+                                                 std::int64_t size, std::uint64_t seed, int workers,
+                                                 bool pin_memory) {
+  return std::make_unique<ImageFolderSource>(dir, batch, size, seed, workers, pin_memory);
 }
 
 }  // namespace resnet

@@ -96,7 +96,8 @@ inline std::unique_ptr<ImageSource> open_data(const Config& c, Device device) {
   if (d == "fashion-mnist") return fashion_mnist(c.batch, c.seed);
   if (d.rfind("cifar10=", 0) == 0) return cifar10(d.substr(8), c.batch, c.seed);
   if (d.rfind("imagefolder=", 0) == 0) {
-    return image_folder(d.substr(12), c.batch, c.image_size, c.seed, c.workers);
+    return image_folder(d.substr(12), c.batch, c.image_size, c.seed, c.workers,
+                        /*pin_memory=*/device.is_cuda());
   }
   fail("resnet50: --data must be synthetic, fashion-mnist, cifar10=DIR or imagefolder=DIR, got '",
        d, "'");
@@ -261,8 +262,10 @@ RunResult train(const Config& c, ImageSource& data, Device device, bool quiet = 
         timed_from = std::chrono::steady_clock::now();
       }
       const Batch batch = data.train_batch(epoch, b);
-      const Var<T> x(Tensor<T>(cast<T>(batch.images.to(device).contiguous(format))));
-      const Tensor<std::int64_t> y = batch.labels.to(device);
+      // Pinned batches (imagefolder on a GPU) are copied without the host waiting.
+      const Var<T> x(
+          Tensor<T>(cast<T>(batch.images.to(device, /*non_blocking=*/true).contiguous(format))));
+      const Tensor<std::int64_t> y = batch.labels.to(device, /*non_blocking=*/true);
       Var<T> loss = cross_entropy(model.forward(x), y, loss_options);
       loss.backward();
       opt.set_lr(schedule(step));

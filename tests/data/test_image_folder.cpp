@@ -583,6 +583,31 @@ TEST_CASE("Prefetching on worker threads serves the batches synchronous loading 
   CHECK(sync[0].samples != sync[4].samples);
 }
 
+TEST_CASE("With pin_memory the loader serves the same batches in page-locked memory", "[data]") {
+  const data::ImageFolder folder(tree().train());
+  data::LoaderOptions opts;
+  opts.transform = data::ImageTransform::training(32);
+  opts.workers = 2;
+  opts.seed = 11;
+  opts.pin_memory = true;
+  if (!memory::pinned_memory_available()) {
+    CHECK_THROWS_WITH(data::ImageFolderLoader(folder, data::Batches(20, 6, true, 5), opts),
+                      Contains("pin_memory needs a CUDA device"));
+    return;
+  }
+  data::ImageFolderLoader pinned(folder, data::Batches(20, 6, true, 5), opts);
+  opts.pin_memory = false;
+  data::ImageFolderLoader plain(folder, data::Batches(20, 6, true, 5), opts);
+  while (plain.has_next()) {
+    const data::ImageBatch a = pinned.next(), b = plain.next();
+    CHECK(a.images.is_pinned());
+    CHECK(a.labels.is_pinned());
+    CHECK_FALSE(b.images.is_pinned());
+    CHECK(a.labels.to_vector() == b.labels.to_vector());
+    CHECK(same(a.images, b.images));
+  }
+}
+
 TEST_CASE("ImageFolderLoader shuts down promptly at any point of an epoch", "[data]") {
   const data::ImageFolder folder(tree().train());
   data::LoaderOptions opts;

@@ -777,6 +777,9 @@ struct LoaderOptions {
   int prefetch = 2;
   /// Keys the augmentation's random draws (with the epoch and the sample index).
   std::uint64_t seed = 0;
+  /// Decode into page-locked memory, so `batch.images.to(gpu, true)` is queued without the host
+  /// waiting (Tensor::to). Needs a CUDA device.
+  bool pin_memory = false;
 };
 
 /// Serves the batches of an ImageFolder in the order of a Batches, transformed, decoding on
@@ -790,8 +793,8 @@ struct LoaderOptions {
 /// sample of the epoch's order (wrapping around), and the file is counted once in skipped() and
 /// not tried again. Only a folder with no decodable image at all throws.
 ///
-/// Batches are plain CPU tensors: include/ember/memory/ has no pinned (page-locked) allocator
-/// yet, so host-to-device copies of them are not asynchronous.
+/// Batches are CPU tensors, in page-locked memory with `pin_memory` (whose blocks are not reused
+/// while a queued copy still reads them: memory/pinned_allocator.hpp).
 class ImageFolderLoader {
  public:
   ImageFolderLoader(ImageFolder folder, Batches batches, LoaderOptions options = {})
@@ -802,6 +805,9 @@ class ImageFolderLoader {
                 folder_.size());
     EMBER_CHECK(opts_.prefetch >= 0, "ember: ImageFolderLoader: prefetch must be >= 0, got ",
                 opts_.prefetch);
+    EMBER_CHECK(!opts_.pin_memory || memory::pinned_memory_available(),
+                "ember: ImageFolderLoader: pin_memory needs a CUDA device, but ",
+                cuda::unavailable_reason());
     EMBER_CHECK(opts_.workers >= -1, "ember: ImageFolderLoader: workers must be >= -1, got ",
                 opts_.workers);
     int workers = opts_.workers;
@@ -946,8 +952,10 @@ class ImageFolderLoader {
     job->first = position * b;
     job->count = std::min(n, job->first + b) - job->first;
     const std::int64_t s = opts_.transform.size;
-    job->images = empty<float>(Shape{job->count, 3, s, s});
-    job->labels = empty<std::int64_t>(Shape{job->count});
+    const Shape image_shape{job->count, 3, s, s}, label_shape{job->count};
+    job->images = opts_.pin_memory ? empty_pinned<float>(image_shape) : empty<float>(image_shape);
+    job->labels = opts_.pin_memory ? empty_pinned<std::int64_t>(label_shape)
+                                   : empty<std::int64_t>(label_shape);
     job->samples.assign(static_cast<std::size_t>(job->count), -1);
     job->remaining = job->count;
     return job;

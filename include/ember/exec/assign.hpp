@@ -299,7 +299,7 @@ Tensor<T> gather_to_host(const Tensor<T>& t) {
 
 template <Storable T>
 template <class Mode>
-Tensor<T> Tensor<T>::to(Device target) const {
+Tensor<T> Tensor<T>::to(Device target, bool non_blocking) const {
   require_defined("to");
   if (target == device()) return *this;
   if (numel() == 0) return empty<T>(shape_, target);
@@ -309,8 +309,24 @@ Tensor<T> Tensor<T>::to(Device target) const {
     return contiguous<Mode>().template to<Mode>(target);
   }
   Tensor<T> out = empty<T>(shape_, target);
-  detail::copy_bytes(out.data(), target, data(), device(),
-                     static_cast<std::size_t>(numel()) * sizeof(T));
+  const auto bytes = static_cast<std::size_t>(numel()) * sizeof(T);
+  if (non_blocking && is_pinned() && target.is_cuda()) {
+    detail::copy_pinned_to_device_async(out.data(), target, data(), storage_->data(), bytes);
+  } else {
+    detail::copy_bytes(out.data(), target, data(), device(), bytes);
+  }
+  return out;
+}
+
+template <Storable T>
+template <class Mode>
+Tensor<T> Tensor<T>::pin_memory() const {
+  require_defined("pin_memory");
+  EMBER_CHECK(device().is_cpu(), "ember: pin_memory: the tensor is on ", device().str(),
+              "; only host tensors can be pinned");
+  if (is_pinned() && is_contiguous()) return *this;
+  Tensor<T> out = empty_pinned<T>(shape_);
+  if (numel() != 0) out = expr::Leaf<T>(*this);
   return out;
 }
 

@@ -11,6 +11,7 @@
 #include "../core/device.hpp"
 #include "cuda_pool.hpp"
 #include "host_allocator.hpp"
+#include "pinned_allocator.hpp"
 
 namespace ember {
 
@@ -37,6 +38,18 @@ class Storage {
     return s;
   }
 
+  /// Allocates `bytes` of page-locked host memory (memory/pinned_allocator.hpp): a CPU storage
+  /// whose copies to a GPU can run without the host waiting. Throws without a CUDA device.
+  static std::shared_ptr<Storage> allocate_pinned(std::size_t bytes) {
+    auto s = std::shared_ptr<Storage>(new Storage());
+    s->device_ = Device::cpu();
+    s->bytes_ = bytes;
+    s->data_ = memory::pinned_allocate(bytes);
+    s->pinned_ = true;
+    s->release_ = [bytes](void* p) { memory::pinned_free(p, bytes); };
+    return s;
+  }
+
   /// Wraps memory the caller owns. `release` (may be empty) runs when the last view goes.
   static std::shared_ptr<Storage> wrap(void* data, std::size_t bytes, Device device,
                                        std::function<void(void*)> release = {}) {
@@ -58,6 +71,8 @@ class Storage {
   void* data() const { return data_; }
   std::size_t bytes() const { return bytes_; }
   Device device() const { return device_; }
+  /// True for page-locked host memory from allocate_pinned.
+  bool pinned() const { return pinned_; }
 
   /// Bumped by every write through ember; autograd compares it to catch in-place edits of
   /// tensors saved for backward.
@@ -69,6 +84,7 @@ class Storage {
   void* data_ = nullptr;
   std::size_t bytes_ = 0;
   Device device_;
+  bool pinned_ = false;
   std::function<void(void*)> release_;
   std::atomic<std::uint64_t> version_{0};
 };

@@ -8,6 +8,7 @@
 #include "../core/cuda.hpp"
 #include "../core/device.hpp"
 #include "../core/error.hpp"
+#include "../memory/pinned_allocator.hpp"
 
 namespace ember::detail {
 
@@ -42,6 +43,28 @@ inline void copy_bytes(void* dst, Device dst_dev, const void* src, Device src_de
   (void)dst;
   (void)src;
   cuda::require_device(dst_dev.is_cuda() ? dst_dev.index() : src_dev.index());
+#endif
+}
+
+/// Queues a copy of `bytes` from pinned host memory to CUDA device `dst_dev` on ember's current
+/// stream and returns without waiting for it. `block` is the start of the pinned block `src` lies
+/// in: the allocator keeps the block from reuse until the copy is done.
+inline void copy_pinned_to_device_async(void* dst, Device dst_dev, const void* src, void* block,
+                                        std::size_t bytes) {
+#if defined(EMBER_WITH_CUDA)
+  if (bytes == 0) return;
+  cuda::require_device(dst_dev.index());
+  cuda::DeviceGuard guard(dst_dev.index());
+  cudaStream_t stream = cuda::current_stream(dst_dev.index());
+  cuda::check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream),
+              "cudaMemcpyAsync (pinned host to device)");
+  memory::pinned_record_use(block, dst_dev.index(), stream);
+#else
+  (void)dst;
+  (void)src;
+  (void)block;
+  (void)bytes;
+  cuda::require_device(dst_dev.index());
 #endif
 }
 

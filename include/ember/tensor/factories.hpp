@@ -26,6 +26,19 @@ Tensor<T> empty(const Shape& shape, Device device = Device::cpu(),
   return Tensor<T>(std::move(storage), 0, shape, strides);
 }
 
+/// An uninitialised dense host tensor in page-locked memory (Tensor::pin_memory). Needs a CUDA
+/// device.
+template <Storable T>
+Tensor<T> empty_pinned(const Shape& shape, MemoryFormat format = MemoryFormat::contiguous) {
+  for (int i = 0; i < shape.rank(); ++i) {
+    EMBER_CHECK(shape[i] >= 0, "ember: empty_pinned: negative extent in shape ", shape.str());
+  }
+  auto storage = Storage::allocate_pinned(static_cast<std::size_t>(shape.numel()) * sizeof(T));
+  const Strides strides =
+      format == MemoryFormat::contiguous ? contiguous_strides(shape) : channels_last_strides(shape);
+  return Tensor<T>(std::move(storage), 0, shape, strides);
+}
+
 /// An uninitialised tensor with the shape and device of `like`.
 template <Storable T, Storable U>
 Tensor<T> empty_like(const Tensor<U>& like) {

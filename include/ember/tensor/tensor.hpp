@@ -261,9 +261,18 @@ class Tensor {
   /// A dense copy in row-major order.
   template <class Mode = exec::mode>
   Tensor clone() const;
-  /// A copy on `device` (this tensor itself when already there).
+  /// A copy on `device` (this tensor itself when already there). The copy is done when `to`
+  /// returns, except with `non_blocking` from pinned memory (pin_memory()) to a GPU: then it is
+  /// queued on ember's stream, ahead of the kernels that will read it, and the host goes on.
+  /// Writing to this tensor before the stream reaches the copy races with it.
   template <class Mode = exec::mode>
-  Tensor to(Device device) const;
+  Tensor to(Device device, bool non_blocking = false) const;
+  /// A dense copy of this CPU tensor in page-locked memory, whose copies to a GPU can be
+  /// non-blocking (this tensor itself when already pinned and dense). Needs a CUDA device.
+  template <class Mode = exec::mode>
+  Tensor pin_memory() const;
+  /// True when the elements live in page-locked host memory.
+  bool is_pinned() const { return storage_ && storage_->pinned(); }
   /// The elements in row-major order, copied to the host.
   template <class Mode = exec::mode>
   std::vector<T> to_vector() const;
