@@ -85,3 +85,36 @@ TEST_CASE("cuda matmul and linear: gradients match the CPU", "[cuda]") {
     require_near(mg.grad(), mc.grad(), 1e-4);
   }
 }
+
+TEST_CASE("cuda linear backward: the bias gradient comes from the weight gradient's GEMM",
+          "[cuda]") {
+  EMBER_REQUIRE_CUDA_DEVICE();
+  // BERT's shapes in miniature: [batch, seq, hidden] inputs, rows not a multiple of anything.
+  const Tensor<float> x = randn<float>({3, 37, 48}, 12), w = randn<float>({64, 48}, 13);
+  const Tensor<float> b = randn<float>({64}, 14), g = randn<float>({3, 37, 64}, 15);
+  // The launches of one linear's backward, with or without a bias, checking the gradients.
+  const auto backward_launches = [&]<class T>(T, double rel, bool with_bias) {
+    INFO(dtype_name<T> << (with_bias ? " with bias" : " without bias"));
+    auto xc = param(Tensor<T>(cast<T>(x))), wc = param(Tensor<T>(cast<T>(w))),
+         bc = param(Tensor<T>(cast<T>(b)));
+    auto xg = param(xc.value().to(kGpu)), wg = param(wc.value().to(kGpu)),
+         bg = param(bc.value().to(kGpu));
+    const Tensor<T> gc = cast<T>(g), gg = gc.to(kGpu);
+    (with_bias ? linear(xc, wc, bc) : linear(xc, wc)).backward(gc);
+    Var<T> y = with_bias ? linear(xg, wg, bg) : linear(xg, wg);
+    const std::uint64_t l0 = launch_count();
+    y.backward(gg);
+    const std::uint64_t launches = launch_count() - l0;
+    require_near(xg.grad(), xc.grad(), rel);
+    require_near(wg.grad(), wc.grad(), rel);
+    if (with_bias) require_near(bg.grad(), bc.grad(), rel);
+    return launches;
+  };
+  // For the training dtypes the bias costs no launch of its own (BGRADB epilogue).
+  CHECK(backward_launches(bf16{}, 1.0 / 32, true) == backward_launches(bf16{}, 1.0 / 32, false));
+  CHECK(backward_launches(ember::half{}, 1.0 / 128, true) ==
+        backward_launches(ember::half{}, 1.0 / 128, false));
+  // float and double: the epilogue where cuBLASLt has it, else a reduction; values either way.
+  CHECK(backward_launches(float{}, 1e-4, true) <= backward_launches(float{}, 1e-4, false) + 1);
+  CHECK(backward_launches(double{}, 1e-10, true) <= backward_launches(double{}, 1e-10, false) + 1);
+}

@@ -5,7 +5,8 @@
 //                           operand was broadcast along (vectors as NumPy promotes them)
 //   Y = act(X W^T + b):     dP = dY act'(P) (one fused pass; P is the pre-activation, kept by the
 //                           forward for GELU, or read back from Y for ReLU), then
-//                           dX = dP W, dW = dP^T X, db = the column sums of dP
+//                           dX = dP W, dW = dP^T X, db = the column sums of dP (on CUDA from
+//                           dW's GEMM: cuBLASLt's bias-gradient epilogue)
 // The backward products read transposed views in place (no copies).
 #pragma once
 
@@ -132,10 +133,21 @@ requires ProductOperands<X, W> || ProductOperands<X, Bias> || ProductOperands<W,
           gp = Tensor<T>(gp * expr::make_map(fn::Derivative<fn::GeluTanh>{}, p));
         }
         const Tensor<T> x2 = xv.template reshape<Mode>(Shape{rows, K});
-        Tensor<T> gb;
-        if (bv.defined()) gb = sum<expr::Leaf<T>, Mode>(expr::Leaf<T>(gp), Dims{0});
+        Tensor<T> gw, gb;
+#if defined(EMBER_WITH_CUDA)
+        if (bv.defined() && gp.device().is_cuda() && rows > 0) {
+          // The bias gradient from the weight gradient's GEMM (cuBLASLt's BGRADB epilogue).
+          gw = empty<T>(Shape{N, K}, gp.device());
+          gb = empty<T>(Shape{N}, gp.device());
+          if (!ops::cuda::linear_weight_and_bias_grad(gp, x2, gw, gb)) gw = gb = Tensor<T>();
+        }
+#endif
+        if (!gw.defined()) {
+          gw = matmul<T, Mode>(gp.t(), x2);
+          if (bv.defined()) gb = sum<expr::Leaf<T>, Mode>(expr::Leaf<T>(gp), Dims{0});
+        }
         return std::vector<Tensor<T>>{matmul<T, Mode>(gp, wv).template reshape<Mode>(xv.shape()),
-                                      matmul<T, Mode>(gp.t(), x2), gb};
+                                      gw, gb};
       }));
 }
 

@@ -44,6 +44,10 @@ struct Epilogue {
   bool gelu = false;
   void* gelu_aux =
       nullptr;  // with gelu: where the pre-activation goes ([rows, N], the output's type)
+  // [M], the output's type: receives the sums of a over K (a linear's bias gradient, computed
+  // by the weight gradient's GEMM: cuBLASLt's BGRADB, a being its second operand). Not with
+  // the others.
+  void* a_row_sums = nullptr;
 };
 
 inline constexpr std::size_t kWorkspaceBytes = std::size_t{32} << 20;
@@ -144,8 +148,10 @@ bool single_batch_stride(const Tensor<T>& t, const Shape& batch, std::int64_t& s
 }
 
 /// D = a b for `count` matrices: a, b, d point at the first; strides between matrices given.
+/// Returns false, having run nothing, only when cuBLASLt has no algorithm for a row-sums
+/// epilogue (the caller computes the sums apart); any other failure throws.
 template <Storable T>
-void lt_matmul(int device, const T* a, std::int64_t a_rs, std::int64_t a_cs, std::int64_t a_batch,
+bool lt_matmul(int device, const T* a, std::int64_t a_rs, std::int64_t a_cs, std::int64_t a_batch,
                const T* b, std::int64_t b_rs, std::int64_t b_cs, std::int64_t b_batch, T* d,
                std::int64_t d_rs, std::int64_t d_batch, std::int64_t M, std::int64_t N,
                std::int64_t K, std::int64_t count, bool accumulate, const Epilogue& ep) {
@@ -177,9 +183,14 @@ void lt_matmul(int device, const T* a, std::int64_t a_rs, std::int64_t a_cs, std
     epi = ep.bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
   } else if (ep.bias) {
     epi = CUBLASLT_EPILOGUE_BIAS;
+  } else if (ep.a_row_sums) {
+    epi = CUBLASLT_EPILOGUE_BGRADB;  // reduces cuBLASLt's second operand (ember's a) over k
   }
+  EMBER_CHECK(!ep.a_row_sums || (!ep.bias && !ep.relu && !ep.gelu),
+              "ember: internal: a row-sums epilogue combined with another");
   op.set(CUBLASLT_MATMUL_DESC_EPILOGUE, epi);
   if (ep.bias) op.set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, ep.bias);
+  if (ep.a_row_sums) op.set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, ep.a_row_sums);
   if (ep.gelu && ep.gelu_aux) {
     op.set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, ep.gelu_aux);
     op.set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, static_cast<std::int64_t>(N));
@@ -209,6 +220,7 @@ void lt_matmul(int device, const T* a, std::int64_t a_rs, std::int64_t a_cs, std
   check_lt(cublasLtMatmulAlgoGetHeuristic(ctx.handle, op.d, lb.l, la.l, ld.l, ld.l, pref.p, 1,
                                           &result, &found),
            "MatmulAlgoGetHeuristic");
+  if (found == 0 && ep.a_row_sums) return false;
   EMBER_CHECK(found > 0, "ember: cuBLASLt has no algorithm for this matmul ([", M, ", ", K, "] x [",
               K, ", ", N, "], batch ", count, ")");
   const Scale alpha = 1, beta = accumulate ? 1 : 0;
@@ -218,11 +230,13 @@ void lt_matmul(int device, const T* a, std::int64_t a_rs, std::int64_t a_cs, std
                           &result.algo, ctx.workspace, kWorkspaceBytes,
                           ember::cuda::current_stream(device)),
            "Matmul");
+  return true;
 }
 
-/// out[batch..., M, N] (dense) = m.a m.b (+ out when accumulate), with the epilogue.
+/// out[batch..., M, N] (dense) = m.a m.b (+ out when accumulate), with the epilogue. Returns
+/// false, having run nothing, only when cuBLASLt has no algorithm for ep.a_row_sums.
 template <Storable T>
-void matmul_into(const MatmulOperands<T>& m, const Tensor<T>& out, const Epilogue& ep,
+bool matmul_into(const MatmulOperands<T>& m, const Tensor<T>& out, const Epilogue& ep,
                  bool accumulate = false) {
   static_assert(FloatingElement<T>, "ember: matmul on CUDA takes float, double, bf16 or half");
   const int device = out.device().index();
@@ -234,20 +248,19 @@ void matmul_into(const MatmulOperands<T>& m, const Tensor<T>& out, const Epilogu
   if (!column_major_operand(m.M, m.K, a.stride(ra - 2), a.stride(ra - 1), t, ld)) a = a.clone();
   if (!column_major_operand(m.K, m.N, b.stride(rb - 2), b.stride(rb - 1), t, ld)) b = b.clone();
   const std::int64_t nb = m.batch.numel();
-  if (nb == 0 || m.M == 0 || m.N == 0) return;
+  EMBER_CHECK(!ep.a_row_sums || (nb == 1 && m.K > 0),
+              "ember: internal: row sums need one product with a nonempty inner dimension");
+  if (nb == 0 || m.M == 0 || m.N == 0) return true;
   std::int64_t sa = 0, sb = 0, sd = 0;
   const bool one_stride = single_batch_stride(a, m.batch, sa) &&
                           single_batch_stride(b, m.batch, sb) &&
                           single_batch_stride(out, m.batch, sd);
   const auto run = [&](const T* pa, const T* pb, T* pd, std::int64_t count) {
-    lt_matmul<T>(device, pa, a.stride(ra - 2), a.stride(ra - 1), sa, pb, b.stride(rb - 2),
-                 b.stride(rb - 1), sb, pd, out.stride(out.rank() - 2), sd, m.M, m.N, m.K, count,
-                 accumulate, ep);
+    return lt_matmul<T>(device, pa, a.stride(ra - 2), a.stride(ra - 1), sa, pb, b.stride(rb - 2),
+                        b.stride(rb - 1), sb, pd, out.stride(out.rank() - 2), sd, m.M, m.N, m.K,
+                        count, accumulate, ep);
   };
-  if (one_stride || nb == 1) {
-    run(a.data(), b.data(), out.data(), nb);
-    return;
-  }
+  if (one_stride || nb == 1) return run(a.data(), b.data(), out.data(), nb);
   // Batch dims that do not collapse: one call per matrix.
   for (std::int64_t i = 0; i < nb; ++i) {
     std::int64_t oa = 0, ob = 0, od = 0, r = i;
@@ -260,6 +273,7 @@ void matmul_into(const MatmulOperands<T>& m, const Tensor<T>& out, const Epilogu
     }
     run(a.data() + oa, b.data() + ob, out.data() + od, 1);
   }
+  return true;
 }
 
 /// linear on CUDA: x [..., K] as [rows, K] times w [N, K]^T (read transposed in place), with the
@@ -282,6 +296,21 @@ Tensor<T> linear(const Tensor<T>& x, const Tensor<T>& w, const Tensor<T>& bias, 
   ep.gelu_aux = pre.defined() ? pre.data() : nullptr;
   matmul_into(matmul_operands(x2, w.t(), "linear"), out, ep);
   return out.view(out_shape);
+}
+
+/// The weight and bias gradients of linear in one GEMM: dW = dP^T X ([N, K]) with db = the
+/// column sums of dP ([N]) from the same call (cuBLASLt's BGRADB epilogue), for dP [rows, N]
+/// and X [rows, K], rows > 0. Returns false, having written nothing, when cuBLASLt has no
+/// algorithm for the epilogue on these operands (the caller sums dP apart).
+template <Storable T>
+bool linear_weight_and_bias_grad(const Tensor<T>& dp, const Tensor<T>& x, const Tensor<T>& dw,
+                                 const Tensor<T>& db) {
+  EMBER_CHECK(dp.rank() == 2 && x.rank() == 2 && dp.size(0) == x.size(0) && dp.size(0) > 0 &&
+                  dw.shape() == Shape({dp.size(1), x.size(1)}) && db.shape() == Shape{dp.size(1)},
+              "ember: internal: linear_weight_and_bias_grad shapes");
+  Epilogue ep;
+  ep.a_row_sums = db.data();
+  return matmul_into(matmul_operands(dp.t(), x, "linear backward"), dw, ep);
 }
 
 }  // namespace ember::ops::cuda
