@@ -26,9 +26,11 @@ class Conv2d : public Module {
   Conv2dOptions options;
 
   /// Conv2d(3, 64, {7, 7}, {.stride = {2, 2}, .padding = {3, 3}}, false): ResNet's stem.
+  /// The options come by reference: taken by value, GCC 12.2 at -march=native (AVX-512) built a
+  /// defaulted `{}` wrongly beside a designated sibling (tests/nn/test_conv_native_arch.cpp).
   template <class Mode = exec::mode>
   Conv2d(std::int64_t in, std::int64_t out, std::array<std::int64_t, 2> kernel,
-         Conv2dOptions opt = {}, bool with_bias = true, Device device = Device::cpu())
+         const Conv2dOptions& opt = {}, bool with_bias = true, Device device = Device::cpu())
       : in_channels(in), out_channels(out), kernel_size(kernel), options(opt) {
     EMBER_CHECK(in > 0 && out > 0 && kernel[0] > 0 && kernel[1] > 0,
                 "ember: nn::Conv2d: channels and kernel must be positive, got ", in, " -> ", out,
@@ -53,7 +55,7 @@ class Conv2d : public Module {
   }
   /// A square kernel: Conv2d(64, 64, 3, {.padding = {1, 1}}).
   template <class Mode = exec::mode>
-  Conv2d(std::int64_t in, std::int64_t out, std::int64_t kernel, Conv2dOptions opt = {},
+  Conv2d(std::int64_t in, std::int64_t out, std::int64_t kernel, const Conv2dOptions& opt = {},
          bool with_bias = true, Device device = Device::cpu())
       : Conv2d(in, out, std::array<std::int64_t, 2>{kernel, kernel}, opt, with_bias, device) {}
 
