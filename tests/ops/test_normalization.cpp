@@ -166,6 +166,89 @@ TEST_CASE("gradcheck: layer_norm and batch_norm", "[ops][norm][gradcheck]") {
   }
 }
 
+namespace {
+// batch_norm's gradients in training from their textbook formulas, in float64: with
+// xh = (x - mean) rstd over axes {0, 2, 3},
+//   dx = rstd w (g - mean(g) - xh mean(g xh)),  dw = sum(g xh),  db = sum(g).
+struct BatchNormGrads {
+  Tensor<double> gx, gw, gb;
+};
+BatchNormGrads batch_norm_grads(const Tensor<double>& x, const Tensor<double>& w,
+                                const Tensor<double>& g, double eps) {
+  const Dims axes{0, 2, 3};
+  const Shape c{1, x.size(1), 1, 1};
+  const Tensor<double> mean = ember::mean(x, axes, true);
+  const Tensor<double> rstd =
+      Tensor<double>(1.0 / ember::sqrt(ember::mean(ember::square(x - mean), axes, true) + eps));
+  const Tensor<double> xh = Tensor<double>((x - mean) * rstd);
+  const Tensor<double> gx = Tensor<double>(
+      rstd * w.reshape(c) *
+      (g - ember::mean(g, axes, true) - xh * ember::mean(Tensor<double>(g * xh), axes, true)));
+  return {gx, ember::sum(Tensor<double>(g * xh), axes), ember::sum(g, axes)};
+}
+
+template <class T>
+void check_batch_norm_grads(const Shape& shape, ember::MemoryFormat format) {
+  INFO(ember::dtype_name<T> << " " << shape.str() << " format " << static_cast<int>(format));
+  const std::int64_t C = shape[1];
+  // Inputs rounded to T first, so the reference sees what the operator sees.
+  const auto in_t = [](const Tensor<double>& t) { return Tensor<T>(ember::cast<T>(t)); };
+  const auto back = [](const Tensor<T>& t) { return Tensor<double>(ember::cast<double>(t)); };
+  const Tensor<T> x = in_t(rand_tensor(shape, 61, 0.5)), g = in_t(rand_tensor(shape, 62));
+  const Tensor<T> w = in_t(rand_tensor(Shape{C}, 63)), b = in_t(rand_tensor(Shape{C}, 64));
+  const BatchNormGrads want = batch_norm_grads(back(x), back(w), back(g), 1e-5);
+  auto xv = ember::param(x.contiguous(format)), wv = ember::param(w), bv = ember::param(b);
+  Tensor<T> rm = ember::zeros<T>(Shape{C}), rv = ember::ones<T>(Shape{C});
+  ember::batch_norm(xv, wv, bv, rm, rv, true).backward(g.contiguous(format));
+  const double tol = ember::testing::dtype_tolerance<T>();
+  const double sums = std::sqrt(static_cast<double>(x.numel() / C));  // a sum's typical size
+  require_close(xv.grad(), want.gx, tol);
+  require_close(wv.grad(), want.gw, tol, sums);
+  require_close(bv.grad(), want.gb, tol, sums);
+  // Without the affine parameters: dx with w = 1.
+  auto xn = ember::param(x.contiguous(format));
+  ember::batch_norm(xn, Tensor<T>(), Tensor<T>(), rm, rv, true).backward(g.contiguous(format));
+  require_close(xn.grad(),
+                batch_norm_grads(back(x), ember::ones<double>(Shape{C}), back(g), 1e-5).gx, tol);
+}
+}  // namespace
+
+TEST_CASE("batch_norm's gradients against their formulas: dtypes, layouts, channel counts",
+          "[ops][norm]") {
+  // Dense NCHW with a channel per thread takes the CPU's channel loop; channels-last and a
+  // single channel take the reductions. Both against the same float64 formulas.
+  for (const Shape& shape : {Shape{5, 4, 6, 7}, Shape{3, 1, 5, 5}, Shape{2, 3, 1, 1}}) {
+    for (const auto format :
+         {ember::MemoryFormat::contiguous, ember::MemoryFormat::channels_last}) {
+      check_batch_norm_grads<double>(shape, format);
+      check_batch_norm_grads<float>(shape, format);
+      check_batch_norm_grads<bf16>(shape, format);
+      check_batch_norm_grads<ember::half>(shape, format);
+    }
+  }
+}
+
+TEST_CASE("batch_norm's channel loop gives the statistics the reductions give", "[ops][norm]") {
+  // A tensor large enough that rounding order matters in float, with a large mean (the two-pass
+  // variance must not lose it to cancellation).
+  const Tensor<float> x = ember::cast<float>(rand_tensor(Shape{16, 8, 14, 14}, 71, 100.0));
+  Tensor<float> rm = ember::zeros<float>(Shape{8}), rv = ember::ones<float>(Shape{8});
+  Tensor<float> rm2 = rm.clone(), rv2 = rv.clone();
+  REQUIRE(ember::ops::channel_loop_applies(x));
+  const Tensor<float> y = ember::batch_norm(x, Tensor<float>(), Tensor<float>(), rm, rv, true, 1.0);
+  const Tensor<float> xl = x.contiguous(ember::MemoryFormat::channels_last);
+  REQUIRE_FALSE(ember::ops::channel_loop_applies(xl));
+  const Tensor<float> yl =
+      ember::batch_norm(xl, Tensor<float>(), Tensor<float>(), rm2, rv2, true, 1.0);
+  const Tensor<double> want = naive_normalize(Tensor<double>(ember::cast<double>(x)), Dims{0, 2, 3},
+                                              1e-5, Tensor<double>(), Tensor<double>());
+  require_close(y, want, 1e-4);
+  require_close(yl, want, 1e-4);
+  // momentum 1: the running statistics are the batch's (variance unbiased).
+  require_close(rm, Tensor<double>(ember::cast<double>(rm2)), 1e-6);
+  require_close(rv, Tensor<double>(ember::cast<double>(rv2)), 1e-5);
+}
+
 TEST_CASE("batch_norm_add_relu: relu(batch_norm(x) + residual) in one pass, and its gradients",
           "[ops][norm]") {
   const Tensor<double> x = rand_tensor(Shape{3, 2, 4, 3}, 51),

@@ -82,10 +82,18 @@ Var<T> batch_norm(const Var<T>& x, const autograd::param_arg_t<T>& weight,
                   const std::type_identity_t<Tensor<T>>& running_mean,
                   const std::type_identity_t<Tensor<T>>& running_var, bool training,
                   double momentum = 0.1, double eps = 1e-5) {
-  const auto s = ops::batch_norm_setup<T, Mode>(x.value(), weight.value, bias.value, running_mean,
+  const Tensor<T> xv = x.value();
+  const auto s = ops::batch_norm_setup<T, Mode>(xv, weight.value, bias.value, running_mean,
                                                 running_var, training, momentum, eps);
-  return autograd::record_normalize<T, Mode>("batch_norm", x, s.st, weight, bias, s.w, s.b, s.axes,
-                                             training);
+  return Var<T>::from_node(autograd::record_op<T>(
+      "batch_norm", ops::normalize<T, Mode>(xv, s.st, s.w, s.b), {x.node(), weight.node, bias.node},
+      {xv, weight.value, bias.value},
+      [xv, s, training, wshape = weight.value.defined() ? weight.value.shape() : Shape(),
+       bshape = bias.value.defined() ? bias.value.shape() : Shape()](const Tensor<T>& g) {
+        auto [gx, gw, gb] = ops::batch_norm_backward<T, Mode>(xv, s, g, training);
+        return std::vector<Tensor<T>>{gx, gw.defined() ? gw.reshape(wshape) : gw,
+                                      gb.defined() ? gb.reshape(bshape) : gb};
+      }));
 }
 
 /// relu(batch_norm(x) + residual) of Vars, in one pass after the statistics (ResNet's block
@@ -107,8 +115,7 @@ Var<T> batch_norm_add_relu(const Var<T>& x, const autograd::param_arg_t<T>& resi
       {xv, residual.value, weight.value, bias.value},
       [xv, y, s, training, wshape = weight.value.shape()](const Tensor<T>& g) {
         const Tensor<T> gpre = Tensor<T>(cast<T>(where(y > 0.0, g, 0.0)));
-        auto [gx, gw, gb] =
-            ops::normalize_backward<T, Mode>(xv, s.st, s.w, s.b, gpre, s.axes, training);
+        auto [gx, gw, gb] = ops::batch_norm_backward<T, Mode>(xv, s, gpre, training);
         return std::vector<Tensor<T>>{gx, gpre, gw.reshape(wshape), gb.reshape(wshape)};
       }));
 }

@@ -14,6 +14,11 @@
 //   dx = rstd (dxh - mean(dxh) - xh mean(dxh xh)),  dxh = g w,  xh = (x - mean) rstd
 //   dw = sum(g xh), db = sum(g)  over the axes the parameters were broadcast along
 // in two reductions over the normalised axes, one pass, and two reductions for the parameters.
+// batch_norm's parameters are per channel, constant over its normalised axes, so its two
+// reductions serve both: with s1 = sum(g), s2 = sum(g xh) per channel,
+//   dx = rstd w (g - (s1 + xh s2) / n),  dw = s2,  db = s1
+// (two reductions and one pass). On the CPU a dense NCHW tensor takes a channel loop for the
+// statistics and for s1, s2 together (ops/batch_norm_channels.hpp).
 #pragma once
 
 #include <cstdint>
@@ -28,6 +33,7 @@
 #include "../expr/operators.hpp"
 #include "../tensor/factories.hpp"
 #include "../tensor/tensor.hpp"
+#include "batch_norm_channels.hpp"
 #include "layer_norm_rows.hpp"
 
 namespace ember {
@@ -176,7 +182,13 @@ NormStats<acc_t<T>> batch_norm_stats(const Tensor<T>& x, const Dims& axes,
     return {Tensor<A>(cast<A>(param_view(running_mean, r, true))), Tensor<A>(),
             Tensor<A>(rsqrt(cast<A>(param_view(running_var, r, true)) + eps))};
   }
-  auto st = norm_stats<T, Mode>(x, axes, eps, "batch_norm");
+  NormStats<A> st;
+  if (channel_loop_applies(x)) {
+    std::tie(st.mean, st.var) = channel_mean_var(x);
+    st.rstd = Tensor<A>(rsqrt(st.var + eps));
+  } else {
+    st = norm_stats<T, Mode>(x, axes, eps, "batch_norm");
+  }
   if (running_mean.defined() && running_var.defined()) {
     const double n = static_cast<double>(x.numel() / std::max<std::int64_t>(x.size(1), 1));
     const double unbias = n > 1 ? n / (n - 1) : 1.0;  // the running variance is unbiased
@@ -211,6 +223,39 @@ BatchNormSetup<T> batch_norm_setup(const Tensor<T>& x, const Tensor<T>& weight,
   if (bias.defined()) s.b = param_view(bias, r, true);
   s.st = batch_norm_stats<T, Mode>(x, s.axes, running_mean, running_var, training, momentum, eps);
   return s;
+}
+
+/// The gradients of x, w and b (those defined) of batch_norm, given the output's gradient g;
+/// s from batch_norm_setup (w, b as views against x). In evaluation the statistics are
+/// constants (normalize_backward); in training see the top of this header.
+template <FloatingElement T, class Mode = exec::mode>
+std::tuple<Tensor<T>, Tensor<T>, Tensor<T>> batch_norm_backward(const Tensor<T>& x,
+                                                                const BatchNormSetup<T>& s,
+                                                                const Tensor<T>& g, bool training) {
+  if (!training) return normalize_backward<T, Mode>(x, s.st, s.w, s.b, g, s.axes, false);
+  using A = acc_t<T>;
+  const auto xh = (x - s.st.mean) * s.st.rstd;
+  Tensor<A> s1, s2;  // sum(g), sum(g xh) per channel: [1, C, 1, ...]
+  if (channel_loop_applies(x) && g.is_contiguous() && g.shape() == x.shape()) {
+    std::tie(s1, s2) = channel_grad_sums(x, g, s.st.mean, s.st.rstd);
+  } else {
+    s1 = exec::reduce_expression<A>(expr::Leaf<T>(g), reduce::Bound<reduce::Sum<A>>{}, "batch_norm",
+                                    s.axes, true, true);
+    s2 = exec::reduce_expression<A>(g * xh, reduce::Bound<reduce::Sum<A>>{}, "batch_norm", s.axes,
+                                    true, true);
+  }
+  const std::int64_t n = x.numel() / std::max<std::int64_t>(x.size(1), 1);
+  const double inv_n = n > 0 ? 1.0 / static_cast<double>(n) : 0.0;
+  const auto centred = g - (s1 + xh * s2) * inv_n;
+  Tensor<T> gx = empty<T>(x.shape(), x.device(), x.memory_format()), gw, gb;
+  if (s.w.defined()) {
+    gx = cast<T>(s.st.rstd * s.w * centred);
+    gw = Tensor<T>(cast<T>(s2));
+  } else {
+    gx = cast<T>(s.st.rstd * centred);
+  }
+  if (s.b.defined()) gb = Tensor<T>(cast<T>(s1));
+  return {gx, gw, gb};
 }
 
 /// relu(normalize(x) + residual) (residual optional) in one pass, in x's memory format; weight
