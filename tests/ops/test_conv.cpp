@@ -77,6 +77,10 @@ const std::vector<Case> kCases = {
     {{3, 2, 5, 7}, {5, 2, 1, 1}, {{2, 2}, {0, 0}, {1, 1}, 1}},  // 1x1, strided
     {{2, 3, 4, 4}, {2, 3, 4, 4}, {{1, 1}, {0, 0}, {1, 1}, 1}},  // kernel = input
     {{0, 3, 5, 5}, {2, 3, 3, 3}, {}},                           // empty batch
+    {{2, 4, 5, 3}, {6, 4, 1, 1}, {}},                           // pointwise: x is the columns
+    {{1, 3, 4, 4}, {2, 3, 1, 1}, {}},                           // pointwise, one image
+    {{3, 4, 3, 5}, {6, 2, 1, 1}, {{1, 1}, {0, 0}, {1, 1}, 2}},  // pointwise, groups
+    {{2, 3, 4, 4}, {2, 3, 1, 1}, {{1, 1}, {1, 1}, {1, 1}, 1}},  // 1x1 with padding: im2col
 };
 
 }  // namespace

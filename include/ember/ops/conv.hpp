@@ -6,7 +6,8 @@
 //   OH = (H + 2 pad_h - dil_h (KH - 1) - 1) / stride_h + 1, likewise OW
 // The memory format comes from the strides: a channels-last x (x.contiguous(
 // MemoryFormat::channels_last)) gives a channels-last result, and cuDNN runs NHWC on tensor cores.
-// CPU: im2col reading x through its strides (no copy of a channels-last input), one GEMM per image
+// CPU: im2col reading x through its strides (no copy of a channels-last input; none at all for a
+// 1x1, stride-1, unpadded kernel over NCHW, whose columns are x itself), one GEMM per image
 // and group (ops/gemm_cpu.hpp); backward: the transposed GEMM and col2im for the input, GEMMs
 // accumulated over the batch for the weight, a reduction for the bias. bf16 and half are widened
 // to float and rounded once. CUDA: cuDNN (ops/conv_cudnn.hpp).
@@ -124,6 +125,14 @@ void col2im(const T* col, const ConvGeometry& g, std::int64_t n, std::int64_t c0
   }
 }
 
+/// Whether im2col of x is x itself: a 1x1 kernel, stride 1, no padding, over a dense NCHW input
+/// (then a group's columns are its channels' contiguous [cg, H*W] slab, read in place).
+template <class T>
+bool im2col_is_identity(const Tensor<T>& x, const ConvGeometry& g) {
+  return g.KH == 1 && g.KW == 1 && g.opt.stride[0] == 1 && g.opt.stride[1] == 1 &&
+         g.opt.padding[0] == 0 && g.opt.padding[1] == 0 && !g.channels_last && x.is_contiguous();
+}
+
 /// y = conv(x, w) for float or double; y in the geometry's memory format.
 template <class T>
 void conv_forward(const Tensor<T>& x, const Tensor<T>& w, const ConvGeometry& g,
@@ -133,19 +142,20 @@ void conv_forward(const Tensor<T>& x, const Tensor<T>& w, const ConvGeometry& g,
   // Images are independent: a batch runs one image per thread, each with its own buffers and
   // single-threaded products (many small GEMMs parallelise better this way than inside the
   // BLAS); a single image leaves the threads to the BLAS.
-  const bool by_image = g.N > 1;
+  const bool by_image = g.N > 1, pointwise = im2col_is_identity(x, g);
   const SerialBlas serial_blas(by_image);
 #pragma omp parallel if (by_image)
   {
-    std::vector<T> col(static_cast<std::size_t>(K * P));
+    std::vector<T> col(pointwise ? 0 : static_cast<std::size_t>(K * P));
     // The GEMM writes [og, P] blocks: straight into an NCHW y, through a buffer for NHWC.
     std::vector<T> block(g.channels_last ? static_cast<std::size_t>(g.og() * P) : 0);
 #pragma omp for schedule(static)
     for (std::int64_t n = 0; n < g.N; ++n) {
       for (std::int64_t gr = 0; gr < g.groups; ++gr) {
-        im2col(x.data(), x.strides(), g, n, gr * g.cg(), col.data());
+        const T* cols = pointwise ? x.data() + (n * g.C + gr * g.cg()) * P : col.data();
+        if (!pointwise) im2col(x.data(), x.strides(), g, n, gr * g.cg(), col.data());
         const MatrixView<const T> a{wc.data() + gr * g.og() * K, g.og(), K, K, 1};
-        const MatrixView<const T> b{col.data(), K, P, P, 1};
+        const MatrixView<const T> b{cols, K, P, P, 1};
         if (!g.channels_last) {
           T* out = y.data() + (n * g.O + gr * g.og()) * P;
           gemm<T>(a, b, MatrixView<T>{out, g.og(), P, P, 1}, T(1), T(0));
@@ -175,12 +185,12 @@ void conv_backward(const Tensor<T>& x, const Tensor<T>& w, const Tensor<T>& dy,
   // One image per thread, as the forward pass. Each thread sums its images' weight gradients
   // into its own buffer; the buffers are added in thread order after the loop, so the result
   // does not depend on timing.
-  const bool by_image = g.N > 1;
+  const bool by_image = g.N > 1, pointwise = im2col_is_identity(x, g);
   const SerialBlas serial_blas(by_image);
   std::vector<std::vector<T>> dw_parts;
 #pragma omp parallel if (by_image)
   {
-    std::vector<T> col(static_cast<std::size_t>(K * P));
+    std::vector<T> col(pointwise ? 0 : static_cast<std::size_t>(K * P));
     std::vector<T> dw_part;
 #pragma omp single
     dw_parts.resize(static_cast<std::size_t>(omp_get_num_threads()));
@@ -192,18 +202,20 @@ void conv_backward(const Tensor<T>& x, const Tensor<T>& w, const Tensor<T>& dy,
         if (dw) {
           // dW_g += dy_g [og, P] col^T [P, K]
           if (dw_part.empty()) dw_part.assign(static_cast<std::size_t>(wsize), T(0));
-          im2col(x.data(), x.strides(), g, n, gr * g.cg(), col.data());
-          gemm<T>(MatrixView<const T>{dyb, g.og(), P, P, 1},
-                  MatrixView<const T>{col.data(), P, K, 1, P},
+          const T* cols = pointwise ? x.data() + (n * g.C + gr * g.cg()) * P : col.data();
+          if (!pointwise) im2col(x.data(), x.strides(), g, n, gr * g.cg(), col.data());
+          gemm<T>(MatrixView<const T>{dyb, g.og(), P, P, 1}, MatrixView<const T>{cols, P, K, 1, P},
                   MatrixView<T>{dw_part.data() + gr * g.og() * K, g.og(), K, K, 1}, T(1),
                   first ? T(0) : T(1));
         }
         if (dx) {
-          // dcol = W_g^T [K, og] dy_g [og, P], then scattered back.
+          // dcol = W_g^T [K, og] dy_g [og, P], then scattered back (pointwise: dcol is the
+          // group's slab of dx itself).
+          T* dcol = pointwise ? dx + (n * g.C + gr * g.cg()) * P : col.data();
           gemm<T>(MatrixView<const T>{wc.data() + gr * g.og() * K, K, g.og(), 1, K},
-                  MatrixView<const T>{dyb, g.og(), P, P, 1}, MatrixView<T>{col.data(), K, P, P, 1},
+                  MatrixView<const T>{dyb, g.og(), P, P, 1}, MatrixView<T>{dcol, K, P, P, 1},
                   T(1), T(0));
-          col2im(col.data(), g, n, gr * g.cg(), dx);
+          if (!pointwise) col2im(col.data(), g, n, gr * g.cg(), dx);
         }
       }
       first = false;
