@@ -1,6 +1,7 @@
 // Tensor handles, factories, views, copies and the errors of bad input.
 #include <catch2/catch.hpp>
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -80,6 +81,35 @@ TEST_CASE("rand and randn are reproducible from the seed and have the right mome
 
   auto u = rand<float>({4, 4}, 1, Device::cpu(), -2.0, 3.0).to_vector();
   for (float v : u) REQUIRE((v >= -2.0f && v < 3.0f));
+}
+
+TEST_CASE("rand and randn give Philox's element-by-element values however they are evaluated",
+          "[tensor]") {
+  // Dense runs take whole Philox blocks at once; the values must be those of drawing each
+  // element alone: every length around the block and vector sizes, an offset, a strided output.
+  const auto bits = [](float v) { return std::bit_cast<std::uint32_t>(v); };
+  for (std::int64_t n = 0; n <= 37; ++n) {
+    INFO("n = " << n);
+    const std::vector<float> u = rand<float>({n}, 11, Device::cpu(), -2.0, 3.0, 5).to_vector();
+    const std::vector<float> z = randn<float>({n}, 12, Device::cpu(), 0.5, 2.0, 6).to_vector();
+    for (std::int64_t i = 0; i < n; ++i) {
+      const auto k = static_cast<std::uint64_t>(i);
+      REQUIRE(bits(u[static_cast<std::size_t>(i)]) ==
+              bits(std::fma(5.0f, philox_uniform(11, 5, k), -2.0f)));
+      REQUIRE(bits(z[static_cast<std::size_t>(i)]) ==
+              bits(std::fma(2.0f, philox_normal(12, 6, k), 0.5f)));
+    }
+  }
+  // Into a transposed view: element (i, j) of the view is draw number i * 5 + j.
+  Tensor<float> out = empty<float>({5, 9});
+  Tensor<float> view = out.transpose(0, 1);  // [9, 5], strides (1, 9)
+  view = expr::Generated<float, expr::NormalGen>(view.shape(), Device::cpu(), {13, 0, 0.0f, 1.0f});
+  for (std::int64_t i = 0; i < 9; ++i) {
+    for (std::int64_t j = 0; j < 5; ++j) {
+      REQUIRE(bits(out.data()[j * 9 + i]) ==
+              bits(philox_normal(13, 0, static_cast<std::uint64_t>(i * 5 + j))));
+    }
+  }
 }
 
 TEST_CASE("views share memory and index like PyTorch", "[tensor][views]") {

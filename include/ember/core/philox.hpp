@@ -243,4 +243,22 @@ EMBER_HD inline float philox_normal(uint64_t seed, uint64_t offset, uint64_t ind
   return (index % 2) ? z1 : z0;
 }
 
+/// The four uniforms of block `block_index` of the draw keyed by (seed, offset): elements
+/// 4 block_index .. 4 block_index + 3, philox_uniform's values from one Philox evaluation.
+EMBER_HD inline void philox_uniform_block(uint64_t seed, uint64_t offset, uint64_t block_index,
+                                          float (&out)[4]) {
+  const PhiloxBlock b = philox4x32(seed, offset + block_index);
+  for (int w = 0; w < 4; ++w) out[w] = uniform_from_bits(b.v[w]);
+}
+
+/// The four standard normals of block `block_index` (philox_normal's values for elements
+/// 4 block_index .. 4 block_index + 3): one Philox evaluation and two Box-Muller pairs, where
+/// element by element takes four of each.
+EMBER_HD inline void philox_normal_block(uint64_t seed, uint64_t offset, uint64_t block_index,
+                                         float (&out)[4]) {
+  const PhiloxBlock b = philox4x32(seed, offset + block_index);
+  box_muller(b.v[0], b.v[1], &out[0], &out[1]);
+  box_muller(b.v[2], b.v[3], &out[2], &out[3]);
+}
+
 }  // namespace ember

@@ -12,6 +12,16 @@
 
 namespace ember::expr {
 
+/// Elements a generator's block draw produces at once (see GeneratedPlan::elements).
+inline constexpr int kGenBlock = 4;
+
+/// A generator that can also draw elements first .. first + kGenBlock - 1 at once (first a
+/// multiple of kGenBlock), with the values of drawing them one by one.
+template <class Gen>
+concept BlockGenerator = requires(const Gen& g, float (&four)[kGenBlock]) {
+  g.block(std::int64_t{}, four);
+};
+
 template <class Gen>
 struct GeneratedPlan {
   using acc_type = decltype(Gen{}(std::int64_t{}));
@@ -23,11 +33,28 @@ struct GeneratedPlan {
   }
   template <int V>
   EMBER_HD EMBER_FORCEINLINE void at_vec(std::int64_t base, acc_type (&out)[V]) const {
-    for (int k = 0; k < V; ++k) out[k] = gen(base + k);
+    elements<V>(base, 1, out);
   }
   template <int V>
   EMBER_HD EMBER_FORCEINLINE void at_vec(const RowBlock& b, acc_type (&out)[V]) const {
-    const std::int64_t base = strides.offset(b.ix), s = strides.inner();
+    elements<V>(strides.offset(b.ix), strides.inner(), out);
+  }
+  // Elements base, base + s, ...: a generator with whole-block draws (BlockGenerator: Philox
+  // gives four elements per evaluation) serves runs of consecutive, block-aligned elements a
+  // block at a time, with the values its per-element draw gives.
+  template <int V>
+  EMBER_HD EMBER_FORCEINLINE void elements(std::int64_t base, std::int64_t s,
+                                           acc_type (&out)[V]) const {
+    if constexpr (V % kGenBlock == 0 && BlockGenerator<Gen>) {
+      if (s == 1 && base % kGenBlock == 0) {
+        for (int k = 0; k < V; k += kGenBlock) {
+          acc_type four[kGenBlock];
+          gen.block(base + k, four);
+          for (int w = 0; w < kGenBlock; ++w) out[k + w] = four[w];
+        }
+        return;
+      }
+    }
     for (int k = 0; k < V; ++k) out[k] = gen(base + k * s);
   }
   // ---- reverse mode: a generated operand is a leaf (it has a slot) with no gradient ----
@@ -101,6 +128,11 @@ struct UniformGen {
     const float u = philox_uniform(seed, offset, static_cast<std::uint64_t>(i));
     return math::fma(high - low, u, low);
   }
+  /// Elements first .. first + 3 (first a multiple of 4): one Philox block.
+  EMBER_HD void block(std::int64_t first, float (&out)[kGenBlock]) const {
+    philox_uniform_block(seed, offset, static_cast<std::uint64_t>(first) / 4, out);
+    for (float& u : out) u = math::fma(high - low, u, low);
+  }
 };
 
 /// Normal(mean, std) from Philox (seed, offset, element index).
@@ -109,6 +141,11 @@ struct NormalGen {
   float mean = 0, stddev = 1;
   EMBER_HD float operator()(std::int64_t i) const {
     return math::fma(stddev, philox_normal(seed, offset, static_cast<std::uint64_t>(i)), mean);
+  }
+  /// Elements first .. first + 3 (first a multiple of 4): one Philox block, two Box-Muller pairs.
+  EMBER_HD void block(std::int64_t first, float (&out)[kGenBlock]) const {
+    philox_normal_block(seed, offset, static_cast<std::uint64_t>(first) / 4, out);
+    for (float& z : out) z = math::fma(stddev, z, mean);
   }
 };
 
