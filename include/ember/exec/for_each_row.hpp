@@ -18,6 +18,7 @@
 #include "../expr/math.hpp"
 #include "assign.hpp"
 #include "cpu_executor.hpp"
+#include "emulated_lanes.hpp"
 #include "launch_counter.hpp"
 #if defined(EMBER_CUDA_KERNELS)
 #include <cuda_runtime.h>
@@ -193,6 +194,13 @@ void for_each_row(const F& f, std::int64_t rows, std::int64_t cols, Device devic
   if (rows == 0) return;
   if (device.is_cpu()) {
     count_launch();
+#if !defined(EMBER_CUDA_KERNELS)
+    // Tests of the CUDA lanes' code on the CPU (exec/emulated_lanes.hpp).
+    if (const int lanes = detail::emulated_row_lanes(); lanes > 1) {
+      run_rows_emulated(f, rows, lanes);
+      return;
+    }
+#endif
 #pragma omp parallel for schedule(static) if (rows * cols >= cpu::kParallelThreshold)
     for (std::int64_t r = 0; r < rows; ++r) f.row(r, 0, 1, SingleLane{});
   } else {
