@@ -39,9 +39,9 @@ Var<T> cross_entropy(const Var<T>& logits, const Tensor<std::int64_t>& targets,
   using A = acc_t<T>;
   const Tensor<T> x = logits.value();
   const auto terms = ops::cross_entropy_terms<T, Mode>(x, targets, opt);
-  const double count = ops::loss_divisor<Mode>(targets, opt.ignore_index, opt.reduction);
-  const Tensor<T> out = cast<T>(ops::reduce_loss<A, Mode>(terms.first, opt.reduction, count));
-  const Tensor<A> lse = terms.second;
+  const double count = ops::loss_divisor(terms.kept, opt.reduction);
+  const Tensor<T> out = cast<T>(ops::reduce_loss<A, Mode>(terms.loss, opt.reduction, count));
+  const Tensor<A> lse = terms.lse;
   return Var<T>::from_node(
       autograd::record_op<T>("cross_entropy", out, {logits.node()}, {x},
                              [x, targets, lse, opt, count](const Tensor<T>& g) {

@@ -65,28 +65,55 @@ inline auto class_index(const ClassLayout& l, Device device) {
   return expr::Generated<std::int64_t, expr::ArangeGen>(l.class_shape, device, {0.0, 1.0});
 }
 
-/// Throws unless every target is in [0, C) or equal to ignore_index (two small reductions).
-inline void check_targets(const Tensor<std::int64_t>& t, std::int64_t C, std::int64_t ignore,
-                          const char* name) {
-  if (t.numel() == 0) return;
-  const auto lo = min(where(t == ignore, std::int64_t{0}, t)).item();
-  const auto hi = max(where(t == ignore, std::int64_t{0}, t)).item();
-  EMBER_CHECK(lo >= 0 && hi < C, "ember: ", name, ": target ", lo < 0 ? lo : hi, " is outside the ",
-              C, " classes [0, ", C, ") and is not ignore_index (", ignore, ")");
+/// Throws unless every target is in [0, C) or equal to ignore_index; returns how many are not
+/// ignore_index (a mean's divisor). One integer reduction, so one wait for a GPU: a kept target
+/// counts 1 and a bad one 2^32; the bad value itself is looked up only when there is one.
+template <class Mode = exec::mode>
+std::int64_t checked_target_count(const Tensor<std::int64_t>& t, std::int64_t C,
+                                  std::int64_t ignore, const char* name) {
+  if (t.numel() == 0) return 0;
+  constexpr std::int64_t kBad = std::int64_t{1} << 32;
+  const auto kept = t != ignore;
+  const auto bad = logical_and(kept, logical_or(t < std::int64_t{0}, t >= C));
+  const auto weight = where(bad, kBad, cast<std::int64_t>(kept));
+  const std::int64_t total = sum<decltype(weight), Mode>(weight).template item<Mode>();
+  if (total >= kBad) {
+    const auto lo = min<decltype(where(t == ignore, std::int64_t{0}, t)), Mode>(
+                        where(t == ignore, std::int64_t{0}, t))
+                        .template item<Mode>();
+    const auto hi = max<decltype(where(t == ignore, std::int64_t{0}, t)), Mode>(
+                        where(t == ignore, std::int64_t{0}, t))
+                        .template item<Mode>();
+    fail("ember: ", name, ": target ", lo < 0 ? lo : hi, " is outside the ", C, " classes [0, ", C,
+         ") and is not ignore_index (", ignore, ")");
+  }
+  return total;
 }
 
-/// Per-element losses [N, d...] of cross_entropy (before the reduction), in the compute type,
-/// and the logsumexp it used (kept, for the backward).
+/// What cross_entropy computes before its reduction: the per-element losses [N, d...] in the
+/// compute type, the logsumexp they used (kept for the backward), and the number of targets
+/// that are not ignore_index.
+template <class A>
+struct CrossEntropyTerms {
+  Tensor<A> loss, lse;
+  std::int64_t kept = 0;
+};
+
+/// cross_entropy's terms (see CrossEntropyTerms), after checking the operands.
 template <FloatingElement T, class Mode = exec::mode>
-std::pair<Tensor<acc_t<T>>, Tensor<acc_t<T>>> cross_entropy_terms(
-    const Tensor<T>& logits, const Tensor<std::int64_t>& targets, const CrossEntropyOptions& opt) {
+CrossEntropyTerms<acc_t<T>> cross_entropy_terms(const Tensor<T>& logits,
+                                                const Tensor<std::int64_t>& targets,
+                                                const CrossEntropyOptions& opt) {
   using A = acc_t<T>;
   const ClassLayout l = class_layout(logits, targets, "cross_entropy");
   EMBER_CHECK(opt.label_smoothing >= 0 && opt.label_smoothing <= 1,
               "ember: cross_entropy: label_smoothing must be in [0, 1], got ", opt.label_smoothing);
-  check_targets(targets, l.C, opt.ignore_index, "cross_entropy");
+  const std::int64_t kept =
+      checked_target_count<Mode>(targets, l.C, opt.ignore_index, "cross_entropy");
   if (cross_entropy_rows_apply(logits)) {
-    return cross_entropy_rows<T, Mode>(logits, targets, opt.ignore_index, opt.label_smoothing);
+    auto [loss, lse] =
+        cross_entropy_rows<T, Mode>(logits, targets, opt.ignore_index, opt.label_smoothing);
+    return {std::move(loss), std::move(lse), kept};
   }
   const Tensor<A> lse = kept_logsumexp<T, Mode>(logits, 1, "cross_entropy");
   const Tensor<std::int64_t> t = targets.reshape(l.target_shape);
@@ -99,15 +126,12 @@ std::pair<Tensor<acc_t<T>>, Tensor<acc_t<T>>> cross_entropy_terms(
   Tensor<A> loss = Tensor<A>(where(t == opt.ignore_index, 0.0, lse - picked));
   Shape s = l.target_shape;
   s.erase(1);
-  return {loss.reshape(s), lse};
+  return {loss.reshape(s), lse, kept};
 }
 
 /// The divisor of a mean over targets: how many are not ignore_index (1 for sum and none).
-template <class Mode = exec::mode>
-double loss_divisor(const Tensor<std::int64_t>& targets, std::int64_t ignore_index, Reduction r) {
-  if (r != Reduction::mean) return 1.0;
-  const auto kept = targets != ignore_index;
-  return static_cast<double>(sum<decltype(kept), Mode>(kept).item());
+inline double loss_divisor(std::int64_t kept, Reduction r) {
+  return r == Reduction::mean ? static_cast<double>(kept) : 1.0;
 }
 
 template <class A, class Mode = exec::mode>
@@ -126,8 +150,8 @@ Tensor<T> cross_entropy(const Tensor<T>& logits, const Tensor<std::int64_t>& tar
                         const CrossEntropyOptions& opt = {}) {
   using A = acc_t<T>;
   const auto terms = ops::cross_entropy_terms<T, Mode>(logits, targets, opt);
-  const double count = ops::loss_divisor<Mode>(targets, opt.ignore_index, opt.reduction);
-  return Tensor<T>(cast<T>(ops::reduce_loss<A, Mode>(terms.first, opt.reduction, count)));
+  const double count = ops::loss_divisor(terms.kept, opt.reduction);
+  return Tensor<T>(cast<T>(ops::reduce_loss<A, Mode>(terms.loss, opt.reduction, count)));
 }
 
 namespace ops {
@@ -138,13 +162,13 @@ std::pair<Tensor<T>, double> nll_loss_forward(const Tensor<T>& logp,
                                               Reduction reduction, std::int64_t ignore_index) {
   using A = acc_t<T>;
   const ClassLayout l = class_layout(logp, targets, "nll_loss");
-  check_targets(targets, l.C, ignore_index, "nll_loss");
+  const std::int64_t kept = checked_target_count<Mode>(targets, l.C, ignore_index, "nll_loss");
   const Tensor<std::int64_t> t = targets.reshape(l.target_shape);
   const auto cls = class_index(l, logp.device());
   Tensor<A> picked =
       exec::reduce_expression<A>(where(cls == t, -logp, 0.0), reduce::Bound<reduce::Sum<A>>{},
                                  "nll_loss", Dims{1}, false, true);
-  const double count = loss_divisor<Mode>(targets, ignore_index, reduction);
+  const double count = loss_divisor(kept, reduction);
   Shape s = l.target_shape;
   s.erase(1);
   return {Tensor<T>(cast<T>(reduce_loss<A, Mode>(picked.reshape(s), reduction, count))), count};
