@@ -40,7 +40,7 @@ Var<T> cross_entropy(const Var<T>& logits, const Tensor<std::int64_t>& targets,
   const Tensor<T> x = logits.value();
   const auto terms = ops::cross_entropy_terms<T, Mode>(x, targets, opt);
   const double count = ops::loss_divisor(terms.kept, opt.reduction);
-  const Tensor<T> out = cast<T>(ops::reduce_loss<A, Mode>(terms.loss, opt.reduction, count));
+  const Tensor<T> out = ops::reduce_loss<T, A, Mode>(terms.loss, opt.reduction, count);
   const Tensor<A> lse = terms.lse;
   return Var<T>::from_node(
       autograd::record_op<T>("cross_entropy", out, {logits.node()}, {x},

@@ -134,12 +134,14 @@ inline double loss_divisor(std::int64_t kept, Reduction r) {
   return r == Reduction::mean ? static_cast<double>(kept) : 1.0;
 }
 
-template <class A, class Mode = exec::mode>
-Tensor<A> reduce_loss(const Tensor<A>& loss, Reduction r, double count) {
-  if (r == Reduction::none) return loss;
+/// The reduced loss in T: the per-element losses (none), their sum, or their sum / count (mean),
+/// each rounded to T in the pass that finishes it.
+template <FloatingElement T, class A, class Mode = exec::mode>
+Tensor<T> reduce_loss(const Tensor<A>& loss, Reduction r, double count) {
+  if (r == Reduction::none) return Tensor<T>(cast<T>(loss));
   const Tensor<A> s = sum<Tensor<A>, Mode>(loss);
-  if (r == Reduction::sum) return s;
-  return Tensor<A>(s / count);
+  if (r == Reduction::sum) return Tensor<T>(cast<T>(s));
+  return Tensor<T>(cast<T>(s / count));
 }
 
 }  // namespace ops
@@ -151,7 +153,7 @@ Tensor<T> cross_entropy(const Tensor<T>& logits, const Tensor<std::int64_t>& tar
   using A = acc_t<T>;
   const auto terms = ops::cross_entropy_terms<T, Mode>(logits, targets, opt);
   const double count = ops::loss_divisor(terms.kept, opt.reduction);
-  return Tensor<T>(cast<T>(ops::reduce_loss<A, Mode>(terms.loss, opt.reduction, count)));
+  return ops::reduce_loss<T, A, Mode>(terms.loss, opt.reduction, count);
 }
 
 namespace ops {
@@ -171,7 +173,7 @@ std::pair<Tensor<T>, double> nll_loss_forward(const Tensor<T>& logp,
   const double count = loss_divisor(kept, reduction);
   Shape s = l.target_shape;
   s.erase(1);
-  return {Tensor<T>(cast<T>(reduce_loss<A, Mode>(picked.reshape(s), reduction, count))), count};
+  return {reduce_loss<T, A, Mode>(picked.reshape(s), reduction, count), count};
 }
 }  // namespace ops
 
