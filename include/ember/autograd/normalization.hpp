@@ -32,18 +32,19 @@ struct ParamArg {
 template <FloatingElement T>
 using param_arg_t = std::type_identity_t<ParamArg<T>>;
 
-/// The recorded normalisation: y = normalize(x; st, w, b) with the backward of ops/.
+/// The recorded normalisation with statistics of x itself (layer_norm where its rows do not
+/// apply): y = normalize(x; st, w, b) with the backward of ops/.
 template <FloatingElement T, class Mode>
 Var<T> record_normalize(const char* name, const Var<T>& x, const ops::NormStats<acc_t<T>>& st,
                         const ParamArg<T>& w, const ParamArg<T>& b, const Tensor<T>& wv,
-                        const Tensor<T>& bv, const Dims& axes, bool batch_stats) {
+                        const Tensor<T>& bv, const Dims& axes) {
   const Tensor<T> xv = x.value();
   const Tensor<T> y = ops::normalize<T, Mode>(xv, st, wv, bv);
   return Var<T>::from_node(record_op<T>(
       name, y, {x.node(), w.node, b.node}, {xv, w.value, b.value},
-      [xv, st, wv, bv, axes, batch_stats, wshape = w.value.defined() ? w.value.shape() : Shape(),
+      [xv, st, wv, bv, axes, wshape = w.value.defined() ? w.value.shape() : Shape(),
        bshape = b.value.defined() ? b.value.shape() : Shape()](const Tensor<T>& g) {
-        auto [gx, gw, gb] = ops::normalize_backward<T, Mode>(xv, st, wv, bv, g, axes, batch_stats);
+        auto [gx, gw, gb] = ops::normalize_backward<T, Mode>(xv, st, wv, bv, g, axes, true);
         return std::vector<Tensor<T>>{gx, gw.defined() ? gw.reshape(wshape) : gw,
                                       gb.defined() ? gb.reshape(bshape) : gb};
       }));
@@ -73,7 +74,7 @@ Var<T> layer_norm(const Var<T>& x, const autograd::param_arg_t<T>& weight,
   }
   const auto st = ops::norm_stats<T, Mode>(x.value(), axes, eps, "layer_norm");
   return autograd::record_normalize<T, Mode>("layer_norm", x, st, weight, bias, weight.value,
-                                             bias.value, axes, true);
+                                             bias.value, axes);
 }
 
 template <FloatingElement T, class Mode = exec::mode>

@@ -160,7 +160,7 @@ class LayerNorm : public Module {
     const Dims axes = ops::layer_norm_axes(x.value(), normalized_shape);
     const auto st = ops::norm_stats<T, Mode>(x.value(), axes, eps, "layer_norm");
     return autograd::record_normalize<T, Mode>("layer_norm", x, st, {}, {}, Tensor<T>(),
-                                               Tensor<T>(), axes, true);
+                                               Tensor<T>(), axes);
   }
   template <class Mode = exec::mode>
   Var<T> operator()(const Var<T>& x) const {
