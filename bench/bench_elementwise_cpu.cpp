@@ -8,6 +8,9 @@
 //   copy_<dt>         y = a
 //   rowsum_f32        s[r] = sum_j x[r, j]                    (x is rows x 1024)
 //   softmax_f32       y[r, :] = softmax(x[r, :])
+//   randn_f32, rand_f32  y = randn / rand (Philox): ember's factory against loop_omp, a
+//                     hand-written OpenMP loop over the same Philox blocks (philox_normal_block,
+//                     philox_uniform_block): the cost of the algorithm itself
 // Variants: ember_fused (one pass), ember_opbyop (each op into a fresh Tensor, as eager code does),
 // ember_opbyop_prealloc (each op into a tensor allocated once), eigen (ThreadPoolDevice),
 // loop_omp (a hand-written OpenMP loop: what a compiler makes of the same arithmetic), and for
@@ -512,6 +515,53 @@ void add_chain(bool with_opbyop) {
   }
 }
 
+// ---- random numbers: ember's factories against a loop over the same Philox blocks ----
+template <bool Normal>
+void random_ember(benchmark::State& state) {
+  const std::int64_t n = state.range(0);
+  Tensor<float> y;
+  const ContentionProbe probe;
+  for (auto _ : state) {
+    y = Normal ? ember::randn<float>(Shape{n}, 5) : ember::rand<float>(Shape{n}, 5);
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  probe.finish(state);
+  // The factory's values are the element-by-element ones.
+  const std::int64_t last = n - 1;
+  const float want = Normal ? ember::philox_normal(5, 0, std::uint64_t(last))
+                            : ember::philox_uniform(5, 0, std::uint64_t(last));
+  if (y.data()[last] != want) {
+    state.SkipWithError("wrong result: the last element differs from Philox's");
+    return;
+  }
+  report_bytes(state, n * 4, n);
+}
+
+template <bool Normal>
+void random_loop_omp(benchmark::State& state) {
+  const std::int64_t n = state.range(0);
+  std::vector<float> y(static_cast<std::size_t>(n));
+  float* out = y.data();
+  const ContentionProbe probe;
+  for (auto _ : state) {
+#pragma omp parallel for schedule(static)
+    for (std::int64_t b = 0; b < n / 4; ++b) {
+      float four[4];
+      if constexpr (Normal) {
+        ember::philox_normal_block(5, 0, std::uint64_t(b), four);
+      } else {
+        ember::philox_uniform_block(5, 0, std::uint64_t(b), four);
+      }
+      for (int w = 0; w < 4; ++w) out[4 * b + w] = four[w];
+    }
+    benchmark::DoNotOptimize(out);
+    benchmark::ClobberMemory();
+  }
+  probe.finish(state);
+  report_bytes(state, n * 4, n);
+}
+
 template <class T>
 void add_copy() {
   const std::string g = std::string("copy_") + DT<T>::name + "/";
@@ -531,6 +581,10 @@ const bool registered = [] {
 #if EMBER_BENCH_EIGEN
   add("rowsum_f32/eigen", rowsum_eigen);
 #endif
+  add("randn_f32/ember", random_ember<true>);
+  add("randn_f32/loop_omp", random_loop_omp<true>);
+  add("rand_f32/ember", random_ember<false>);
+  add("rand_f32/loop_omp", random_loop_omp<false>);
   add("softmax_f32/ember_expr", softmax_ember);
   add("softmax_f32/ember_lse", softmax_ember_lse);
 #if EMBER_BENCH_EIGEN
