@@ -51,13 +51,16 @@ class ImageSource {
 };
 
 /// A dataset held in memory as [N, C, S, S] images and [N] labels (Fashion-MNIST, CIFAR-10).
+/// With `pin_memory` (training on a GPU) training batches are gathered into page-locked memory,
+/// so their copies to the device are queued without the training loop waiting.
 class InMemorySource : public ImageSource {
  public:
   InMemorySource(std::string name, ember::Tensor<float> train_x,
                  ember::Tensor<std::int64_t> train_y, ember::Tensor<float> eval_x,
                  ember::Tensor<std::int64_t> eval_y, std::int64_t classes, std::int64_t batch,
-                 std::uint64_t seed)
-      : name_(std::move(name)),
+                 std::uint64_t seed, bool pin_memory = false)
+      : pin_memory_(pin_memory),
+        name_(std::move(name)),
         train_x_(std::move(train_x)),
         train_y_(std::move(train_y)),
         eval_x_(std::move(eval_x)),
@@ -77,7 +80,8 @@ class InMemorySource : public ImageSource {
   std::int64_t batches_per_epoch() const override { return order_.batches_per_epoch(); }
   Batch train_batch(std::int64_t epoch, std::int64_t index) override {
     const std::vector<std::int64_t> rows = order_.batch(epoch, index);
-    return {ember::data::gather_rows(train_x_, rows), ember::data::gather_rows(train_y_, rows)};
+    return {ember::data::gather_rows(train_x_, rows, pin_memory_),
+            ember::data::gather_rows(train_y_, rows, pin_memory_)};
   }
   std::int64_t eval_batches() const override { return (eval_size() + batch_ - 1) / batch_; }
   Batch eval_batch(std::int64_t index) override {
@@ -86,6 +90,7 @@ class InMemorySource : public ImageSource {
   }
 
  private:
+  bool pin_memory_;
   std::string name_;
   ember::Tensor<float> train_x_;
   ember::Tensor<std::int64_t> train_y_;
@@ -126,22 +131,24 @@ class SyntheticSource : public ImageSource {
 };
 
 /// Fashion-MNIST (Debian's dataset-fashion-mnist), normalised with its mean and std.
-inline std::unique_ptr<ImageSource> fashion_mnist(std::int64_t batch, std::uint64_t seed) {
+inline std::unique_ptr<ImageSource> fashion_mnist(std::int64_t batch, std::uint64_t seed,
+                                                  bool pin_memory) {
   using ember::data::FashionMnist;
   const FashionMnist train(ember::data::Split::train, FashionMnist::kMean, FashionMnist::kStd);
   const FashionMnist test(ember::data::Split::test, FashionMnist::kMean, FashionMnist::kStd);
   return std::make_unique<InMemorySource>("fashion-mnist", train.images(), train.labels(),
-                                          test.images(), test.labels(), 10, batch, seed);
+                                          test.images(), test.labels(), 10, batch, seed,
+                                          pin_memory);
 }
 
 /// CIFAR-10 from its binary files in `dir`, normalised per channel.
 inline std::unique_ptr<ImageSource> cifar10(const std::string& dir, std::int64_t batch,
-                                            std::uint64_t seed) {
+                                            std::uint64_t seed, bool pin_memory) {
   using ember::data::Cifar10;
   const Cifar10 train(dir, ember::data::Split::train, Cifar10::kMean, Cifar10::kStd);
   const Cifar10 test(dir, ember::data::Split::test, Cifar10::kMean, Cifar10::kStd);
   return std::make_unique<InMemorySource>("cifar10", train.images(), train.labels(), test.images(),
-                                          test.labels(), 10, batch, seed);
+                                          test.labels(), 10, batch, seed, pin_memory);
 }
 
 /// ImageNet's layout: DIR/train/<class>/*.JPEG and DIR/val/<class>/*.JPEG, decoded by worker

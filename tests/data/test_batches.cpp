@@ -180,6 +180,18 @@ TEST_CASE("gather_rows builds a batch from rows of a CPU tensor", "[data]") {
     }
   }
 
+  // Into page-locked memory (for a non-blocking copy to a GPU): the same rows; without a CUDA
+  // device, an error that says so.
+  if (ember::memory::pinned_memory_available()) {
+    const Tensor<float> pinned = data::gather_rows(x, rows, /*pinned=*/true);
+    CHECK(pinned.is_pinned());
+    CHECK(pinned.to_vector() == got);
+  } else {
+    CHECK_THROWS_WITH(data::gather_rows(x, rows, /*pinned=*/true),
+                      Catch::Contains("pinned host memory needs a CUDA device"));
+  }
+  CHECK_FALSE(batch.is_pinned());
+
   // Rows of a transposed (not row-dense) tensor: [5, 3] viewed from a [3, 5] tensor.
   const Tensor<float> base =
       from_vector(std::vector<float>(values.begin(), values.begin() + 15), Shape{3, 5});

@@ -178,9 +178,10 @@ class Batches {
 /// A new dense CPU tensor whose row k is row rows[k] of `t` (rows along the first dimension):
 /// shape [rows.size(), t.shape()[1:]...]. `t` must be a CPU tensor of rank >= 1, in any layout
 /// (rows that are dense in row-major order are copied with memcpy). Throws ember::Error for an
-/// index outside [0, t.size(0)).
+/// index outside [0, t.size(0)). With `pinned` the batch is in page-locked memory, for a
+/// non-blocking copy to a GPU (Tensor::to); that needs a CUDA device.
 template <Storable T>
-Tensor<T> gather_rows(const Tensor<T>& t, std::span<const std::int64_t> rows) {
+Tensor<T> gather_rows(const Tensor<T>& t, std::span<const std::int64_t> rows, bool pinned = false) {
   EMBER_CHECK(t.defined(), "ember: gather_rows: the tensor is undefined");
   EMBER_CHECK(t.device().is_cpu(), "ember: gather_rows needs a CPU tensor, got one on ",
               t.device().str(), "; gather on the host, then move the batch with .to(device)");
@@ -193,7 +194,7 @@ Tensor<T> gather_rows(const Tensor<T>& t, std::span<const std::int64_t> rows) {
   }
   Shape shape = t.shape();
   shape[0] = static_cast<std::int64_t>(rows.size());
-  Tensor<T> out = empty<T>(shape);
+  Tensor<T> out = pinned ? empty_pinned<T>(shape) : empty<T>(shape);
   if (out.numel() == 0) return out;
 
   // Is each row dense in row-major order?
