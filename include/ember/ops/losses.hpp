@@ -78,12 +78,9 @@ std::int64_t checked_target_count(const Tensor<std::int64_t>& t, std::int64_t C,
   const auto weight = where(bad, kBad, cast<std::int64_t>(kept));
   const std::int64_t total = sum<decltype(weight), Mode>(weight).template item<Mode>();
   if (total >= kBad) {
-    const auto lo = min<decltype(where(t == ignore, std::int64_t{0}, t)), Mode>(
-                        where(t == ignore, std::int64_t{0}, t))
-                        .template item<Mode>();
-    const auto hi = max<decltype(where(t == ignore, std::int64_t{0}, t)), Mode>(
-                        where(t == ignore, std::int64_t{0}, t))
-                        .template item<Mode>();
+    const auto counted = where(t == ignore, std::int64_t{0}, t);
+    const auto lo = min<decltype(counted), Mode>(counted).template item<Mode>();
+    const auto hi = max<decltype(counted), Mode>(counted).template item<Mode>();
     fail("ember: ", name, ": target ", lo < 0 ? lo : hi, " is outside the ", C, " classes [0, ", C,
          ") and is not ignore_index (", ignore, ")");
   }
