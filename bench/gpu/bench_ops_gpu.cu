@@ -10,6 +10,13 @@
 //                          being the tanh approximation)
 //     ember_unfused        ember::matmul(x, w.t()), then one ember pass y = gelu_tanh(y + b): the
 //                          same function, the product written to memory and read back once
+//   op_ffn_fwdbwd_bf16   a feed-forward block y = linear(gelu_tanh(linear(x, w1, b1)), w2, b2),
+//                        forward and y.backward(g), shape "MxHxF" (x [M, H], hidden F), two ways:
+//     ember_fused          ember::feed_forward(x, w1, b1, w2, b2, gelu_tanh): GELU_AUX_BIAS
+//                          keeps the pre-activation, and the backward's dH GEMM multiplies by
+//                          gelu' and sums b1's gradient in its epilogue (DGELU_BGRAD)
+//     ember_two_linears    linear(linear(x, w1, b1, gelu_tanh), w2, b2): the same GEMMs, gelu'
+//                          a pass of its own
 //   op_conv2d_fwd_bf16   y = conv2d(x, w, stride, padding), x and w channels-last (NHWC, as a
 //                        channels-last model keeps them), cuDNN through ember::conv2d
 //   op_conv2d_bwd_bf16   dx and dw from dy: ember::ops::conv2d_backward(x, w, dy, opt, true, true)
@@ -35,10 +42,10 @@
 //          runs read from L2, as a layer right after its producer would.
 //
 // FLOPs (field "flops"; TFLOP/s = flops / time; a multiply-add is 2, bias and activation not
-// counted): GEMM and linear 2 M N K; conv2d forward 2 N O OH OW C KH KW, backward twice that
-// (data and filter). Bytes (field "bytes", the fewest that must cross memory): GEMMs and convs
-// their operands read and the output written once; softmax 2 rows cols 2; layer norm the same
-// plus the weight and bias.
+// counted): GEMM and linear 2 M N K; the feed-forward block six GEMMs, 12 M H F; conv2d forward 2 N
+// O OH OW C KH KW, backward twice that (data and filter). Bytes (field "bytes", the fewest that
+// must cross memory): GEMMs and convs their operands read and the output written once; softmax 2
+// rows cols 2; layer norm the same plus the weight and bias.
 //
 // Checks: every result against a float64 reference on the host (sampled outputs of the GEMMs and
 // convolutions, sampled rows of softmax and layer norm), after the memory the checked call
@@ -56,6 +63,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -156,6 +164,75 @@ void run_linear(std::int64_t M, std::int64_t N, std::int64_t K) {
   unfused();
   r.check = check(y, true);
   keep(r);
+}
+
+// ---------------------------------------------------------------------------------------------
+// A feed-forward block, forward and backward, bf16: y = linear(gelu_tanh(linear(x, w1, b1)), w2,
+// b2) with x [M, H], w1 [F, H], w2 [H, F], then y.backward(g)
+void run_ffn(std::int64_t M, std::int64_t H, std::int64_t F) {
+  const Device gpu = Device::cuda(0);
+  const std::string shape = std::to_string(M) + "x" + std::to_string(H) + "x" + std::to_string(F);
+  const Tensor<bf16> x = ember::randn<bf16>(Shape{M, H}, 11, gpu);
+  const Tensor<bf16> w1 = ember::randn<bf16>(Shape{F, H}, 12, gpu, 0.0, 1.0 / std::sqrt(double(H)));
+  const Tensor<bf16> b1 = ember::randn<bf16>(Shape{F}, 13, gpu, 0.0, 0.5);
+  const Tensor<bf16> w2 = ember::randn<bf16>(Shape{H, F}, 14, gpu, 0.0, 1.0 / std::sqrt(double(F)));
+  const Tensor<bf16> b2 = ember::randn<bf16>(Shape{H}, 15, gpu, 0.0, 0.5);
+  const Tensor<bf16> g = ember::randn<bf16>(Shape{M, H}, 16, gpu);
+  const ember::Var<bf16> vx = ember::param(x), vw1 = ember::param(w1), vb1 = ember::param(b1),
+                         vw2 = ember::param(w2), vb2 = ember::param(b2);
+  const auto zero_grads = [&] {
+    for (const ember::Var<bf16>& v : {vx, vw1, vb1, vw2, vb2}) v.zero_grad();
+  };
+  // Six GEMMs of 2 M H F each (two forward, four backward); bytes: the operands and results of
+  // the six, once each.
+  const double flops = 12.0 * double(M) * double(H) * double(F);
+  const double bytes = 2.0 * (6.0 * double(M * H) + 4.0 * double(F * H) + 5.0 * double(M * F));
+  const auto act = ember::Activation::gelu_tanh;
+  const auto fused = [&] { ember::feed_forward(vx, vw1, vb1, vw2, vb2, act).backward(g); };
+  const auto two_linears = [&] {
+    ember::linear(ember::linear(vx, vw1, vb1, act), vw2, vb2).backward(g);
+  };
+
+  // Check: 16 rows of dx against float64 on the host, dx[i] = sum_f dP[i, f] w1[f, :] with
+  // dP[i, f] = (g[i] . w2[:, f]) gelu'(x[i] . w1[f] + b1[f]).
+  const std::vector<float> w1h = host_floats(w1), b1h = host_floats(b1), w2h = host_floats(w2);
+  std::vector<std::int64_t> is;
+  for (int t = 0; t < 16; ++t) is.push_back(t * (M - 1) / 15);
+  auto check = [&] {
+    double worst = 0;
+    for (std::int64_t i : is) {
+      const std::vector<float> xi = host_floats(x.narrow(0, i, 1)),
+                               gi = host_floats(g.narrow(0, i, 1));
+      const std::vector<float> dxi = host_floats(vx.grad().narrow(0, i, 1));
+      std::vector<double> want(static_cast<std::size_t>(H), 0.0);
+      for (std::int64_t f = 0; f < F; ++f) {
+        double pre = b1h[f], dh = 0;
+        for (std::int64_t k = 0; k < H; ++k) pre += double(xi[k]) * double(w1h[f * H + k]);
+        for (std::int64_t n = 0; n < H; ++n) dh += double(gi[n]) * double(w2h[n * F + f]);
+        const double u = 0.79788456080286535588 * (pre + 0.044715 * pre * pre * pre);
+        const double t = std::tanh(u);
+        const double d = 0.5 * (1 + t) + 0.5 * pre * (1 - t * t) * 0.79788456080286535588 *
+                                             (1 + 3 * 0.044715 * pre * pre);
+        for (std::int64_t k = 0; k < H; ++k) want[k] += dh * d * double(w1h[f * H + k]);
+      }
+      double scale = 0;
+      for (double v : want) scale = std::max(scale, std::fabs(v));
+      for (std::int64_t k = 0; k < H; ++k) {
+        worsen(worst, std::fabs(double(dxi[k]) - want[k]) / (1.0 + scale));
+      }
+    }
+    return verdict(worst, 2e-2);
+  };
+  for (const auto& [impl, run] :
+       {std::pair<const char*, std::function<void()>>{"ember_fused", fused},
+        {"ember_two_linears", two_linears}}) {
+    Record r = time_it("op_ffn_fwdbwd_bf16", shape, impl, bytes, flops, zero_grads, run);
+    zero_grads();
+    poison(M * H);
+    run();
+    r.check = check();
+    keep(r);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -425,6 +502,8 @@ int main(int argc, char** argv) {
           run_linear(4096, 768, 3072);
           run_linear(4096, 768, 768);
         }
+        // BERT-base's feed-forward block at 4096 tokens (GPT-2's GELU: cuBLASLt's epilogue).
+        run_ffn(quick ? 512 : 4096, 768, 3072);
 
 #if defined(EMBER_WITH_CUDNN)
         // ResNet-50 at batch 256 (about 60 GFLOP per forward for each 3x3 and the stem).

@@ -16,12 +16,14 @@ ember's op-by-op backward, and both against PyTorch autograd, eager and torch.co
 sets no target there: the fused backward should approach one read of the inputs and one write of
 the gradients, which is what the two shares measure.
 
-For the operator benchmarks (bench_ops_gpu, benches op_*), three tables:
+For the operator benchmarks (bench_ops_gpu, benches op_*), four tables:
   GEMM and linear   TFLOP/s and % of the H200's dense bf16 peak (989 TFLOP/s); for linear with
                     bias + GELU, the fused call (cuBLASLt epilogue) against ember's bare matmul
                     (fused/matmul = matmul's time / fused's, target >= 0.95: the epilogue nearly
                     free) and against matmul + a separate bias+GELU pass; vs torch eager and
                     torch.compile
+  feed-forward      a block's forward and backward: feed_forward (gelu' in the backward GEMM's
+                    epilogue) against two recorded linears, torch eager and torch.compile
   conv2d            forward and backward (data + filter) TFLOP/s, % of peak, vs torch eager with
                     cuDNN's heuristic choice and with cudnn.benchmark
   softmax, layer norm  GB/s, % of 4.8 TB/s, % of the measured copy, vs torch eager and compile
@@ -242,6 +244,8 @@ def main():
             row["fused_vs_unfused"] = ratio(by.get(("op_linear_gelu_bf16", r["shape"], "ember_unfused")), r)
             row["meets_fused_vs_matmul"] = (row["fused_vs_matmul"] >= TARGET_FUSED_VS_MATMUL
                                             if row["fused_vs_matmul"] == row["fused_vs_matmul"] else None)
+        if r["bench"] == "op_ffn_fwdbwd_bf16" and r["impl"] == "ember_fused":
+            row["fused_vs_unfused"] = ratio(by.get(("op_ffn_fwdbwd_bf16", r["shape"], "ember_two_linears")), r)
         ops.append(row)
     if ops:
         gemm = [x for x in ops if x["bench"] in ("op_matmul_bf16", "op_linear_gelu_bf16")]
@@ -266,6 +270,22 @@ def main():
                           f"{pct(x['pct_bf16_peak'])} | {fmt_x(fm, TARGET_FUSED_VS_MATMUL)} | "
                           f"{fmt_x(x.get('fused_vs_unfused', float('nan')))} | {fmt_x(x['vs_torch_eager'])} | "
                           f"{fmt_x(x['vs_torch_compile'])} | {x['check']} |")
+        ffn = [x for x in ops if x["bench"] == "op_ffn_fwdbwd_bf16"]
+        if ffn:
+            md.append("")
+            md.append("## Operators: a feed-forward block, forward and backward (bf16)")
+            md.append("")
+            md.append("Shape M x H x F: x [M, H], hidden width F, GELU (tanh form) between the linears. TFLOP/s "
+                      "counts the six GEMMs, 12 M H F. `ember_fused`: `feed_forward`, gelu' and the first bias's "
+                      "gradient in the dH GEMM's epilogue (DGELU_BGRAD); `ember_two_linears`: two recorded "
+                      "linears. vs two linears = their time / the fused block's.")
+            md.append("")
+            md.append("| shape | ember | ms | TFLOP/s | % peak | vs two linears | vs torch eager | vs torch.compile | check |")
+            md.append("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+            for x in sorted(ffn, key=lambda x: (x["shape"], x["impl"])):
+                md.append(f"| {x['shape']} | {x['impl']} | {x['ms']:.3f} | {num(x['tflops'])} | "
+                          f"{pct(x['pct_bf16_peak'])} | {fmt_x(x.get('fused_vs_unfused', float('nan')))} | "
+                          f"{fmt_x(x['vs_torch_eager'])} | {fmt_x(x['vs_torch_compile'])} | {x['check']} |")
         if conv:
             md.append("")
             md.append("## Operators: conv2d (bf16, channels-last, cuDNN)")

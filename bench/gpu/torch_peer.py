@@ -23,6 +23,8 @@ With --suite ops, the peers of bench/gpu/bench_ops_gpu.cu (bf16, the same shapes
   op_matmul_bf16        x @ w.t()                                   torch_eager
   op_linear_gelu_bf16   F.gelu(F.linear(x, w, b), approximate="tanh") (cuBLASLt's GELU epilogue
                         is the tanh form)                           torch_eager, torch_compile
+  op_ffn_fwdbwd_bf16    F.linear(F.gelu(F.linear(x, w1, b1), approximate="tanh"), w2, b2) and its
+                        backward (x and the parameters' gradients)  torch_eager, torch_compile
   op_conv2d_fwd_bf16    F.conv2d, x and w channels_last, under autocast(bfloat16)
   op_conv2d_bwd_bf16    aten.convolution_backward for dx and dw (what autograd calls)
                         torch_eager (cudnn.benchmark off: cuDNN's heuristic choice, as ember),
@@ -316,6 +318,52 @@ def run_ops_linear(M, N, K, use_compile, reps):
     torch.cuda.empty_cache()
 
 
+def ffn(x, w1, b1, w2, b2):
+    return F.linear(F.gelu(F.linear(x, w1, b1), approximate="tanh"), w2, b2)
+
+
+def run_ops_ffn(M, H, Fw, use_compile, reps):
+    """A feed-forward block's forward and backward (bench_ops_gpu.cu's op_ffn_fwdbwd_bf16)."""
+    dev = "cuda"
+    shape = f"{M}x{H}x{Fw}"
+    gen = torch.Generator(device=dev).manual_seed(2)
+    x = torch.randn(M, H, device=dev, generator=gen).to(torch.bfloat16).requires_grad_()
+    w1 = (torch.randn(Fw, H, device=dev, generator=gen) / H ** 0.5).to(torch.bfloat16).requires_grad_()
+    b1 = (0.5 * torch.randn(Fw, device=dev, generator=gen)).to(torch.bfloat16).requires_grad_()
+    w2 = (torch.randn(H, Fw, device=dev, generator=gen) / Fw ** 0.5).to(torch.bfloat16).requires_grad_()
+    b2 = (0.5 * torch.randn(H, device=dev, generator=gen)).to(torch.bfloat16).requires_grad_()
+    g = torch.randn(M, H, device=dev, generator=gen).to(torch.bfloat16)
+    params = (x, w1, b1, w2, b2)
+    flops = 12.0 * M * H * Fw
+    nbytes = 2.0 * (6 * M * H + 4 * Fw * H + 5 * M * Fw)
+
+    def clear():
+        for p in params:
+            p.grad = None
+
+    rows = torch.linspace(0, M - 1, 16, device=dev).long()
+    xd, w1d, b1d, w2d, b2d = (p.detach().double() for p in params)
+    xr = xd[rows].requires_grad_()
+    ffn(xr, w1d, b1d, w2d, b2d).backward(g[rows].double())
+    want = xr.grad
+
+    for impl, fn in (("torch_eager", ffn), ("torch_compile", compile_fn(ffn, use_compile))):
+        if fn is None:
+            continue
+        if impl == "torch_compile":
+            clear()
+            if warm_compiled(f"op_ffn_fwdbwd_bf16 {shape}", lambda: fn(*params).backward(g)) is None:
+                continue
+        rec = time_it("op_ffn_fwdbwd_bf16", shape, impl, nbytes, lambda: fn(*params).backward(g),
+                      reps=reps, setup=clear, flops=flops)
+        clear()
+        fn(*params).backward(g)
+        rec["check"] = close(x.grad[rows], want, 2e-2, atol=1.0)
+        save()
+    del params, x, w1, b1, w2, b2, g
+    torch.cuda.empty_cache()
+
+
 def run_ops_conv(label, N, C, H, W, O, k, stride, pad, reps):
     dev = "cuda"
     cl = torch.channels_last
@@ -421,6 +469,7 @@ def run_ops(use_compile, reps, quick):
                                                (4096, 768, 768)]
     for M, N, K in gemms:
         run_ops_linear(M, N, K, use_compile, reps)
+    run_ops_ffn(512 if quick else 4096, 768, 3072, use_compile, reps)
     n = 8 if quick else 256
     for label, C, H, O, k, stride, pad in (("stem", 3, 224, 64, 7, 2, 3), ("res2_3x3", 64, 56, 64, 3, 1, 1),
                                            ("res3_3x3", 128, 28, 128, 3, 1, 1), ("res4_3x3", 256, 14, 256, 3, 1, 1),

@@ -23,6 +23,7 @@
 #include "ops/dropout.hpp"
 #include "ops/dropout_add_layer_norm.hpp"
 #include "ops/embedding.hpp"
+#include "ops/feed_forward.hpp"
 #include "ops/losses.hpp"
 #include "ops/matmul.hpp"
 #include "ops/normalization.hpp"

@@ -254,6 +254,110 @@ TEST_CASE("gradcheck: linear with each activation, with and without bias",
   REQUIRE(r3);
 }
 
+// feed_forward (ops/feed_forward.hpp, autograd/feed_forward.hpp) is two linears recorded as one
+// node; its tests live beside linear's.
+TEST_CASE("feed_forward: the two linears by the definition, recorded or not", "[ops][linear]") {
+  const Tensor<double> x = rand_tensor(Shape{2, 3, 4}, 101), w1 = rand_tensor(Shape{6, 4}, 102);
+  const Tensor<double> b1 = rand_tensor(Shape{6}, 103), w2 = rand_tensor(Shape{5, 6}, 104);
+  const Tensor<double> b2 = rand_tensor(Shape{5}, 105);
+  for (Activation act :
+       {Activation::none, Activation::relu, Activation::gelu, Activation::gelu_tanh}) {
+    INFO("activation " << static_cast<int>(act));
+    const Tensor<double> h = ember::linear(x, w1, b1, act);
+    const Tensor<double> want = ember::linear(h, w2, b2);
+    require_close(ember::feed_forward(x, w1, b1, w2, b2, act), want, 6, 1e-13);
+    const Var<double> y = ember::feed_forward(ember::param(x), w1, b1, w2, b2, act);
+    REQUIRE(y.value().shape() == Shape{2, 3, 5});
+    require_close(y.value(), want, 6, 1e-13);
+    require_close(ember::feed_forward(x, w1, Tensor<double>(), w2, Tensor<double>(), act),
+                  ember::linear(ember::linear(x, w1, Tensor<double>(), act), w2), 6, 1e-13);
+  }
+}
+
+TEST_CASE("gradcheck: feed_forward with each activation, with and without biases",
+          "[ops][linear][gradcheck]") {
+  // Hidden width 7 and 9 rows: nothing a multiple of a vector width.
+  const Tensor<double> x = rand_tensor(Shape{3, 3, 4}, 111), w1 = rand_tensor(Shape{7, 4}, 112);
+  const Tensor<double> b1 = rand_tensor(Shape{7}, 113), w2 = rand_tensor(Shape{5, 7}, 114);
+  const Tensor<double> b2 = rand_tensor(Shape{5}, 115);
+  for (Activation act :
+       {Activation::none, Activation::relu, Activation::gelu, Activation::gelu_tanh}) {
+    INFO("activation " << static_cast<int>(act));
+    auto r = ember::gradcheck(
+        [act](const Vars& v) { return ember::feed_forward(v[0], v[1], v[2], v[3], v[4], act); },
+        {x, w1, b1, w2, b2});
+    INFO(r);
+    REQUIRE(r);
+    auto r2 = ember::gradcheck(
+        [act](const Vars& v) {
+          return ember::feed_forward(v[0], v[1], Tensor<double>(), v[2], Tensor<double>(), act);
+        },
+        {x, w1, w2});
+    INFO(r2);
+    REQUIRE(r2);
+  }
+  // Constants mixed in: only the second linear's parameters, then only the input, are Vars.
+  auto r3 = ember::gradcheck(
+      [&](const Vars& v) { return ember::feed_forward(x, w1, b1, v[0], v[1], Activation::gelu); },
+      {w2, b2});
+  INFO(r3);
+  REQUIRE(r3);
+  auto r4 = ember::gradcheck(
+      [&](const Vars& v) { return ember::feed_forward(v[0], w1, b1, w2, b2, Activation::relu); },
+      {x});
+  INFO(r4);
+  REQUIRE(r4);
+}
+
+TEST_CASE("feed_forward: gradients equal two recorded linears', over dtypes and empty batches",
+          "[ops][linear]") {
+  const auto check = [&]<class T>(T, const Shape& xs, double rel) {
+    INFO(ember::dtype_name<T> << " x " << xs.str());
+    const auto make = [](const Shape& s, std::uint32_t seed) {
+      return param(Tensor<T>(ember::cast<T>(ember::testing::uniform_tensor(s, -1, 1, seed))));
+    };
+    for (Activation act : {Activation::relu, Activation::gelu, Activation::gelu_tanh}) {
+      INFO("activation " << static_cast<int>(act));
+      auto x = make(xs, 121), w1 = make({16, 8}, 122), b1 = make({16}, 123);
+      auto w2 = make({8, 16}, 124), b2 = make({8}, 125);
+      auto xr = make(xs, 121), w1r = make({16, 8}, 122), b1r = make({16}, 123);
+      auto w2r = make({8, 16}, 124), b2r = make({8}, 125);
+      Shape ys = xs;
+      ys[ys.rank() - 1] = 8;
+      const Tensor<T> g = ember::cast<T>(ember::testing::uniform_tensor(ys, -1, 1, 126));
+      ember::feed_forward(x, w1, b1, w2, b2, act).backward(g);
+      ember::linear(ember::linear(xr, w1r, b1r, act), w2r, b2r).backward(g);
+      const auto near = [rel](const Tensor<T>& got, const Tensor<T>& want) {
+        require_close(got, Tensor<double>(ember::cast<double>(want)), 16, rel);
+      };
+      near(x.grad(), xr.grad());
+      near(w1.grad(), w1r.grad());
+      near(b1.grad(), b1r.grad());
+      near(w2.grad(), w2r.grad());
+      near(b2.grad(), b2r.grad());
+    }
+  };
+  check(double{}, Shape{2, 5, 8}, 1e-13);
+  check(float{}, Shape{2, 5, 8}, 1e-6);
+  check(bf16{}, Shape{2, 5, 8}, 1.0 / 128);
+  check(ember::half{}, Shape{2, 5, 8}, 1.0 / 1024);
+  check(float{}, Shape{0, 8}, 1e-6);  // no rows: zero weight gradients, an empty input gradient
+}
+
+TEST_CASE("feed_forward: mismatched widths and biases are errors that name them", "[ops][linear]") {
+  const Tensor<float> x = ember::zeros<float>(Shape{2, 4}), w1 = ember::zeros<float>(Shape{6, 4});
+  const Tensor<float> w2 = ember::zeros<float>(Shape{5, 6}), none;
+  REQUIRE_THROWS_WITH(
+      ember::feed_forward(x, w1, none, ember::zeros<float>(Shape{5, 3}), none, Activation::relu),
+      Catch::Contains("[5, 3]") && Catch::Contains("6 features"));
+  REQUIRE_THROWS_WITH(
+      ember::feed_forward(x, w1, none, w2, ember::zeros<float>(Shape{6}), Activation::relu),
+      Catch::Contains("bias [6]"));
+  REQUIRE_THROWS_AS(ember::feed_forward(ember::param(ember::zeros<float>(Shape{2, 3})), w1, none,
+                                        w2, none, Activation::gelu),
+                    ember::Error);
+}
+
 TEST_CASE("the built-in blocked GEMM (builds without BLAS) against float64", "[ops][matmul]") {
   using ember::ops::MatrixView;
   for (auto [M, N, K] :

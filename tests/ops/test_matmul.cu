@@ -118,3 +118,62 @@ TEST_CASE("cuda linear backward: the bias gradient comes from the weight gradien
   CHECK(backward_launches(float{}, 1e-4, true) <= backward_launches(float{}, 1e-4, false) + 1);
   CHECK(backward_launches(double{}, 1e-10, true) <= backward_launches(double{}, 1e-10, false) + 1);
 }
+
+TEST_CASE("cuda feed_forward: the activation's gradient runs in the second product's epilogue",
+          "[cuda]") {
+  EMBER_REQUIRE_CUDA_DEVICE();
+  // Hidden width 64: GELU's pre-activation fits cuBLASLt's aux layout (a multiple of 8); 20: it
+  // does not, and the backward multiplies by gelu' apart. 37 * 3 rows: not a multiple of anything.
+  const Tensor<float> x = randn<float>({3, 37, 48}, 16), g = randn<float>({3, 37, 40}, 17);
+  const auto backward_launches = [&]<class T>(T, double rel, Activation act, std::int64_t F,
+                                              bool fused) {
+    INFO(dtype_name<T> << " activation " << static_cast<int>(act) << " hidden " << F
+                       << (fused ? " fused" : " two linears"));
+    const auto make = [](const Shape& s, std::uint64_t seed) {
+      return param(Tensor<T>(cast<T>(Tensor<float>(randn<float>(s, seed) * 0.2))));
+    };
+    auto xc = param(Tensor<T>(cast<T>(x))), w1c = make({F, 48}, 18), b1c = make({F}, 19);
+    auto w2c = make({40, F}, 20), b2c = make({40}, 21);
+    auto xg = param(xc.value().to(kGpu)), w1g = param(w1c.value().to(kGpu)),
+         b1g = param(b1c.value().to(kGpu)), w2g = param(w2c.value().to(kGpu)),
+         b2g = param(b2c.value().to(kGpu));
+    const Tensor<T> gc = cast<T>(g), gg = gc.to(kGpu);
+    feed_forward(xc, w1c, b1c, w2c, b2c, act).backward(gc);
+    Var<T> y = fused ? feed_forward(xg, w1g, b1g, w2g, b2g, act)
+                     : linear(linear(xg, w1g, b1g, act), w2g, b2g);
+    const std::uint64_t l0 = launch_count();
+    y.backward(gg);
+    const std::uint64_t launches = launch_count() - l0;
+    require_near(xg.grad(), xc.grad(), rel);
+    require_near(w1g.grad(), w1c.grad(), rel);
+    require_near(b1g.grad(), b1c.grad(), rel);
+    require_near(w2g.grad(), w2c.grad(), rel);
+    require_near(b2g.grad(), b2c.grad(), rel);
+    return launches;
+  };
+  for (Activation act : {Activation::relu, Activation::gelu_tanh}) {
+    // bf16 and half: act' and the first bias's gradient cost no launch of their own.
+    CHECK(backward_launches(bf16{}, 1.0 / 32, act, 64, true) <
+          backward_launches(bf16{}, 1.0 / 32, act, 64, false));
+    CHECK(backward_launches(ember::half{}, 1.0 / 128, act, 64, true) <
+          backward_launches(ember::half{}, 1.0 / 128, act, 64, false));
+    // float and double: the epilogue where cuBLASLt has it; values either way.
+    CHECK(backward_launches(float{}, 1e-4, act, 64, true) <=
+          backward_launches(float{}, 1e-4, act, 64, false));
+    backward_launches(double{}, 1e-10, act, 64, true);
+  }
+  // The exact GELU (no cuBLASLt epilogue) and a hidden width the aux cannot take: no worse than
+  // two linears.
+  CHECK(backward_launches(bf16{}, 1.0 / 32, Activation::gelu, 64, true) <=
+        backward_launches(bf16{}, 1.0 / 32, Activation::gelu, 64, false));
+  CHECK(backward_launches(bf16{}, 1.0 / 32, Activation::gelu_tanh, 20, true) <=
+        backward_launches(bf16{}, 1.0 / 32, Activation::gelu_tanh, 20, false));
+  // The forward's ReLU with its sign bits kept gives linear's values.
+  const Tensor<float> w = randn<float>({64, 48}, 22), b = randn<float>({64}, 23);
+  std::vector<float> identity(64 * 64, 0.0f);
+  for (std::size_t i = 0; i < 64; ++i) identity[i * 65] = 1.0f;
+  const Var<float> h = feed_forward(param(x.to(kGpu)), w.to(kGpu), b.to(kGpu),
+                                    from_vector<float>(identity, Shape{64, 64}).to(kGpu),
+                                    Tensor<float>(), Activation::relu);
+  require_near(h.value(), linear(x, w, b, Activation::relu), 1e-4);
+}

@@ -6,6 +6,7 @@
 #include "attention.hpp"
 #include "conv.hpp"
 #include "embedding.hpp"
+#include "feed_forward.hpp"
 #include "function.hpp"
 #include "grad_mode.hpp"
 #include "gradcheck.hpp"

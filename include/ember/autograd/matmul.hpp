@@ -10,8 +10,11 @@
 // The backward products read transposed views in place (no copies).
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "../exec/reduce.hpp"
@@ -51,6 +54,86 @@ auto arg_node(const X& x) {
   } else {
     return std::shared_ptr<VarNode<T>>();
   }
+}
+
+/// What a linear(act) keeps for its backward: the output, GELU's pre-activation (either form),
+/// and, on CUDA when asked, ReLU's sign bits in cuBLASLt's layout (for a following product's
+/// DRELU epilogue, ops::cuda::activation_input_grad).
+template <FloatingElement T>
+struct LinearSaved {
+  Tensor<T> y;
+  Tensor<T> pre;                   // [rows, N]; GELU only
+  Tensor<std::uint8_t> relu_mask;  // [rows, relu_mask_row_bytes(N)]; CUDA ReLU, when asked
+};
+
+/// linear(x, w, bias, act), keeping what its backward reads. On CUDA cuBLASLt writes the
+/// tanh-form GELU's pre-activation (and, with `keep_relu_mask`, ReLU's sign bits) in the same
+/// call, where its layout rules allow.
+template <FloatingElement T, class Mode>
+LinearSaved<T> linear_saving(const Tensor<T>& x, const Tensor<T>& w, const Tensor<T>& bias,
+                             Activation act, bool keep_relu_mask) {
+  ops::check_linear_args(x, w, bias);
+  LinearSaved<T> s;
+  const std::int64_t N = w.size(0), rows = x.numel() / std::max<std::int64_t>(w.size(1), 1);
+#if defined(EMBER_WITH_CUDA)
+  if (x.device().is_cuda() && ops::cuda::activation_aux_supported(act, N) &&
+      (act == Activation::gelu_tanh || keep_relu_mask)) {
+    void* aux = nullptr;
+    if (act == Activation::relu) {
+      s.relu_mask = empty<std::uint8_t>(Shape{rows, ops::cuda::relu_mask_row_bytes(N)}, x.device());
+      aux = s.relu_mask.data();
+    } else {
+      s.pre = empty<T>(Shape{rows, N}, x.device());
+      aux = s.pre.data();
+    }
+    s.y = ops::cuda::linear(x, w, bias, act, aux);
+    return s;
+  }
+#endif
+  if (act == Activation::gelu || act == Activation::gelu_tanh) {
+    s.pre = linear<T, Mode>(x, w, bias, Activation::none);
+    s.y = act == Activation::gelu ? Tensor<T>(gelu(s.pre)) : Tensor<T>(gelu_tanh(s.pre));
+    s.pre = s.pre.template reshape<Mode>(Shape{rows, N});
+  } else {
+    s.y = linear<T, Mode>(x, w, bias, act);
+  }
+  return s;
+}
+
+/// dP = dY act'(P) for dY [rows, N] (one fused pass; ReLU reads its output back).
+template <FloatingElement T, class Mode>
+Tensor<T> activation_grad(const Tensor<T>& gy, const LinearSaved<T>& s, Activation act) {
+  const Shape shape = gy.shape();
+  switch (act) {
+    case Activation::none:
+      return gy;
+    case Activation::relu:
+      return Tensor<T>(where(s.y.template reshape<Mode>(shape) > 0.0, gy, 0.0));
+    case Activation::gelu:
+      return Tensor<T>(gy * expr::make_map(fn::Derivative<fn::GeluErf>{}, s.pre));
+    case Activation::gelu_tanh:
+      return Tensor<T>(gy * expr::make_map(fn::Derivative<fn::GeluTanh>{}, s.pre));
+  }
+  return gy;
+}
+
+/// A linear's weight and bias gradients from its pre-activation gradient dP [rows, N] and input
+/// X [rows, K]: dW = dP^T X, and (with_bias) db = the column sums of dP, on CUDA from dW's GEMM
+/// (cuBLASLt's BGRADB epilogue) where cuBLASLt has it.
+template <FloatingElement T, class Mode>
+std::pair<Tensor<T>, Tensor<T>> linear_param_grads(const Tensor<T>& gp, const Tensor<T>& x2,
+                                                   bool with_bias) {
+  Tensor<T> gw, gb;
+#if defined(EMBER_WITH_CUDA)
+  if (with_bias && gp.device().is_cuda() && gp.size(0) > 0) {
+    gw = empty<T>(Shape{gp.size(1), x2.size(1)}, gp.device());
+    gb = empty<T>(Shape{gp.size(1)}, gp.device());
+    if (ops::cuda::linear_weight_and_bias_grad(gp, x2, gw, gb)) return {gw, gb};
+  }
+#endif
+  gw = matmul<T, Mode>(gp.t(), x2);
+  if (with_bias) gb = sum<expr::Leaf<T>, Mode>(expr::Leaf<T>(gp), Dims{0});
+  return {gw, gb};
 }
 
 }  // namespace autograd
@@ -100,52 +183,16 @@ requires ProductOperands<X, W> || ProductOperands<X, Bias> || ProductOperands<W,
   using T = typename autograd::product_arg<X>::type;
   const Tensor<T> xv = autograd::arg_value(x), wv = autograd::arg_value(w);
   const Tensor<T> bv = autograd::arg_value(bias);
-  Tensor<T> y, pre;
-  if (act == Activation::gelu || act == Activation::gelu_tanh) {
-    // The backward needs the pre-activation. cuBLASLt keeps it in the same call (GELU_AUX) for
-    // its tanh-form GELU, when the auxiliary output's leading dimension is a multiple of 8.
-    if (xv.device().is_cuda() && act == Activation::gelu_tanh && wv.size(0) % 8 == 0) {
-#if defined(EMBER_WITH_CUDA)
-      pre = empty<T>(Shape{xv.numel() / std::max<std::int64_t>(wv.size(1), 1), wv.size(0)},
-                     xv.device());
-      y = ops::cuda::linear(xv, wv, bv, act, pre);
-#endif
-    } else {
-      pre = linear<T, Mode>(xv, wv, bv, Activation::none);
-      y = act == Activation::gelu ? Tensor<T>(gelu(pre)) : Tensor<T>(gelu_tanh(pre));
-    }
-  } else {
-    y = linear<T, Mode>(xv, wv, bv, act);
-  }
+  const autograd::LinearSaved<T> s = autograd::linear_saving<T, Mode>(xv, wv, bv, act, false);
   const std::int64_t N = wv.size(0), K = wv.size(1);
   return Var<T>::from_node(autograd::record_op<T>(
-      "linear", y, {autograd::arg_node(x), autograd::arg_node(w), autograd::arg_node(bias)},
-      {xv, wv, bv, pre}, [xv, wv, bv, y, pre, act, N, K](const Tensor<T>& g) {
+      "linear", s.y, {autograd::arg_node(x), autograd::arg_node(w), autograd::arg_node(bias)},
+      {xv, wv, bv, s.pre}, [xv, wv, bv, s, act, N, K](const Tensor<T>& g) {
         const std::int64_t rows = g.numel() / std::max<std::int64_t>(N, 1);
-        Tensor<T> gp = g.template reshape<Mode>(Shape{rows, N});
-        if (act == Activation::relu) {
-          gp = Tensor<T>(where(y.template reshape<Mode>(Shape{rows, N}) > 0.0, gp, 0.0));
-        } else if (act == Activation::gelu) {
-          const Tensor<T> p = pre.template reshape<Mode>(Shape{rows, N});
-          gp = Tensor<T>(gp * expr::make_map(fn::Derivative<fn::GeluErf>{}, p));
-        } else if (act == Activation::gelu_tanh) {
-          const Tensor<T> p = pre.template reshape<Mode>(Shape{rows, N});
-          gp = Tensor<T>(gp * expr::make_map(fn::Derivative<fn::GeluTanh>{}, p));
-        }
+        const Tensor<T> gp =
+            autograd::activation_grad<T, Mode>(g.template reshape<Mode>(Shape{rows, N}), s, act);
         const Tensor<T> x2 = xv.template reshape<Mode>(Shape{rows, K});
-        Tensor<T> gw, gb;
-#if defined(EMBER_WITH_CUDA)
-        if (bv.defined() && gp.device().is_cuda() && rows > 0) {
-          // The bias gradient from the weight gradient's GEMM (cuBLASLt's BGRADB epilogue).
-          gw = empty<T>(Shape{N, K}, gp.device());
-          gb = empty<T>(Shape{N}, gp.device());
-          if (!ops::cuda::linear_weight_and_bias_grad(gp, x2, gw, gb)) gw = gb = Tensor<T>();
-        }
-#endif
-        if (!gw.defined()) {
-          gw = matmul<T, Mode>(gp.t(), x2);
-          if (bv.defined()) gb = sum<expr::Leaf<T>, Mode>(expr::Leaf<T>(gp), Dims{0});
-        }
+        auto [gw, gb] = autograd::linear_param_grads<T, Mode>(gp, x2, bv.defined());
         return std::vector<Tensor<T>>{matmul<T, Mode>(gp, wv).template reshape<Mode>(xv.shape()),
                                       gw, gb};
       }));

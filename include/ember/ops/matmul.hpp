@@ -91,12 +91,11 @@ Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b) {
   }
 }
 
-/// x [..., K] times w [N, K] transposed, plus bias [N] (optional, undefined for none), then
-/// `act`: PyTorch's linear, with the bias and activation fused into the product where the
-/// device allows (cuBLASLt epilogues; one pass after the GEMM on the CPU).
-template <FloatingElement T, class Mode = exec::mode>
-Tensor<T> linear(const Tensor<T>& x, const Tensor<T>& w, const Tensor<T>& bias = Tensor<T>(),
-                 Activation act = Activation::none) {
+namespace ops {
+
+/// linear's argument checks: w [N, K], x [..., K], bias undefined or [N].
+template <Storable T>
+void check_linear_args(const Tensor<T>& x, const Tensor<T>& w, const Tensor<T>& bias) {
   EMBER_CHECK(w.defined() && w.rank() == 2, "ember: linear: weight must be [out, in], got ",
               w.defined() ? w.shape().str() : std::string("undefined"));
   EMBER_CHECK(x.defined() && x.rank() >= 1 && x.size(-1) == w.size(1), "ember: linear: input ",
@@ -105,6 +104,20 @@ Tensor<T> linear(const Tensor<T>& x, const Tensor<T>& w, const Tensor<T>& bias =
   EMBER_CHECK(!bias.defined() || bias.shape() == Shape{w.size(0)}, "ember: linear: bias ",
               bias.defined() ? bias.shape().str() : std::string(), " for ", w.size(0),
               " output features");
+  EMBER_CHECK(!bias.defined() || bias.device() == w.device(), "ember: linear: bias on ",
+              bias.defined() ? bias.device().str() : std::string(), ", weight on ",
+              w.device().str());
+}
+
+}  // namespace ops
+
+/// x [..., K] times w [N, K] transposed, plus bias [N] (optional, undefined for none), then
+/// `act`: PyTorch's linear, with the bias and activation fused into the product where the
+/// device allows (cuBLASLt epilogues; one pass after the GEMM on the CPU).
+template <FloatingElement T, class Mode = exec::mode>
+Tensor<T> linear(const Tensor<T>& x, const Tensor<T>& w, const Tensor<T>& bias = Tensor<T>(),
+                 Activation act = Activation::none) {
+  ops::check_linear_args(x, w, bias);
   if (x.device().is_cuda()) {
 #if defined(EMBER_WITH_CUDA)
     // cuBLASLt's GELU epilogue is the tanh form: the exact GELU is one pass after the product.

@@ -42,13 +42,39 @@ struct Epilogue {
   const void* bias = nullptr;  // [N], the output's type
   bool relu = false;
   bool gelu = false;
-  void* gelu_aux =
-      nullptr;  // with gelu: where the pre-activation goes ([rows, N], the output's type)
+  // With relu or gelu: receives what their backward reads (see activation_aux_ld): GELU's
+  // pre-activation ([rows, N], the output's type) or ReLU's sign bits ([rows,
+  // relu_mask_row_bytes(N)] bytes, bit n of row r set where the pre-activation was positive).
+  void* aux = nullptr;
+  // The backward of an activation applied to this product's output by an earlier linear: the
+  // product is multiplied by relu' or gelu' read from that linear's aux (`grad_aux`).
+  bool relu_grad = false;
+  bool gelu_grad = false;
+  const void* grad_aux = nullptr;
+  // With relu_grad or gelu_grad: [N], the output's type: receives the output's column sums (the
+  // earlier linear's bias gradient: cuBLASLt's DRELU_BGRAD / DGELU_BGRAD).
+  void* out_col_sums = nullptr;
   // [M], the output's type: receives the sums of a over K (a linear's bias gradient, computed
   // by the weight gradient's GEMM: cuBLASLt's BGRADB, a being its second operand). Not with
   // the others.
   void* a_row_sums = nullptr;
 };
+
+/// Bytes per row of ReLU's sign bits for N outputs: cuBLASLt wants the bit matrix's leading
+/// dimension a multiple of 128 bits.
+constexpr std::int64_t relu_mask_row_bytes(std::int64_t N) { return (N + 127) / 128 * 128 / 8; }
+
+/// The leading dimension cuBLASLt reads and writes an activation's aux with, in its elements
+/// (ReLU: bits): GELU's pre-activation is dense, ReLU's bits are padded to 128.
+inline std::int64_t activation_aux_ld(bool relu, std::int64_t N) {
+  return relu ? relu_mask_row_bytes(N) * 8 : N;
+}
+
+/// Whether cuBLASLt can keep an activation's aux for N outputs: GELU's pre-activation wants a
+/// leading dimension that is a multiple of 8; ReLU's bits are padded to fit.
+inline bool activation_aux_supported(Activation act, std::int64_t N) {
+  return act == Activation::relu || (act == Activation::gelu_tanh && N % 8 == 0);
+}
 
 inline constexpr std::size_t kWorkspaceBytes = std::size_t{32} << 20;
 
@@ -148,8 +174,9 @@ bool single_batch_stride(const Tensor<T>& t, const Shape& batch, std::int64_t& s
 }
 
 /// D = a b for `count` matrices: a, b, d point at the first; strides between matrices given.
-/// Returns false, having run nothing, only when cuBLASLt has no algorithm for a row-sums
-/// epilogue (the caller computes the sums apart); any other failure throws.
+/// Returns false, having run nothing, only when cuBLASLt has no algorithm for a backward epilogue
+/// (row sums, an activation's gradient: the caller computes them apart); any other failure
+/// throws.
 template <Storable T>
 bool lt_matmul(int device, const T* a, std::int64_t a_rs, std::int64_t a_cs, std::int64_t a_batch,
                const T* b, std::int64_t b_rs, std::int64_t b_cs, std::int64_t b_batch, T* d,
@@ -174,26 +201,40 @@ bool lt_matmul(int device, const T* a, std::int64_t a_rs, std::int64_t a_cs, std
   const cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
   op.set(CUBLASLT_MATMUL_DESC_TRANSA, opb);
   op.set(CUBLASLT_MATMUL_DESC_TRANSB, opa);
+  const bool act_grad = ep.relu_grad || ep.gelu_grad;
+  EMBER_CHECK(!ep.a_row_sums || (!ep.bias && !ep.relu && !ep.gelu && !act_grad),
+              "ember: internal: a row-sums epilogue combined with another");
+  EMBER_CHECK(!act_grad || (ep.grad_aux && !ep.bias && !ep.relu && !ep.gelu),
+              "ember: internal: an activation-gradient epilogue needs its aux, and nothing else");
+  EMBER_CHECK(!ep.out_col_sums || act_grad,
+              "ember: internal: column sums come with an activation gradient");
   cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_DEFAULT;
-  if (ep.gelu && ep.gelu_aux) {
-    epi = ep.bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
-  } else if (ep.gelu) {
-    epi = ep.bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
+  if (ep.gelu) {
+    epi = ep.aux ? (ep.bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX)
+                 : (ep.bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU);
   } else if (ep.relu) {
-    epi = ep.bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
+    epi = ep.aux ? (ep.bias ? CUBLASLT_EPILOGUE_RELU_AUX_BIAS : CUBLASLT_EPILOGUE_RELU_AUX)
+                 : (ep.bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU);
   } else if (ep.bias) {
     epi = CUBLASLT_EPILOGUE_BIAS;
+  } else if (ep.gelu_grad) {
+    epi = ep.out_col_sums ? CUBLASLT_EPILOGUE_DGELU_BGRAD : CUBLASLT_EPILOGUE_DGELU;
+  } else if (ep.relu_grad) {
+    epi = ep.out_col_sums ? CUBLASLT_EPILOGUE_DRELU_BGRAD : CUBLASLT_EPILOGUE_DRELU;
   } else if (ep.a_row_sums) {
     epi = CUBLASLT_EPILOGUE_BGRADB;  // reduces cuBLASLt's second operand (ember's a) over k
   }
-  EMBER_CHECK(!ep.a_row_sums || (!ep.bias && !ep.relu && !ep.gelu),
-              "ember: internal: a row-sums epilogue combined with another");
   op.set(CUBLASLT_MATMUL_DESC_EPILOGUE, epi);
   if (ep.bias) op.set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, ep.bias);
   if (ep.a_row_sums) op.set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, ep.a_row_sums);
-  if (ep.gelu && ep.gelu_aux) {
-    op.set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, ep.gelu_aux);
-    op.set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, static_cast<std::int64_t>(N));
+  if (ep.out_col_sums) op.set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, ep.out_col_sums);
+  if ((ep.relu || ep.gelu) && ep.aux) {
+    op.set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, ep.aux);
+    op.set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, activation_aux_ld(ep.relu, N));
+  }
+  if (act_grad) {
+    op.set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, ep.grad_aux);
+    op.set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, activation_aux_ld(ep.relu_grad, N));
   }
 
   // Row counts/columns of the stored (column-major) matrices.
@@ -220,7 +261,8 @@ bool lt_matmul(int device, const T* a, std::int64_t a_rs, std::int64_t a_cs, std
   check_lt(cublasLtMatmulAlgoGetHeuristic(ctx.handle, op.d, lb.l, la.l, ld.l, ld.l, pref.p, 1,
                                           &result, &found),
            "MatmulAlgoGetHeuristic");
-  if (found == 0 && ep.a_row_sums) return false;
+  // The backward epilogues are optional: the caller has a plain path.
+  if (found == 0 && (ep.a_row_sums || act_grad)) return false;
   EMBER_CHECK(found > 0, "ember: cuBLASLt has no algorithm for this matmul ([", M, ", ", K, "] x [",
               K, ", ", N, "], batch ", count, ")");
   const Scale alpha = 1, beta = accumulate ? 1 : 0;
@@ -234,7 +276,7 @@ bool lt_matmul(int device, const T* a, std::int64_t a_rs, std::int64_t a_cs, std
 }
 
 /// out[batch..., M, N] (dense) = m.a m.b (+ out when accumulate), with the epilogue. Returns
-/// false, having run nothing, only when cuBLASLt has no algorithm for ep.a_row_sums.
+/// false, having run nothing, only when cuBLASLt has no algorithm for a backward epilogue.
 template <Storable T>
 bool matmul_into(const MatmulOperands<T>& m, const Tensor<T>& out, const Epilogue& ep,
                  bool accumulate = false) {
@@ -250,6 +292,8 @@ bool matmul_into(const MatmulOperands<T>& m, const Tensor<T>& out, const Epilogu
   const std::int64_t nb = m.batch.numel();
   EMBER_CHECK(!ep.a_row_sums || (nb == 1 && m.K > 0),
               "ember: internal: row sums need one product with a nonempty inner dimension");
+  EMBER_CHECK(nb == 1 || (!ep.aux && !ep.grad_aux),
+              "ember: internal: an activation's aux belongs to one product");
   if (nb == 0 || m.M == 0 || m.N == 0) return true;
   std::int64_t sa = 0, sb = 0, sd = 0;
   const bool one_stride = single_batch_stride(a, m.batch, sa) &&
@@ -277,11 +321,12 @@ bool matmul_into(const MatmulOperands<T>& m, const Tensor<T>& out, const Epilogu
 }
 
 /// linear on CUDA: x [..., K] as [rows, K] times w [N, K]^T (read transposed in place), with the
-/// bias and activation in cuBLASLt's epilogue. `pre`, when given ([rows, N] dense), receives the
-/// pre-activation of a GELU (for its backward).
+/// bias and activation in cuBLASLt's epilogue. `aux`, when given, receives what the activation's
+/// backward epilogue reads (Epilogue::aux: GELU's pre-activation, [rows, N] of T, or ReLU's
+/// sign bits, [rows, relu_mask_row_bytes(N)] bytes; see activation_aux_supported).
 template <Storable T>
 Tensor<T> linear(const Tensor<T>& x, const Tensor<T>& w, const Tensor<T>& bias, Activation act,
-                 const Tensor<T>& pre = Tensor<T>()) {
+                 void* aux = nullptr) {
   const std::int64_t K = w.size(1), N = w.size(0);
   const Tensor<T> x2 = x.reshape(Shape{x.numel() / std::max<std::int64_t>(K, 1), K});
   Shape out_shape = x.shape();
@@ -293,9 +338,34 @@ Tensor<T> linear(const Tensor<T>& x, const Tensor<T>& w, const Tensor<T>& bias, 
   ep.gelu = act == Activation::gelu_tanh;  // cuBLASLt's GELU is the tanh approximation
   EMBER_CHECK(act != Activation::gelu,
               "ember: internal: the exact GELU is not a cuBLASLt epilogue");
-  ep.gelu_aux = pre.defined() ? pre.data() : nullptr;
+  EMBER_CHECK(!aux || activation_aux_supported(act, N),
+              "ember: internal: no activation aux for this linear");
+  ep.aux = aux;
   matmul_into(matmul_operands(x2, w.t(), "linear"), out, ep);
   return out.view(out_shape);
+}
+
+/// dP = (dY W) * act'(P) for a linear(act) (pre-activation P [rows, N1]) whose output fed a
+/// linear with weight W [N2, N1] and output gradient dY [rows, N2]: one GEMM whose epilogue
+/// (cuBLASLt's DRELU / DGELU) reads the aux that the first linear's forward kept (`act` relu or
+/// gelu_tanh). db [N1], when defined, receives the column sums of dP (the first linear's bias
+/// gradient: DRELU_BGRAD / DGELU_BGRAD) from the same call. Returns false, having written
+/// nothing, when cuBLASLt has no algorithm for it (the caller multiplies by act' apart).
+template <Storable T>
+bool activation_input_grad(const Tensor<T>& dy, const Tensor<T>& w, Activation act, const void* aux,
+                           const Tensor<T>& dp, const Tensor<T>& db) {
+  EMBER_CHECK(dy.rank() == 2 && w.rank() == 2 && dy.size(1) == w.size(0) &&
+                  dp.shape() == Shape({dy.size(0), w.size(1)}) &&
+                  (!db.defined() || db.shape() == Shape{w.size(1)}) && aux &&
+                  activation_aux_supported(act, w.size(1)),
+              "ember: internal: activation_input_grad shapes");
+  if (dy.size(0) == 0 || w.size(0) == 0) return false;  // nothing for a GEMM to reduce
+  Epilogue ep;
+  ep.relu_grad = act == Activation::relu;
+  ep.gelu_grad = act == Activation::gelu_tanh;
+  ep.grad_aux = aux;
+  ep.out_col_sums = db.defined() ? db.data() : nullptr;
+  return matmul_into(matmul_operands(dy, w, "linear backward"), dp, ep);
 }
 
 /// The weight and bias gradients of linear in one GEMM: dW = dP^T X ([N, K]) with db = the
