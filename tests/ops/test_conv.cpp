@@ -3,6 +3,7 @@
 // reference data; gradcheck of input, weight and bias; errors.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -112,6 +113,38 @@ TEMPLATE_TEST_CASE("conv2d against a naive float64 convolution", "[ops][conv]", 
   }
 }
 
+TEMPLATE_TEST_CASE("conv2d backward: channels-last gradients equal NCHW ones", "[ops][conv]", float,
+                   double) {
+  using T = TestType;
+  const double tol = std::is_same_v<T, double> ? 1e-13 : 1e-5;
+  std::uint32_t seed = 61;
+  for (const auto& c : kCases) {
+    INFO("x " << c.x.str() << " w " << c.w.str());
+    const Tensor<T> x = ember::cast<T>(rand_tensor(c.x, seed++));
+    const Tensor<T> w = ember::cast<T>(rand_tensor(c.w, seed++));
+    const Tensor<T> y = ember::conv2d(x, w, c.opt);
+    const Tensor<T> dy = ember::cast<T>(rand_tensor(y.shape(), seed++));
+    const auto [dx, dw] = ember::ops::conv2d_backward(x, w, dy, c.opt, true, true);
+    // x and dy channels-last; the weight a transposed-and-back view (strided, as a weight
+    // shared with another layout could be).
+    const Tensor<T> wv = w.transpose(2, 3).contiguous().transpose(2, 3);
+    const auto [dx_cl, dw_cl] =
+        ember::ops::conv2d_backward(x.contiguous(MemoryFormat::channels_last), wv,
+                                    dy.contiguous(MemoryFormat::channels_last), c.opt, true, true);
+    if (dx.numel() > 0 && c.x[1] > 1 && c.x[2] * c.x[3] > 1) {
+      REQUIRE(dx_cl.is_contiguous(MemoryFormat::channels_last));
+    }
+    const double k = static_cast<double>(c.w[0] * c.w[2] * c.w[3]);
+    require_close(dx_cl, Tensor<double>(ember::cast<double>(dx)), k, tol);
+    require_close(dw_cl, Tensor<double>(ember::cast<double>(dw)), k, tol);
+    // Only one of the two asked for.
+    const auto [dx_only, no_dw] = ember::ops::conv2d_backward(
+        x.contiguous(MemoryFormat::channels_last), w, dy, c.opt, true, false);
+    REQUIRE_FALSE(no_dw.defined());
+    require_close(dx_only, Tensor<double>(ember::cast<double>(dx)), k, tol);
+  }
+}
+
 TEST_CASE("conv2d: bad shapes are errors that name them", "[ops][conv]") {
   const Tensor<float> x = ember::zeros<float>(Shape{1, 4, 5, 5});
   REQUIRE_THROWS_WITH(ember::conv2d(x, ember::zeros<float>(Shape{2, 3, 3, 3})),
@@ -170,6 +203,22 @@ TEST_CASE("gradcheck: conv2d input, weight and bias", "[ops][conv][gradcheck]") 
     auto r = ember::gradcheck(
         [&](const Vars& v) {
           return Var<double>(ember::tanh(ember::conv2d(v[0], v[1], v[2], c.opt)));
+        },
+        {rand_tensor(xs, seed++), rand_tensor(c.w, seed++), rand_tensor(Shape{c.w[0]}, seed++)});
+    INFO(r);
+    REQUIRE(r);
+  }
+  // Channels-last inputs (ops/conv_channels_last.hpp: im2row, row2im) over every case, with
+  // two images where the case has them (one image per thread).
+  for (const auto& c : kCases) {
+    if (c.x[0] == 0) continue;
+    INFO("channels-last x " << c.x.str() << " w " << c.w.str());
+    Shape xs = c.x;
+    xs[0] = std::min<std::int64_t>(xs[0], 2);
+    auto r = ember::gradcheck(
+        [&](const Vars& v) {
+          return Var<double>(ember::tanh(ember::conv2d(
+              Var<double>(v[0].contiguous(MemoryFormat::channels_last)), v[1], v[2], c.opt)));
         },
         {rand_tensor(xs, seed++), rand_tensor(c.w, seed++), rand_tensor(Shape{c.w[0]}, seed++)});
     INFO(r);

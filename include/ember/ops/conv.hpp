@@ -6,10 +6,11 @@
 //   OH = (H + 2 pad_h - dil_h (KH - 1) - 1) / stride_h + 1, likewise OW
 // The memory format comes from the strides: a channels-last x (x.contiguous(
 // MemoryFormat::channels_last)) gives a channels-last result, and cuDNN runs NHWC on tensor cores.
-// CPU: im2col reading x through its strides (no copy of a channels-last input; none at all for a
-// 1x1, stride-1, unpadded kernel over NCHW, whose columns are x itself), one GEMM per image
-// and group (ops/gemm_cpu.hpp); backward: the transposed GEMM and col2im for the input, GEMMs
-// accumulated over the batch for the weight, a reduction for the bias. bf16 and half are widened
+// CPU: NCHW: im2col reading x through its strides (none at all for a 1x1, stride-1, unpadded
+// kernel, whose columns are x itself), one GEMM per image and group (ops/gemm_cpu.hpp);
+// backward: the transposed GEMM and col2im for the input, GEMMs accumulated over the batch for
+// the weight, a reduction for the bias. Channels-last: the same with the column matrix
+// transposed, writing NHWC directly (ops/conv_channels_last.hpp). bf16 and half are widened
 // to float and rounded once. CUDA: cuDNN (ops/conv_cudnn.hpp).
 #pragma once
 
@@ -30,6 +31,7 @@
 #include "../exec/reduce.hpp"
 #include "../tensor/factories.hpp"
 #include "../tensor/tensor.hpp"
+#include "conv_channels_last.hpp"
 #include "conv_geometry.hpp"
 #include "gemm_cpu.hpp"
 #if defined(EMBER_WITH_CUDNN)
@@ -133,7 +135,7 @@ bool im2col_is_identity(const Tensor<T>& x, const ConvGeometry& g) {
          g.opt.padding[0] == 0 && g.opt.padding[1] == 0 && !g.channels_last && x.is_contiguous();
 }
 
-/// y = conv(x, w) for float or double; y in the geometry's memory format.
+/// y = conv(x, w) for float or double over an NCHW x (any strides); y dense NCHW.
 template <class T>
 void conv_forward(const Tensor<T>& x, const Tensor<T>& w, const ConvGeometry& g,
                   const Tensor<T>& y) {
@@ -147,8 +149,6 @@ void conv_forward(const Tensor<T>& x, const Tensor<T>& w, const ConvGeometry& g,
 #pragma omp parallel if (by_image)
   {
     std::vector<T> col(pointwise ? 0 : static_cast<std::size_t>(K * P));
-    // The GEMM writes [og, P] blocks: straight into an NCHW y, through a buffer for NHWC.
-    std::vector<T> block(g.channels_last ? static_cast<std::size_t>(g.og() * P) : 0);
 #pragma omp for schedule(static)
     for (std::int64_t n = 0; n < g.N; ++n) {
       for (std::int64_t gr = 0; gr < g.groups; ++gr) {
@@ -156,25 +156,15 @@ void conv_forward(const Tensor<T>& x, const Tensor<T>& w, const ConvGeometry& g,
         if (!pointwise) im2col(x.data(), x.strides(), g, n, gr * g.cg(), col.data());
         const MatrixView<const T> a{wc.data() + gr * g.og() * K, g.og(), K, K, 1};
         const MatrixView<const T> b{cols, K, P, P, 1};
-        if (!g.channels_last) {
-          T* out = y.data() + (n * g.O + gr * g.og()) * P;
-          gemm<T>(a, b, MatrixView<T>{out, g.og(), P, P, 1}, T(1), T(0));
-        } else {
-          gemm<T>(a, b, MatrixView<T>{block.data(), g.og(), P, P, 1}, T(1), T(0));
-          const Strides& ys = y.strides();
-          for (std::int64_t o = 0; o < g.og(); ++o) {
-            for (std::int64_t p = 0; p < P; ++p) {
-              y.data()[n * ys[0] + (gr * g.og() + o) * ys[1] + p * ys[3]] =
-                  block[static_cast<std::size_t>(o * P + p)];
-            }
-          }
-        }
+        T* out = y.data() + (n * g.O + gr * g.og()) * P;
+        gemm<T>(a, b, MatrixView<T>{out, g.og(), P, P, 1}, T(1), T(0));
       }
     }
   }
 }
 
-/// dx (dense NCHW, zeroed here) and dw (dense, accumulated from zero) of conv(x, w) given dy.
+/// dx (dense NCHW, zeroed here) and dw (dense, accumulated from zero) of conv(x, w) given dy,
+/// for an NCHW x (any strides).
 template <class T>
 void conv_backward(const Tensor<T>& x, const Tensor<T>& w, const Tensor<T>& dy,
                    const ConvGeometry& g, T* dx, T* dw) {
@@ -213,8 +203,8 @@ void conv_backward(const Tensor<T>& x, const Tensor<T>& w, const Tensor<T>& dy,
           // group's slab of dx itself).
           T* dcol = pointwise ? dx + (n * g.C + gr * g.cg()) * P : col.data();
           gemm<T>(MatrixView<const T>{wc.data() + gr * g.og() * K, K, g.og(), 1, K},
-                  MatrixView<const T>{dyb, g.og(), P, P, 1}, MatrixView<T>{dcol, K, P, P, 1},
-                  T(1), T(0));
+                  MatrixView<const T>{dyb, g.og(), P, P, 1}, MatrixView<T>{dcol, K, P, P, 1}, T(1),
+                  T(0));
           if (!pointwise) col2im(col.data(), g, n, gr * g.cg(), dx);
         }
       }
@@ -252,7 +242,11 @@ Tensor<T> conv2d(const Tensor<T>& x, const Tensor<T>& w, const Tensor<T>& bias,
 #endif
   } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
     y = ops::conv_output<T>(g, x.device());
-    if (y.numel() > 0) ops::cpu::conv_forward(x, w, g, y);
+    if (y.numel() > 0 && g.channels_last) {
+      ops::cpu::conv_forward_channels_last(x, w, g, y);
+    } else if (y.numel() > 0) {
+      ops::cpu::conv_forward(x, w, g, y);
+    }
   } else {
     // bf16 and half: widened to float once, convolved in float, rounded once.
     const Tensor<float> yf = conv2d<float, Mode>(
@@ -295,11 +289,17 @@ std::pair<Tensor<T>, Tensor<T>> conv2d_backward(const Tensor<T>& x, const Tensor
     fail("ember: conv2d on CUDA needs cuDNN, which this build of ember did not find");
 #endif
   } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-    if (need_x) dx = empty<T>(x.shape(), x.device());
+    // dx in x's memory format (dense).
+    if (need_x) dx = empty<T>(x.shape(), x.device(), x.memory_format());
     if (need_w) dw = empty<T>(w.shape(), w.device());
     if (need_w && g.N == 0) dw = zeros<T, Mode>(w.shape(), w.device());
-    cpu::conv_backward(x, w, dy, g, need_x ? dx.data() : nullptr,
-                       need_w && g.N > 0 ? dw.data() : nullptr);
+    T* const dxp = need_x ? dx.data() : nullptr;
+    T* const dwp = need_w && g.N > 0 ? dw.data() : nullptr;
+    if (g.channels_last) {
+      cpu::conv_backward_channels_last(x, w, dy, g, dxp, dwp);
+    } else {
+      cpu::conv_backward(x, w, dy, g, dxp, dwp);
+    }
   } else {
     const auto r =
         conv2d_backward<float, Mode>(Tensor<float>(cast<float>(x)), Tensor<float>(cast<float>(w)),
