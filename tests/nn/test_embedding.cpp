@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,32 @@ TEST_CASE("nn::Embedding: padding_idx starts at zeros and is never trained", "[n
     REQUIRE(g[i] == (row == 1 || row == 3 ? 1.0f : 0.0f));
   }
   REQUIRE_THROWS_AS(ember::nn::Embedding<float>(10, 4, ember::Device::cpu(), 10), ember::Error);
+}
+
+TEST_CASE("nn::Embedding: max_norm renormalises the rows a forward looks up", "[nn]") {
+  // N(0, 1) rows of 16: norms about 4, against max_norm 2.
+  ember::nn::Embedding<double> emb(10, 16, ember::Device::cpu(), std::nullopt, 2.0);
+  REQUIRE(emb.max_norm == 2.0);
+  REQUIRE(emb.norm_type == 2.0);
+  const std::vector<double> before = emb.weight.value().to_vector();
+  const auto row_norm = [](const std::vector<double>& w, std::size_t row) {
+    double s = 0;
+    for (std::size_t d = 0; d < 16; ++d) s += w[row * 16 + d] * w[row * 16 + d];
+    return std::sqrt(s);
+  };
+  const Tensor<std::int64_t> ids = ember::from_vector<std::int64_t>({3, 8, 3}, Shape{3});
+  const Var<double> y = emb(ids);
+  const std::vector<double> after = emb.weight.value().to_vector();
+  for (std::size_t row = 0; row < 10; ++row) {
+    INFO("row " << row);
+    if (row == 3 || row == 8) {
+      REQUIRE(row_norm(before, row) > 2.0);
+      REQUIRE(row_norm(after, row) == Approx(2.0).epsilon(1e-6));
+    } else {
+      for (std::size_t d = 0; d < 16; ++d) REQUIRE(after[row * 16 + d] == before[row * 16 + d]);
+    }
+  }
+  REQUIRE(row_norm(y.value().to_vector(), 0) == Approx(2.0).epsilon(1e-6));
 }
 
 TEST_CASE("nn::Embedding: bad arguments are ember::Error", "[nn]") {

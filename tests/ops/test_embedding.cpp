@@ -4,9 +4,11 @@
 // same bits every run); gradcheck; launch counts; errors.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <random>
 #include <string>
@@ -181,6 +183,93 @@ TEST_CASE("embedding: padding_idx gets no gradient, the other rows theirs", "[op
   }
   REQUIRE_THROWS_AS(ember::embedding(w, ids, 6), ember::Error);
   REQUIRE_THROWS_AS(ember::embedding(w, ids, -7), ember::Error);
+}
+
+// PyTorch's embedding_renorm_ written out: each row named by an id whose p-norm exceeds
+// max_norm is scaled by max_norm / (norm + 1e-7).
+std::vector<double> ref_renorm(std::vector<double> w, const std::vector<std::int64_t>& ids,
+                               std::int64_t D, double max_norm, double p) {
+  std::vector<bool> named(w.size() / static_cast<std::size_t>(D), false);
+  for (const std::int64_t id : ids) named[static_cast<std::size_t>(id)] = true;
+  for (std::size_t v = 0; v < named.size(); ++v) {
+    if (!named[v]) continue;
+    double norm = 0;
+    for (std::int64_t d = 0; d < D; ++d) {
+      const double a = std::fabs(w[v * static_cast<std::size_t>(D) + d]);
+      norm = std::isinf(p) ? std::max(norm, a) : norm + std::pow(a, p);
+    }
+    if (!std::isinf(p)) norm = std::pow(norm, 1 / p);
+    if (norm <= max_norm) continue;
+    for (std::int64_t d = 0; d < D; ++d) {
+      w[v * static_cast<std::size_t>(D) + d] *= max_norm / (norm + 1e-7);
+    }
+  }
+  return w;
+}
+
+TEMPLATE_TEST_CASE("embedding with max_norm: the rows looked up are renormalised in place",
+                   "[ops][embedding]", float, double, bf16, ember::half) {
+  using T = TestType;
+  const double tol = std::is_same_v<T, double>  ? 1e-14
+                     : std::is_same_v<T, float> ? 1e-6
+                     : std::is_same_v<T, bf16>  ? 1.0 / 128
+                                                : 1.0 / 1024;
+  const std::int64_t V = 9, D = 5;
+  // Row norms from about 0.5 to 6 (rows scaled by v): some above max_norm, some below.
+  std::vector<double> table = rand_tensor(Shape{V, D}, 31).to_vector();
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    table[i] *= 0.25 + 0.5 * static_cast<double>(i / static_cast<std::size_t>(D));
+  }
+  const Tensor<double> w64 = ember::from_vector<double>(table, Shape{V, D});
+  const Ids ids = ember::from_vector<std::int64_t>({7, 1, 7, 4, 8, 0}, Shape{2, 3});
+  for (const double p : {2.0, 1.0, 3.0, std::numeric_limits<double>::infinity()}) {
+    INFO("norm_type " << p);
+    const double max_norm = 1.5;
+    // A transposed view: renormalised through its strides.
+    Tensor<T> w = Tensor<T>(ember::cast<T>(w64.t().contiguous())).t();
+    const auto before = values(w);
+    const auto want = ref_renorm(before, ids.to_vector(), D, max_norm, p);
+    REQUIRE(want != before);  // some named row was over the norm
+    const Tensor<T> y = ember::embedding(w, ids, std::nullopt, max_norm, p);
+    // The table itself changed (named rows over the norm), and the lookup read the new rows.
+    require_close(w, ember::from_vector<double>(want, Shape{V, D}), tol);
+    require_close(
+        y, ember::from_vector<double>(ref_lookup(want, ids.to_vector(), D), Shape{2, 3, D}), tol);
+    const auto after = values(w);
+    for (std::int64_t v : {2, 3, 5, 6}) {  // not named: untouched
+      for (std::int64_t d = 0; d < D; ++d) {
+        REQUIRE(after[static_cast<std::size_t>(v * D + d)] ==
+                before[static_cast<std::size_t>(v * D + d)]);
+      }
+    }
+  }
+}
+
+TEST_CASE("embedding with max_norm: no gradient through the renorm; the table's version moves",
+          "[ops][embedding]") {
+  const Tensor<double> w = rand_tensor(Shape{6, 4}, 41);
+  const Ids ids = ember::from_vector<std::int64_t>({5, 0, 5, 2}, Shape{4});
+  const Tensor<double> g = rand_tensor(Shape{4, 4}, 42);
+  auto v = ember::param(w.clone());
+  const Var<double> y = ember::embedding(v, ids, std::nullopt, 1.0);
+  // The renormalised rows are what the parameter now holds, and the gradient is the plain
+  // scatter-add (PyTorch computes the renorm under no_grad).
+  require_close(y.value(), ember::embedding(v.value(), ids), 1e-15);
+  y.backward(g);
+  require_close(
+      v.grad(),
+      ember::from_vector<double>(ref_grad(g.to_vector(), ids.to_vector(), 6, 4), Shape{6, 4}),
+      1e-15);
+  // A recorded op that saved the table before the renorm cannot run its backward after it.
+  auto t = ember::param(w.clone());
+  const Var<double> saved = ember::sum(ember::matmul(t, t.t()));
+  (void)ember::embedding(t, ids, std::nullopt, 1.0);
+  REQUIRE_THROWS_WITH(saved.backward(), Catch::Contains("modified in place"));
+  // Bad norms.
+  REQUIRE_THROWS_AS(ember::embedding(w, ids, std::nullopt, -1.0), ember::Error);
+  REQUIRE_THROWS_AS(ember::embedding(w, ids, std::nullopt, 1.0, 0.0), ember::Error);
+  REQUIRE_THROWS_AS(ember::embedding(w, ember::full<std::int64_t>(Shape{1}, 6), std::nullopt, 1.0),
+                    ember::Error);
 }
 
 TEST_CASE("embedding: errors", "[ops][embedding]") {

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -137,4 +138,20 @@ TEST_CASE("cuda: embedding's edge cases and errors", "[cuda]") {
   std::vector<float> padded(35, 0.0f);
   for (int d = 0; d < 5; ++d) padded[static_cast<std::size_t>(5 + d)] = 1.0f;
   CHECK(wv2.grad().to_vector() == padded);
+}
+
+TEST_CASE("cuda: embedding with max_norm renormalises the rows the CPU does", "[cuda]") {
+  EMBER_REQUIRE_CUDA_DEVICE();
+  const std::int64_t V = 1000, D = 96;
+  const Tensor<std::int64_t> ids = rand_ids({8, 64}, V, 41);
+  for (const double p : {2.0, 1.0, 3.0}) {
+    INFO("norm_type " << p);
+    // Rows of norm about sqrt(96) ~ 10 against max_norm 4: every named row is scaled.
+    const Tensor<float> wc = randn<float>({V, D}, 42), wg = wc.to(kGpu);
+    const Tensor<float> yc = embedding(wc, ids, std::nullopt, 4.0, p);
+    const Tensor<float> yg = embedding(wg, ids.to(kGpu), std::nullopt, 4.0, p);
+    const std::vector<double> a = values(wg), b = values(wc), ya = values(yg), yb = values(yc);
+    for (std::size_t i = 0; i < a.size(); ++i) REQUIRE(std::fabs(a[i] - b[i]) <= 1e-5);
+    for (std::size_t i = 0; i < ya.size(); ++i) REQUIRE(std::fabs(ya[i] - yb[i]) <= 1e-5);
+  }
 }

@@ -13,10 +13,13 @@
 
 namespace ember {
 
+/// embedding of a Var table, recorded (see ops/embedding.hpp). With max_norm the table's value
+/// is renormalised in place first (no gradient flows through that: PyTorch's rule).
 template <FloatingElement T, class Mode = exec::mode>
 Var<T> embedding(const Var<T>& weight, const Tensor<std::int64_t>& ids,
-                 std::optional<std::int64_t> padding_idx = std::nullopt) {
-  const Tensor<T> y = embedding<T, Mode>(weight.value(), ids, padding_idx);
+                 std::optional<std::int64_t> padding_idx = std::nullopt,
+                 std::optional<double> max_norm = std::nullopt, double norm_type = 2.0) {
+  const Tensor<T> y = embedding<T, Mode>(weight.value(), ids, padding_idx, max_norm, norm_type);
   const std::int64_t V = weight.value().size(0), D = weight.value().size(1);
   const std::int64_t padding = ops::padding_row(padding_idx, V);
   return Var<T>::from_node(autograd::record_op<T>(

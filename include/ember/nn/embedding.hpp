@@ -2,7 +2,9 @@
 // drawn from N(0, 1) as PyTorch does (nn::manual_seed's stream); forward maps int64 ids of any
 // shape to [..., embedding_dim] rows (ember::embedding, an ember::Error naming the id for one
 // outside [0, num_embeddings)), and its backward scatter-adds into the weight's gradient. With
-// padding_idx (PyTorch's), that row starts at zeros and gets no gradient.
+// padding_idx (PyTorch's), that row starts at zeros and gets no gradient. With max_norm
+// (PyTorch's), each forward first scales the rows it looks up to at most that norm_type-norm,
+// in place in the weight (ops::embedding_renorm_).
 #pragma once
 
 #include <cstdint>
@@ -20,11 +22,18 @@ class Embedding : public Module {
   Var<T> weight;
   std::int64_t num_embeddings, embedding_dim;
   std::optional<std::int64_t> padding_idx;  // a row that starts at zeros and is never trained
+  std::optional<double> max_norm;           // rows looked up are renormalised to at most this
+  double norm_type;                         // the p of max_norm's p-norm
 
   template <class Mode = exec::mode>
   Embedding(std::int64_t count, std::int64_t dim, Device device = Device::cpu(),
-            std::optional<std::int64_t> padding = std::nullopt)
-      : num_embeddings(count), embedding_dim(dim), padding_idx(padding) {
+            std::optional<std::int64_t> padding = std::nullopt,
+            std::optional<double> max_norm_ = std::nullopt, double norm_type_ = 2.0)
+      : num_embeddings(count),
+        embedding_dim(dim),
+        padding_idx(padding),
+        max_norm(max_norm_),
+        norm_type(norm_type_) {
     EMBER_CHECK(count > 0 && dim > 0,
                 "ember: nn::Embedding: num_embeddings and embedding_dim must be positive, got ",
                 count, " and ", dim);
@@ -42,7 +51,7 @@ class Embedding : public Module {
   template <class Mode = exec::mode>
   Var<T> forward(const Tensor<std::int64_t>& ids) const {
     EMBER_CHECK(ids.defined(), "ember: nn::Embedding: undefined ids");
-    return embedding<T, Mode>(weight, ids, padding_idx);
+    return embedding<T, Mode>(weight, ids, padding_idx, max_norm, norm_type);
   }
   template <class Mode = exec::mode>
   Var<T> operator()(const Tensor<std::int64_t>& ids) const {

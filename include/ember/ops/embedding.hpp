@@ -3,8 +3,9 @@
 //
 //   embedding(weight [V, D], ids [...] int64) -> [..., D],  out[p, :] = weight[ids[p], :]
 //
-// ids outside [0, V) are an ember::Error (two small reductions check them). Forward: one gather
-// pass, one thread per output element; weight may be any strided view.
+// ids outside [0, V) are an ember::Error (one small reduction checks them). Forward: one gather
+// pass, one thread per output element; weight may be any strided view. With max_norm, the rows
+// named are first renormalised in place (embedding_renorm_, PyTorch's), a thread per row.
 //
 // Backward (dweight = scatter-add of the output's gradient g at the ids) without atomics, so
 // the same ids and gradient give the same bits every run, and the CPU and the GPU add in the
@@ -36,6 +37,7 @@
 #include "../exec/for_each.hpp"
 #include "../exec/launch_counter.hpp"
 #include "../exec/reduce.hpp"
+#include "../expr/math.hpp"
 #include "../tensor/factories.hpp"
 #include "../tensor/tensor.hpp"
 #if defined(EMBER_CUDA_KERNELS)
@@ -79,6 +81,46 @@ struct EmbeddingSumRuns {
       for (std::int32_t j = start[v]; j < start[v + 1]; ++j) s += to_acc(g[order[j] * D + d]);
     }
     gw[i] = to_storage<T>(s);
+  }
+};
+
+/// Row v of the table scaled in place to norm max_norm when v occurs in the ids (a nonempty run)
+/// and its norm_type-norm exceeds max_norm: PyTorch's embedding_renorm_, scale
+/// max_norm / (norm + 1e-7). One thread per row.
+template <class T>
+struct EmbeddingRenormRows {
+  T* weight;
+  std::int64_t ws0, ws1;      // weight's strides
+  const std::int32_t* start;  // [V + 1], as EmbeddingSumRuns
+  std::int64_t D;
+  double max_norm, norm_type;  // norm_type: p > 0, or infinity for the largest magnitude
+
+  EMBER_HD void operator()(std::int64_t v) const {
+    if (start[v + 1] == start[v]) return;
+    using A = acc_t<T>;
+    T* row = weight + v * ws0;
+    const A p = A(norm_type);
+    A norm = A(0);
+    for (std::int64_t d = 0; d < D; ++d) {
+      const A a = math::fabs(to_acc(row[d * ws1]));
+      if (norm_type == 2.0) {
+        norm += a * a;
+      } else if (norm_type == 1.0) {
+        norm += a;
+      } else if (p == math::infinity<A>()) {
+        norm = a > norm ? a : norm;
+      } else {
+        norm += math::pow(a, p);
+      }
+    }
+    if (norm_type == 2.0) {
+      norm = math::sqrt(norm);
+    } else if (norm_type != 1.0 && p != math::infinity<A>()) {
+      norm = math::pow(norm, A(1) / p);
+    }
+    if (!(norm > A(max_norm))) return;
+    const A scale = A(max_norm) / (norm + A(1e-7));
+    for (std::int64_t d = 0; d < D; ++d) row[d * ws1] = to_storage<T>(to_acc(row[d * ws1]) * scale);
   }
 };
 
@@ -171,15 +213,42 @@ Tensor<T> embedding_backward(const Tensor<T>& g, const Tensor<std::int64_t>& ids
   return gw;
 }
 
+/// PyTorch's embedding_renorm_: every row of weight [V, D] that the ids name and whose
+/// norm_type-norm exceeds max_norm is scaled in place to that norm (max_norm / (norm + 1e-7)),
+/// under no gradient. The ids are checked first. Bumps weight's version: a recorded op that
+/// saved the table before this and reads it in its backward throws there, as in PyTorch.
+template <FloatingElement T, class Mode = exec::mode>
+void embedding_renorm_(const Tensor<T>& weight, const Tensor<std::int64_t>& ids, double max_norm,
+                       double norm_type = 2.0) {
+  check_embedding<T, Mode>(weight, ids);
+  EMBER_CHECK(max_norm >= 0 && norm_type > 0, "ember: embedding: max_norm ", max_norm,
+              " and norm_type ", norm_type, ": max_norm must be at least 0, norm_type above 0");
+  const std::int64_t V = weight.size(0), D = weight.size(1);
+  weight.storage()->bump_version();
+  if (ids.numel() == 0 || V == 0 || D == 0) return;
+  const EmbeddingRuns r = embedding_runs<Mode>(ids.template contiguous<Mode>(), V);
+  const EmbeddingRenormRows<T> f{
+      weight.data(), weight.stride(0), weight.stride(1), r.start.data(), D, max_norm, norm_type};
+  exec::for_each_index<EmbeddingRenormRows<T>, Mode>(f, V, D, weight.device());
+}
+
 }  // namespace ops
 
 /// Rows `ids` of `weight` (see the top of this header): shape ids.shape() + [D]. padding_idx
 /// (in [-V, V)) changes only the backward: that row gets no gradient. (Its value is whatever the
 /// table holds there; nn::Embedding starts it at zeros, as PyTorch.)
+///
+/// max_norm (PyTorch's): the rows the ids name are first scaled in place to at most that
+/// norm_type-norm (ops::embedding_renorm_): this modifies `weight`.
 template <FloatingElement T, class Mode = exec::mode>
 Tensor<T> embedding(const Tensor<T>& weight, const Tensor<std::int64_t>& ids,
-                    std::optional<std::int64_t> padding_idx = std::nullopt) {
-  ops::check_embedding<T, Mode>(weight, ids);
+                    std::optional<std::int64_t> padding_idx = std::nullopt,
+                    std::optional<double> max_norm = std::nullopt, double norm_type = 2.0) {
+  if (max_norm) {
+    ops::embedding_renorm_<T, Mode>(weight, ids, *max_norm, norm_type);  // checks the ids too
+  } else {
+    ops::check_embedding<T, Mode>(weight, ids);
+  }
   (void)ops::padding_row(padding_idx, weight.size(0));  // checked here, used by the backward
   const std::int64_t D = weight.size(1);
   Shape s = ids.shape();
