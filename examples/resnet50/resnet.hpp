@@ -268,7 +268,7 @@ class ResNet : public ember::nn::Module {
   ember::nn::Linear<T> fc;
 
   template <class Mode = ember::exec::mode>
-  explicit ResNet(ResNetOptions opt = {})
+  explicit ResNet(const ResNetOptions& opt = {})
       : options(checked(opt)),
         conv1(opt.in_channels, opt.width, opt.small_stem ? 3 : 7,
               opt.small_stem ? ember::Conv2dOptions{.stride = {1, 1}, .padding = {1, 1}}

@@ -59,7 +59,7 @@ struct GradcheckOptions {
 
 template <class F>
 GradcheckResult gradcheck(F&& f, const std::vector<Tensor<double>>& inputs,
-                          GradcheckOptions opt = {}) {
+                          const GradcheckOptions& opt = {}) {
   GradcheckResult res;
   res.atol = opt.atol;
   res.rtol = opt.rtol;

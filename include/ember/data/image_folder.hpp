@@ -797,8 +797,8 @@ struct LoaderOptions {
 /// while a queued copy still reads them: memory/pinned_allocator.hpp).
 class ImageFolderLoader {
  public:
-  ImageFolderLoader(ImageFolder folder, Batches batches, LoaderOptions options = {})
-      : folder_(std::move(folder)), batches_(std::move(batches)), opts_(std::move(options)) {
+  ImageFolderLoader(ImageFolder folder, Batches batches, const LoaderOptions& options = {})
+      : folder_(std::move(folder)), batches_(std::move(batches)), opts_(options) {
     opts_.transform.validate();
     EMBER_CHECK(batches_.size() == folder_.size(), "ember: ImageFolderLoader: the Batches cover ",
                 batches_.size(), " samples but '", folder_.root().string(), "' holds ",

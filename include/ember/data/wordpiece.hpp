@@ -263,8 +263,9 @@ class WordPieceTokenizer {
   /// last line's id). Throws ember::Error naming the file when it cannot be read, is empty,
   /// holds a line that is not UTF-8, or lacks one of [CLS] [SEP] [MASK] [PAD] or the unknown
   /// token.
-  explicit WordPieceTokenizer(const std::filesystem::path& vocab_file, WordPieceOptions opts = {})
-      : opts_(std::move(opts)) {
+  explicit WordPieceTokenizer(const std::filesystem::path& vocab_file,
+                              const WordPieceOptions& opts = {})
+      : opts_(opts) {
     const std::string where =
         ::ember::detail::concat("ember: WordPieceTokenizer: '", vocab_file.string(), "'");
     std::ifstream in(vocab_file, std::ios::binary);
@@ -277,8 +278,8 @@ class WordPieceTokenizer {
   }
 
   /// A tokenizer over the given tokens (id = position), for vocabularies built in memory.
-  explicit WordPieceTokenizer(std::vector<std::string> tokens, WordPieceOptions opts = {})
-      : opts_(std::move(opts)) {
+  explicit WordPieceTokenizer(std::vector<std::string> tokens, const WordPieceOptions& opts = {})
+      : opts_(opts) {
     init(std::move(tokens), "ember: WordPieceTokenizer");
   }
 

@@ -205,8 +205,8 @@ class MlLogger {
  public:
   using json = nlohmann::ordered_json;
 
-  explicit MlLogger(std::ostream& os = std::cout, MlLoggerOptions options = {})
-      : os_(&os), opt_(std::move(options)) {
+  explicit MlLogger(std::ostream& os = std::cout, const MlLoggerOptions& options = {})
+      : os_(&os), opt_(options) {
     if (!opt_.clock_ms) {
       opt_.clock_ms = [] {
         return static_cast<std::int64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(

@@ -68,8 +68,8 @@ class ProgressBar {
   /// A bar counting to `total` steps (0 or less: unknown, so no percentage and no ETA), its lines
   /// starting with `label`, written to `os` (which must outlive the bar).
   ProgressBar(std::int64_t total, std::string label, std::ostream& os = std::cerr,
-              ProgressOptions options = {})
-      : total_(total), label_(std::move(label)), os_(&os), opt_(std::move(options)) {
+              const ProgressOptions& options = {})
+      : total_(total), label_(std::move(label)), os_(&os), opt_(options) {
     EMBER_CHECK(opt_.log_percent > 0 && opt_.log_percent <= 100,
                 "ember: ProgressBar: log_percent must be in [1, 100], got ", opt_.log_percent);
     EMBER_CHECK(opt_.bar_width >= 0, "ember: ProgressBar: negative bar_width ", opt_.bar_width);
