@@ -90,9 +90,7 @@ struct AttentionSoftmaxRows {
   AttentionRowLogits<T> in;
   T* probs;  // after dropout
   A* lse;    // [rows]
-  DropoutOptions dropout;
-  float p;
-  A keep_scale;
+  RowDropout<A> dropout;
 
   template <class Across>
   EMBER_HD void row(std::int64_t r, int lane, int lanes, Across across) const {
@@ -109,12 +107,12 @@ struct AttentionSoftmaxRows {
     s = across.sum(s);
     const A l = m == -math::infinity<A>() || m == math::infinity<A>() ? m : m + math::log(s);
     auto prob = [&](std::int64_t j) { return in.prob(r, mrow, q, j, l); };
-    if (p == 0) {
+    if (!dropout.active()) {
       exec::for_lane_elements(cols, lane, lanes,
                               [&](std::int64_t j) { probs[base + j] = to_storage<T>(prob(j)); });
     } else {
-      for_each_uniform(dropout, base, cols, lane, lanes, [&](std::int64_t j, float u) {
-        probs[base + j] = to_storage<T>(u >= p ? prob(j) * keep_scale : A(0));
+      dropout.for_each(base, cols, lane, lanes, [&](std::int64_t j, float u) {
+        probs[base + j] = to_storage<T>(dropout.apply(u, prob(j)));
       });
     }
     if (lane == 0) lse[r] = l;
@@ -128,9 +126,7 @@ struct AttentionSoftmaxBackwardRows {
   const A* lse;
   const T* dp;  // the gradient of the probabilities after dropout
   T* dlogits;   // the scores' gradient (the scale included)
-  DropoutOptions dropout;
-  float p;
-  A keep_scale;
+  RowDropout<A> dropout;
 
   template <class Across>
   EMBER_HD void row(std::int64_t r, int lane, int lanes, Across across) const {
@@ -140,7 +136,7 @@ struct AttentionSoftmaxBackwardRows {
     auto prob = [&](std::int64_t j) { return in.prob(r, mrow, q, j, l); };
     // dpre: the gradient before dropout; dlogits = p (dpre - sum(dpre p)) scale.
     A dot = 0;
-    if (p == 0) {
+    if (!dropout.active()) {
       A unused = 0;
       exec::lane_sums(cols, lane, lanes, dot, unused, [&](std::int64_t j) {
         return exec::RowSums<A>{to_acc(dp[base + j]) * prob(j), A(0)};
@@ -152,12 +148,12 @@ struct AttentionSoftmaxBackwardRows {
       });
       return;
     }
-    for_each_uniform(dropout, base, cols, lane, lanes, [&](std::int64_t j, float u) {
-      dot += (u >= p ? to_acc(dp[base + j]) * keep_scale : A(0)) * prob(j);
+    dropout.for_each(base, cols, lane, lanes, [&](std::int64_t j, float u) {
+      dot += dropout.apply(u, to_acc(dp[base + j])) * prob(j);
     });
     dot = across.sum(dot);
-    for_each_uniform(dropout, base, cols, lane, lanes, [&](std::int64_t j, float u) {
-      const A dpre = u >= p ? to_acc(dp[base + j]) * keep_scale : A(0);
+    dropout.for_each(base, cols, lane, lanes, [&](std::int64_t j, float u) {
+      const A dpre = dropout.apply(u, to_acc(dp[base + j]));
       dlogits[base + j] = to_storage<T>(prob(j) * (dpre - dot) * in.scale);
     });
   }
@@ -184,12 +180,8 @@ std::pair<Tensor<T>, Tensor<acc_t<T>>> attention_softmax_rows(const Tensor<T>& s
   kept[kept.rank() - 1] = 1;
   Tensor<T> probs = empty<T>(scores.shape(), scores.device());
   Tensor<A> lse = empty<A>(kept, scores.device());
-  const AttentionSoftmaxRows<T> f{attention_row_logits(scores, mask, causal, scale),
-                                  probs.data(),
-                                  lse.data(),
-                                  dropout,
-                                  static_cast<float>(dropout.p),
-                                  dropout_scale<A>(dropout.p)};
+  const AttentionSoftmaxRows<T> f{attention_row_logits(scores, mask, causal, scale), probs.data(),
+                                  lse.data(), RowDropout<A>::from(dropout)};
   exec::for_each_row<AttentionSoftmaxRows<T>, Mode>(f, rows, cols, scores.device());
   return {probs, lse};
 }
@@ -204,12 +196,8 @@ Tensor<T> attention_softmax_rows_backward(const Tensor<T>& scores, const Tensor<
   const Tensor<T> dpc = dp.template contiguous<Mode>();
   Tensor<T> dlogits = empty<T>(scores.shape(), scores.device());
   const AttentionSoftmaxBackwardRows<T> f{attention_row_logits(scores, mask, causal, scale),
-                                          lse.data(),
-                                          dpc.data(),
-                                          dlogits.data(),
-                                          dropout,
-                                          static_cast<float>(dropout.p),
-                                          dropout_scale<A>(dropout.p)};
+                                          lse.data(), dpc.data(), dlogits.data(),
+                                          RowDropout<A>::from(dropout)};
   exec::for_each_row<AttentionSoftmaxBackwardRows<T>, Mode>(f, rows, cols, scores.device());
   return dlogits;
 }

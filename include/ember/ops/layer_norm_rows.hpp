@@ -68,6 +68,29 @@ EMBER_HD EMBER_FORCEINLINE void for_each_uniform(const DropoutOptions& d, std::i
   });
 }
 
+/// A row kernel's dropout: its Philox stream, p as float (the comparison ember::dropout makes)
+/// and the kept elements' scale, 1 / (1 - p) in the compute type (0 when everything is dropped).
+template <class A>
+struct RowDropout {
+  DropoutOptions options;
+  float p;
+  A scale;
+
+  static RowDropout from(const DropoutOptions& d) {
+    return {d, static_cast<float>(d.p), d.p < 1 ? A(1.0 / (1.0 - d.p)) : A(0)};
+  }
+  /// Whether it drops anything (p = 0: the kernels skip the uniforms).
+  EMBER_HD bool active() const { return p != 0; }
+  /// v after dropout, for an element whose uniform is u.
+  EMBER_HD A apply(float u, A v) const { return u >= p ? v * scale : A(0); }
+  /// f(j, u) over the lane's elements of a row starting at `base` (for_each_uniform).
+  template <class F>
+  EMBER_HD EMBER_FORCEINLINE void for_each(std::int64_t base, std::int64_t cols, int lane,
+                                           int lanes, F&& f) const {
+    for_each_uniform(options, base, cols, lane, lanes, static_cast<F&&>(f));
+  }
+};
+
 /// The forward row kernel. residual, w and b may be null; sum is null when there is nothing to
 /// add or drop (the rows are x itself).
 template <FloatingElement T>
@@ -82,9 +105,7 @@ struct RowNormForward {
   A* mean;
   A* rstd;
   std::int64_t cols;
-  DropoutOptions dropout;
-  float p;  // as float: the comparison ember::dropout makes
-  A scale;  // 1 / (1 - p), or 0 when everything is dropped
+  RowDropout<A> dropout;
   A eps;
 
   template <class Across>
@@ -129,7 +150,7 @@ struct RowNormForward {
           return A(0);
         }
       };
-      if (p == 0) {
+      if (!dropout.active()) {
         exec::for_lane_elements(cols, lane, lanes, [&](std::int64_t j) {
           sum[base + j] = to_storage<T>(to_acc(x[base + j]) + res(j));
         });
@@ -137,9 +158,9 @@ struct RowNormForward {
       }
       // An explicit fma, so that the sum rounds the same on both devices (nvcc would contract
       // x * scale + residual on its own; the host compiler would not).
-      for_each_uniform(dropout, base, cols, lane, lanes, [&](std::int64_t j, float u) {
+      dropout.for_each(base, cols, lane, lanes, [&](std::int64_t j, float u) {
         const A v = to_acc(x[base + j]), rj = res(j);
-        sum[base + j] = to_storage<T>(u >= p ? math::fma(v, scale, rj) : rj);
+        sum[base + j] = to_storage<T>(u >= dropout.p ? math::fma(v, dropout.scale, rj) : rj);
       });
     });
   }
@@ -158,9 +179,7 @@ struct RowNormBackward {
   T* gresidual;
   T* gx;
   std::int64_t cols;
-  DropoutOptions dropout;
-  float p;
-  A scale;
+  RowDropout<A> dropout;
 
   template <class Across>
   EMBER_HD void row(std::int64_t r, int lane, int lanes, Across across) const {
@@ -195,14 +214,13 @@ struct RowNormBackward {
       if constexpr (HasGResidual) gresidual[base + j] = to_storage<T>(d);
       return d;
     };
-    if (p == 0) {
+    if (!dropout.active()) {
       exec::for_lane_elements(cols, lane, lanes,
                               [&](std::int64_t j) { gx[base + j] = to_storage<T>(ds(j)); });
       return;
     }
-    for_each_uniform(dropout, base, cols, lane, lanes, [&](std::int64_t j, float u) {
-      const A d = ds(j);
-      gx[base + j] = to_storage<T>(u >= p ? d * scale : A(0));
+    dropout.for_each(base, cols, lane, lanes, [&](std::int64_t j, float u) {
+      gx[base + j] = to_storage<T>(dropout.apply(u, ds(j)));
     });
   }
 };
@@ -210,12 +228,6 @@ struct RowNormBackward {
 template <FloatingElement T>
 const T* data_or_null(const Tensor<T>& t) {
   return t.defined() ? t.data() : nullptr;
-}
-
-/// 1 / (1 - p) in the compute type: dropout's scale for the kept elements.
-template <class A>
-A dropout_scale(double p) {
-  return p < 1 ? A(1.0 / (1.0 - p)) : A(0);
 }
 
 /// A weight or bias of any shape with `cols` elements as [cols] (undefined stays undefined).
@@ -259,9 +271,7 @@ std::tuple<Tensor<T>, RowNormSaved<T>> row_norm_forward(const Tensor<T>& x,
                             saved.mean.data(),
                             saved.rstd.data(),
                             cols,
-                            dropout,
-                            static_cast<float>(dropout.p),
-                            dropout_scale<A>(dropout.p),
+                            RowDropout<A>::from(dropout),
                             static_cast<A>(eps)};
   if (x.numel() > 0) exec::for_each_row<RowNormForward<T>, Mode>(f, rows, cols, device);
   return {y, saved};
@@ -289,9 +299,7 @@ std::tuple<Tensor<T>, Tensor<T>, Tensor<T>, Tensor<T>> row_norm_backward(
                              residual_grad ? gres.data() : nullptr,
                              gx.data(),
                              cols,
-                             saved.dropout,
-                             static_cast<float>(saved.dropout.p),
-                             dropout_scale<A>(saved.dropout.p)};
+                             RowDropout<A>::from(saved.dropout)};
   if (rows > 0) exec::for_each_row<RowNormBackward<T>, Mode>(f, rows, cols, device);
   // The parameters' gradients sum over the rows: column reductions of [rows, cols] views.
   Tensor<T> gw, gb;
