@@ -145,6 +145,31 @@ TEMPLATE_TEST_CASE("conv2d backward: channels-last gradients equal NCHW ones", "
   }
 }
 
+TEST_CASE("conv2d backward: a batch's weight gradient is the sum of its images'", "[ops][conv]") {
+  // Five images: more than the threads, so some thread sums several (and the parts are added
+  // across threads), in both memory formats.
+  std::uint32_t seed = 81;
+  for (const auto& c : kCases) {
+    INFO("x " << c.x.str() << " w " << c.w.str());
+    Shape xs = c.x;
+    xs[0] = 5;
+    const Tensor<double> x = rand_tensor(xs, seed++), w = rand_tensor(c.w, seed++);
+    const Tensor<double> dy = rand_tensor(ember::conv2d(x, w, c.opt).shape(), seed++);
+    std::vector<double> want(static_cast<std::size_t>(w.numel()), 0.0);
+    for (std::int64_t n = 0; n < 5; ++n) {
+      const auto one = ember::ops::conv2d_backward(
+          x.narrow(0, n, 1).contiguous(), w, dy.narrow(0, n, 1).contiguous(), c.opt, false, true);
+      const std::vector<double> part = one.second.to_vector();
+      for (std::size_t i = 0; i < want.size(); ++i) want[i] += part[i];
+    }
+    for (const MemoryFormat f : {MemoryFormat::contiguous, MemoryFormat::channels_last}) {
+      const auto all =
+          ember::ops::conv2d_backward(x.contiguous(f), w, dy.contiguous(f), c.opt, false, true);
+      require_close(all.second, ember::from_vector<double>(want, c.w), 5, 1e-13);
+    }
+  }
+}
+
 TEST_CASE("conv2d: bad shapes are errors that name them", "[ops][conv]") {
   const Tensor<float> x = ember::zeros<float>(Shape{1, 4, 5, 5});
   REQUIRE_THROWS_WITH(ember::conv2d(x, ember::zeros<float>(Shape{2, 3, 3, 3})),

@@ -14,8 +14,6 @@
 // to float and rounded once. CUDA: cuDNN (ops/conv_cudnn.hpp).
 #pragma once
 
-#include <omp.h>
-
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -31,6 +29,7 @@
 #include "../exec/reduce.hpp"
 #include "../tensor/factories.hpp"
 #include "../tensor/tensor.hpp"
+#include "conv_backward_loop.hpp"
 #include "conv_channels_last.hpp"
 #include "conv_geometry.hpp"
 #include "gemm_cpu.hpp"
@@ -163,62 +162,40 @@ void conv_forward(const Tensor<T>& x, const Tensor<T>& w, const ConvGeometry& g,
   }
 }
 
-/// dx (dense NCHW, zeroed here) and dw (dense, accumulated from zero) of conv(x, w) given dy,
-/// for an NCHW x (any strides).
+/// dx (dense NCHW, zeroed here) and dw (dense) of conv(x, w) given dy, for an NCHW x (any
+/// strides); each only when its pointer is not null.
 template <class T>
 void conv_backward(const Tensor<T>& x, const Tensor<T>& w, const Tensor<T>& dy,
                    const ConvGeometry& g, T* dx, T* dw) {
   const Tensor<T> wc = w.contiguous();
   const Tensor<T> dyc = dy.contiguous();  // [N, O, OH, OW] dense
-  const std::int64_t K = g.cg() * g.KH * g.KW, P = g.OH * g.OW, wsize = g.O * K;
+  const std::int64_t K = g.cg() * g.KH * g.KW, P = g.OH * g.OW;
   if (dx) std::fill(dx, dx + g.N * g.C * g.H * g.W, T(0));
-  // One image per thread, as the forward pass. Each thread sums its images' weight gradients
-  // into its own buffer; the buffers are added in thread order after the loop, so the result
-  // does not depend on timing.
-  const bool by_image = g.N > 1, pointwise = im2col_is_identity(x, g);
-  const SerialBlas serial_blas(by_image);
-  std::vector<std::vector<T>> dw_parts;
-#pragma omp parallel if (by_image)
-  {
-    std::vector<T> col(pointwise ? 0 : static_cast<std::size_t>(K * P));
-    std::vector<T> dw_part;
-#pragma omp single
-    dw_parts.resize(static_cast<std::size_t>(omp_get_num_threads()));
-    bool first = true;
-#pragma omp for schedule(static)
-    for (std::int64_t n = 0; n < g.N; ++n) {
-      for (std::int64_t gr = 0; gr < g.groups; ++gr) {
+  const bool pointwise = im2col_is_identity(x, g);
+  const std::vector<T> dw_sum = conv_backward_images<T>(
+      g, pointwise ? 0 : K * P, dw ? g.O * K : 0,
+      [&](std::int64_t n, std::int64_t gr, T* col, T* dw_part, bool first) {
+        const std::int64_t c0 = gr * g.cg();
         const T* dyb = dyc.data() + (n * g.O + gr * g.og()) * P;
-        if (dw) {
+        if (dw_part) {
           // dW_g += dy_g [og, P] col^T [P, K]
-          if (dw_part.empty()) dw_part.assign(static_cast<std::size_t>(wsize), T(0));
-          const T* cols = pointwise ? x.data() + (n * g.C + gr * g.cg()) * P : col.data();
-          if (!pointwise) im2col(x.data(), x.strides(), g, n, gr * g.cg(), col.data());
+          const T* cols = pointwise ? x.data() + (n * g.C + c0) * P : col;
+          if (!pointwise) im2col(x.data(), x.strides(), g, n, c0, col);
           gemm<T>(MatrixView<const T>{dyb, g.og(), P, P, 1}, MatrixView<const T>{cols, P, K, 1, P},
-                  MatrixView<T>{dw_part.data() + gr * g.og() * K, g.og(), K, K, 1}, T(1),
+                  MatrixView<T>{dw_part + gr * g.og() * K, g.og(), K, K, 1}, T(1),
                   first ? T(0) : T(1));
         }
         if (dx) {
           // dcol = W_g^T [K, og] dy_g [og, P], then scattered back (pointwise: dcol is the
           // group's slab of dx itself).
-          T* dcol = pointwise ? dx + (n * g.C + gr * g.cg()) * P : col.data();
+          T* dcol = pointwise ? dx + (n * g.C + c0) * P : col;
           gemm<T>(MatrixView<const T>{wc.data() + gr * g.og() * K, K, g.og(), 1, K},
                   MatrixView<const T>{dyb, g.og(), P, P, 1}, MatrixView<T>{dcol, K, P, P, 1}, T(1),
                   T(0));
-          if (!pointwise) col2im(col.data(), g, n, gr * g.cg(), dx);
+          if (!pointwise) col2im(col, g, n, c0, dx);
         }
-      }
-      first = false;
-    }
-    if (dw) dw_parts[static_cast<std::size_t>(omp_get_thread_num())] = std::move(dw_part);
-  }
-  if (dw) {
-    std::fill(dw, dw + wsize, T(0));
-    for (const std::vector<T>& part : dw_parts) {
-      if (part.empty()) continue;
-      for (std::int64_t i = 0; i < wsize; ++i) dw[i] += part[static_cast<std::size_t>(i)];
-    }
-  }
+      });
+  if (dw) std::copy(dw_sum.begin(), dw_sum.end(), dw);
 }
 
 }  // namespace cpu

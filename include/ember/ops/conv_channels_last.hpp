@@ -12,14 +12,12 @@
 // dw' = dy_n^T rows accumulated over the batch and permuted back to w's layout.
 #pragma once
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cstdint>
-#include <utility>
 #include <vector>
 
 #include "../tensor/tensor.hpp"
+#include "conv_backward_loop.hpp"
 #include "conv_geometry.hpp"
 #include "gemm_cpu.hpp"
 
@@ -145,65 +143,43 @@ void conv_backward_channels_last(const Tensor<T>& x, const Tensor<T>& w, const T
                                  const ConvGeometry& g, T* dx, T* dw) {
   const std::vector<T> wr = weight_to_rows(w, g);
   const Tensor<T> dyc = dy.contiguous(MemoryFormat::channels_last);  // [N, OH, OW, O] in memory
-  const std::int64_t K = g.KH * g.KW * g.cg(), P = g.OH * g.OW, wsize = g.O * K;
+  const std::int64_t cg = g.cg(), K = g.KH * g.KW * cg, P = g.OH * g.OW;
   if (dx) std::fill(dx, dx + g.N * g.C * g.H * g.W, T(0));
-  // One image per thread; each thread sums its images' weight gradients into its own buffer,
-  // added in thread order after the loop (the result does not depend on timing).
-  const bool by_image = g.N > 1, pointwise = im2row_is_identity(x, g);
-  const SerialBlas serial_blas(by_image);
-  std::vector<std::vector<T>> dw_parts;
-#pragma omp parallel if (by_image)
-  {
-    std::vector<T> rows(pointwise ? 0 : static_cast<std::size_t>(P * K));
-    std::vector<T> dw_part;
-#pragma omp single
-    dw_parts.resize(static_cast<std::size_t>(omp_get_num_threads()));
-    bool first = true;
-#pragma omp for schedule(static)
-    for (std::int64_t n = 0; n < g.N; ++n) {
-      for (std::int64_t gr = 0; gr < g.groups; ++gr) {
-        const std::int64_t c0 = gr * g.cg();
+  const bool pointwise = im2row_is_identity(x, g);
+  const std::vector<T> dw_rows = conv_backward_images<T>(
+      g, pointwise ? 0 : P * K, dw ? g.O * K : 0,
+      [&](std::int64_t n, std::int64_t gr, T* rows, T* dw_part, bool first) {
+        const std::int64_t c0 = gr * cg;
         const T* dyg = dyc.data() + n * P * g.O + gr * g.og();  // [P, og], rows O apart
-        if (dw) {
+        if (dw_part) {
           // dw'_g += dy_g^T [og, P] rows [P, K]
-          if (dw_part.empty()) dw_part.assign(static_cast<std::size_t>(wsize), T(0));
-          if (!pointwise) im2row(x.data(), x.strides(), g, n, c0, rows.data());
+          if (!pointwise) im2row(x.data(), x.strides(), g, n, c0, rows);
           const MatrixView<const T> r =
               pointwise ? MatrixView<const T>{x.data() + n * P * g.C + c0, P, K, g.C, 1}
-                        : MatrixView<const T>{rows.data(), P, K, K, 1};
+                        : MatrixView<const T>{rows, P, K, K, 1};
           gemm<T>(MatrixView<const T>{dyg, g.og(), P, 1, g.O}, r,
-                  MatrixView<T>{dw_part.data() + gr * g.og() * K, g.og(), K, K, 1}, T(1),
+                  MatrixView<T>{dw_part + gr * g.og() * K, g.og(), K, K, 1}, T(1),
                   first ? T(0) : T(1));
         }
         if (dx) {
           // drows = dy_g [P, og] w'_g [og, K], scattered back (pointwise: drows is the group's
           // channels of dx itself).
           const MatrixView<T> drows = pointwise ? MatrixView<T>{dx + n * P * g.C + c0, P, K, g.C, 1}
-                                                : MatrixView<T>{rows.data(), P, K, K, 1};
+                                                : MatrixView<T>{rows, P, K, K, 1};
           gemm<T>(MatrixView<const T>{dyg, P, g.og(), g.O, 1},
                   MatrixView<const T>{wr.data() + gr * g.og() * K, g.og(), K, K, 1}, drows, T(1),
                   T(0));
-          if (!pointwise) row2im(rows.data(), g, n, c0, dx);
+          if (!pointwise) row2im(rows, g, n, c0, dx);
         }
-      }
-      first = false;
-    }
-    if (dw) dw_parts[static_cast<std::size_t>(omp_get_thread_num())] = std::move(dw_part);
-  }
+      });
   if (!dw) return;
-  // Sum the parts in thread order, then permute [O, KH, KW, cg] back to [O, cg, KH, KW].
-  std::vector<T> sum(static_cast<std::size_t>(wsize), T(0));
-  for (const std::vector<T>& part : dw_parts) {
-    if (part.empty()) continue;
-    for (std::int64_t i = 0; i < wsize; ++i) sum[i] += part[static_cast<std::size_t>(i)];
-  }
-  const std::int64_t cg = g.cg();
+  // [O, KH, KW, cg] back to [O, cg, KH, KW].
   for (std::int64_t o = 0; o < g.O; ++o)
     for (std::int64_t c = 0; c < cg; ++c)
       for (std::int64_t kh = 0; kh < g.KH; ++kh)
         for (std::int64_t kw = 0; kw < g.KW; ++kw)
           dw[((o * cg + c) * g.KH + kh) * g.KW + kw] =
-              sum[static_cast<std::size_t>(o * K + (kh * g.KW + kw) * cg + c)];
+              dw_rows[static_cast<std::size_t>(o * K + (kh * g.KW + kw) * cg + c)];
 }
 
 }  // namespace ember::ops::cpu
