@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "../core/dtype.hpp"
 #include "../core/shape.hpp"
@@ -76,13 +77,56 @@ struct AttentionRowLogits {
     const bool allowed = j <= q + shift && mask.data[mrow + j * mask.col_stride];
     return allowed ? to_acc(scores[r * Lk + j]) * scale : -math::infinity<A>();
   }
-  /// The probability of column j before dropout, given the row's logsumexp l (-inf: every key
-  /// is masked, and the row is zeros).
-  EMBER_HD EMBER_FORCEINLINE A prob(std::int64_t r, std::int64_t mrow, std::int64_t q,
-                                    std::int64_t j, A l) const {
-    return l == -math::infinity<A>() ? A(0) : math::exp(logit(r, mrow, q, j) - l);
+  /// A row's logits, written once (the CPU's single lane): out[j] = logit(r, mrow, q, j) for
+  /// j < Lk, in loops the compiler vectorises (the per-element form reads the mask and tests the
+  /// causal bound inside every sweep, which keeps those loops scalar).
+  void logits_into(std::int64_t r, std::int64_t mrow, std::int64_t q, A* out) const {
+    const T* s = scores + r * Lk;
+    const bool* m = mask.data + mrow;
+    // Keys past q + shift are masked by the causal bound (none when not causal: shift = Lk).
+    const std::int64_t end = q + shift + 1 < Lk ? (q + shift + 1 > 0 ? q + shift + 1 : 0) : Lk;
+    const std::int64_t cs = mask.col_stride;
+    const A masked = -math::infinity<A>();
+    if (cs == 1) {
+#pragma omp simd
+      for (std::int64_t j = 0; j < end; ++j) out[j] = m[j] ? to_acc(s[j]) * scale : masked;
+    } else if (cs == 0 && m[0]) {  // one flag for the whole row
+#pragma omp simd
+      for (std::int64_t j = 0; j < end; ++j) out[j] = to_acc(s[j]) * scale;
+    } else {
+      for (std::int64_t j = 0; j < end; ++j) out[j] = m[j * cs] ? to_acc(s[j]) * scale : masked;
+    }
+    for (std::int64_t j = end; j < Lk; ++j) out[j] = masked;
   }
 };
+
+/// The probability of an element of logit `logit` before dropout, given its row's logsumexp l
+/// (-inf: every key is masked, and the row is zeros).
+template <class A>
+EMBER_HD EMBER_FORCEINLINE A attention_prob(A logit, A l) {
+  return l == -math::infinity<A>() ? A(0) : math::exp(logit - l);
+}
+
+/// f(logit) for row r of the scores, logit(j) giving column j's logit: on the CPU (one lane) from
+/// a buffer the row's logits were written to once (the thread's, reused from row to row), on
+/// CUDA formed per element by each lane.
+template <FloatingElement T, class F>
+EMBER_HD EMBER_FORCEINLINE void with_row_logits(const AttentionRowLogits<T>& in, std::int64_t r,
+                                                std::int64_t mrow, std::int64_t q, int lanes,
+                                                F&& f) {
+  using A = acc_t<T>;
+#if !defined(__CUDA_ARCH__)
+  if (lanes == 1) {
+    thread_local std::vector<A> buffer;
+    if (buffer.size() < static_cast<std::size_t>(in.Lk)) buffer.resize(in.Lk);
+    A* row = buffer.data();
+    in.logits_into(r, mrow, q, row);
+    f([row](std::int64_t j) { return row[j]; });
+    return;
+  }
+#endif
+  f([&in, r, mrow, q](std::int64_t j) { return in.logit(r, mrow, q, j); });
+}
 
 template <FloatingElement T>
 struct AttentionSoftmaxRows {
@@ -94,19 +138,25 @@ struct AttentionSoftmaxRows {
 
   template <class Across>
   EMBER_HD void row(std::int64_t r, int lane, int lanes, Across across) const {
-    const std::int64_t cols = in.Lk, base = r * cols, q = r % in.Lq;
-    const std::int64_t mrow = in.mask.row_offset(r);
-    const A m = across.max(exec::lane_max<A>(
-        cols, lane, lanes, [&](std::int64_t j) { return in.logit(r, mrow, q, j); }));
+    const std::int64_t q = r % in.Lq;
+    with_row_logits(in, r, in.mask.row_offset(r), q, lanes,
+                    [&](auto logit) { row_from(r, lane, lanes, across, logit); });
+  }
+
+  template <class Across, class Logit>
+  EMBER_HD EMBER_FORCEINLINE void row_from(std::int64_t r, int lane, int lanes, Across across,
+                                           Logit logit) const {
+    const std::int64_t cols = in.Lk, base = r * cols;
+    const A m = across.max(exec::lane_max<A>(cols, lane, lanes, logit));
     A s = 0, unused = 0;
     if (m != -math::infinity<A>()) {  // the same on every lane of the row
       exec::lane_sums(cols, lane, lanes, s, unused, [&](std::int64_t j) {
-        return exec::RowSums<A>{math::exp(in.logit(r, mrow, q, j) - m), A(0)};
+        return exec::RowSums<A>{math::exp(logit(j) - m), A(0)};
       });
     }
     s = across.sum(s);
     const A l = m == -math::infinity<A>() || m == math::infinity<A>() ? m : m + math::log(s);
-    auto prob = [&](std::int64_t j) { return in.prob(r, mrow, q, j, l); };
+    auto prob = [&](std::int64_t j) { return attention_prob(logit(j), l); };
     if (!dropout.active()) {
       exec::for_lane_elements(cols, lane, lanes,
                               [&](std::int64_t j) { probs[base + j] = to_storage<T>(prob(j)); });
@@ -130,10 +180,17 @@ struct AttentionSoftmaxBackwardRows {
 
   template <class Across>
   EMBER_HD void row(std::int64_t r, int lane, int lanes, Across across) const {
-    const std::int64_t cols = in.Lk, base = r * cols, q = r % in.Lq;
-    const std::int64_t mrow = in.mask.row_offset(r);
+    const std::int64_t q = r % in.Lq;
+    with_row_logits(in, r, in.mask.row_offset(r), q, lanes,
+                    [&](auto logit) { row_from(r, lane, lanes, across, logit); });
+  }
+
+  template <class Across, class Logit>
+  EMBER_HD EMBER_FORCEINLINE void row_from(std::int64_t r, int lane, int lanes, Across across,
+                                           Logit logit) const {
+    const std::int64_t cols = in.Lk, base = r * cols;
     const A l = lse[r];
-    auto prob = [&](std::int64_t j) { return in.prob(r, mrow, q, j, l); };
+    auto prob = [&](std::int64_t j) { return attention_prob(logit(j), l); };
     // dpre: the gradient before dropout; dlogits = p (dpre - sum(dpre p)) scale.
     A dot = 0;
     if (!dropout.active()) {
