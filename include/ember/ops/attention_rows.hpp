@@ -112,9 +112,9 @@ EMBER_HD EMBER_FORCEINLINE A attention_prob(A logit, A l) {
 /// CUDA formed per element by each lane.
 template <FloatingElement T, class F>
 EMBER_HD EMBER_FORCEINLINE void with_row_logits(const AttentionRowLogits<T>& in, std::int64_t r,
-                                                std::int64_t mrow, std::int64_t q, int lanes,
-                                                F&& f) {
+                                                int lanes, F&& f) {
   using A = acc_t<T>;
+  const std::int64_t q = r % in.Lq, mrow = in.mask.row_offset(r);
 #if !defined(__CUDA_ARCH__)
   if (lanes == 1) {
     thread_local std::vector<A> buffer;
@@ -138,9 +138,7 @@ struct AttentionSoftmaxRows {
 
   template <class Across>
   EMBER_HD void row(std::int64_t r, int lane, int lanes, Across across) const {
-    const std::int64_t q = r % in.Lq;
-    with_row_logits(in, r, in.mask.row_offset(r), q, lanes,
-                    [&](auto logit) { row_from(r, lane, lanes, across, logit); });
+    with_row_logits(in, r, lanes, [&](auto logit) { row_from(r, lane, lanes, across, logit); });
   }
 
   template <class Across, class Logit>
@@ -180,9 +178,7 @@ struct AttentionSoftmaxBackwardRows {
 
   template <class Across>
   EMBER_HD void row(std::int64_t r, int lane, int lanes, Across across) const {
-    const std::int64_t q = r % in.Lq;
-    with_row_logits(in, r, in.mask.row_offset(r), q, lanes,
-                    [&](auto logit) { row_from(r, lane, lanes, across, logit); });
+    with_row_logits(in, r, lanes, [&](auto logit) { row_from(r, lane, lanes, across, logit); });
   }
 
   template <class Across, class Logit>
