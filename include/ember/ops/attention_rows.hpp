@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "../core/dtype.hpp"
@@ -107,12 +108,20 @@ EMBER_HD EMBER_FORCEINLINE A attention_prob(A logit, A l) {
   return l == -math::infinity<A>() ? A(0) : math::exp(logit - l);
 }
 
-/// f(logit) for row r of the scores, logit(j) giving column j's logit: on the CPU (one lane) from
-/// a buffer the row's logits were written to once (the thread's, reused from row to row), on
-/// CUDA formed per element by each lane.
-template <FloatingElement T, class F>
-EMBER_HD EMBER_FORCEINLINE void with_row_logits(const AttentionRowLogits<T>& in, std::int64_t r,
-                                                int lanes, F&& f) {
+/// with_row_values' identity: the values are the logits themselves.
+struct LogitItself {
+  template <class A>
+  EMBER_HD EMBER_FORCEINLINE A operator()(A logit) const {
+    return logit;
+  }
+};
+
+/// f(value) for row r of the scores, value(j) = op(logit of column j): on the CPU (one lane) from
+/// a buffer the row's values were written to once (the thread's, reused from row to row: the
+/// logits, then op in one more vectorised sweep), on CUDA formed per element by each lane.
+template <FloatingElement T, class Op, class F>
+EMBER_HD EMBER_FORCEINLINE void with_row_values(const AttentionRowLogits<T>& in, std::int64_t r,
+                                                int lanes, Op op, F&& f) {
   using A = acc_t<T>;
   const std::int64_t q = r % in.Lq, mrow = in.mask.row_offset(r);
 #if !defined(__CUDA_ARCH__)
@@ -121,11 +130,15 @@ EMBER_HD EMBER_FORCEINLINE void with_row_logits(const AttentionRowLogits<T>& in,
     if (buffer.size() < static_cast<std::size_t>(in.Lk)) buffer.resize(in.Lk);
     A* row = buffer.data();
     in.logits_into(r, mrow, q, row);
+    if constexpr (!std::is_same_v<Op, LogitItself>) {
+#pragma omp simd
+      for (std::int64_t j = 0; j < in.Lk; ++j) row[j] = op(row[j]);
+    }
     f([row](std::int64_t j) { return row[j]; });
     return;
   }
 #endif
-  f([&in, r, mrow, q](std::int64_t j) { return in.logit(r, mrow, q, j); });
+  f([&in, r, mrow, q, op](std::int64_t j) { return op(in.logit(r, mrow, q, j)); });
 }
 
 template <FloatingElement T>
@@ -138,7 +151,8 @@ struct AttentionSoftmaxRows {
 
   template <class Across>
   EMBER_HD void row(std::int64_t r, int lane, int lanes, Across across) const {
-    with_row_logits(in, r, lanes, [&](auto logit) { row_from(r, lane, lanes, across, logit); });
+    with_row_values(in, r, lanes, LogitItself{},
+                    [&](auto logit) { row_from(r, lane, lanes, across, logit); });
   }
 
   template <class Across, class Logit>
@@ -178,15 +192,17 @@ struct AttentionSoftmaxBackwardRows {
 
   template <class Across>
   EMBER_HD void row(std::int64_t r, int lane, int lanes, Across across) const {
-    with_row_logits(in, r, lanes, [&](auto logit) { row_from(r, lane, lanes, across, logit); });
+    const A l = lse[r];
+    with_row_values(
+        in, r, lanes, [l](A logit) { return attention_prob(logit, l); },
+        [&](auto prob) { row_from(r, lane, lanes, across, prob); });
   }
 
-  template <class Across, class Logit>
+  /// prob(j): column j's probability before dropout.
+  template <class Across, class Prob>
   EMBER_HD EMBER_FORCEINLINE void row_from(std::int64_t r, int lane, int lanes, Across across,
-                                           Logit logit) const {
+                                           Prob prob) const {
     const std::int64_t cols = in.Lk, base = r * cols;
-    const A l = lse[r];
-    auto prob = [&](std::int64_t j) { return attention_prob(logit(j), l); };
     // dpre: the gradient before dropout; dlogits = p (dpre - sum(dpre p)) scale.
     A dot = 0;
     if (!dropout.active()) {
