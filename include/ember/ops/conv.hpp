@@ -29,9 +29,9 @@
 #include "../exec/reduce.hpp"
 #include "../tensor/factories.hpp"
 #include "../tensor/tensor.hpp"
-#include "conv_backward_loop.hpp"
 #include "conv_channels_last.hpp"
 #include "conv_geometry.hpp"
+#include "conv_image_loop.hpp"
 #include "gemm_cpu.hpp"
 #if defined(EMBER_WITH_CUDNN)
 #include "conv_cudnn.hpp"
@@ -140,26 +140,16 @@ void conv_forward(const Tensor<T>& x, const Tensor<T>& w, const ConvGeometry& g,
                   const Tensor<T>& y) {
   const Tensor<T> wc = w.contiguous();
   const std::int64_t K = g.cg() * g.KH * g.KW, P = g.OH * g.OW;
-  // Images are independent: a batch runs one image per thread, each with its own buffers and
-  // single-threaded products (many small GEMMs parallelise better this way than inside the
-  // BLAS); a single image leaves the threads to the BLAS.
-  const bool by_image = g.N > 1, pointwise = im2col_is_identity(x, g);
-  const SerialBlas serial_blas(by_image);
-#pragma omp parallel if (by_image)
-  {
-    std::vector<T> col(pointwise ? 0 : static_cast<std::size_t>(K * P));
-#pragma omp for schedule(static)
-    for (std::int64_t n = 0; n < g.N; ++n) {
-      for (std::int64_t gr = 0; gr < g.groups; ++gr) {
-        const T* cols = pointwise ? x.data() + (n * g.C + gr * g.cg()) * P : col.data();
-        if (!pointwise) im2col(x.data(), x.strides(), g, n, gr * g.cg(), col.data());
+  const bool pointwise = im2col_is_identity(x, g);
+  for_each_conv_image<T>(
+      g, pointwise ? 0 : K * P, 0, [&](std::int64_t n, std::int64_t gr, T* col, T*, bool) {
+        const T* cols = pointwise ? x.data() + (n * g.C + gr * g.cg()) * P : col;
+        if (!pointwise) im2col(x.data(), x.strides(), g, n, gr * g.cg(), col);
         const MatrixView<const T> a{wc.data() + gr * g.og() * K, g.og(), K, K, 1};
         const MatrixView<const T> b{cols, K, P, P, 1};
         T* out = y.data() + (n * g.O + gr * g.og()) * P;
         gemm<T>(a, b, MatrixView<T>{out, g.og(), P, P, 1}, T(1), T(0));
-      }
-    }
-  }
+      });
 }
 
 /// dx (dense NCHW, zeroed here) and dw (dense) of conv(x, w) given dy, for an NCHW x (any
@@ -172,7 +162,7 @@ void conv_backward(const Tensor<T>& x, const Tensor<T>& w, const Tensor<T>& dy,
   const std::int64_t K = g.cg() * g.KH * g.KW, P = g.OH * g.OW;
   if (dx) std::fill(dx, dx + g.N * g.C * g.H * g.W, T(0));
   const bool pointwise = im2col_is_identity(x, g);
-  const std::vector<T> dw_sum = conv_backward_images<T>(
+  const std::vector<T> dw_sum = for_each_conv_image<T>(
       g, pointwise ? 0 : K * P, dw ? g.O * K : 0,
       [&](std::int64_t n, std::int64_t gr, T* col, T* dw_part, bool first) {
         const std::int64_t c0 = gr * g.cg();

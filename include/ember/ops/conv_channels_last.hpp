@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "../tensor/tensor.hpp"
-#include "conv_backward_loop.hpp"
 #include "conv_geometry.hpp"
+#include "conv_image_loop.hpp"
 #include "gemm_cpu.hpp"
 
 namespace ember::ops::cpu {
@@ -115,25 +115,18 @@ void conv_forward_channels_last(const Tensor<T>& x, const Tensor<T>& w, const Co
                                 const Tensor<T>& y) {
   const std::vector<T> wr = weight_to_rows(w, g);
   const std::int64_t K = g.KH * g.KW * g.cg(), P = g.OH * g.OW;
-  const bool by_image = g.N > 1, pointwise = im2row_is_identity(x, g);
-  const SerialBlas serial_blas(by_image);
-#pragma omp parallel if (by_image)
-  {
-    std::vector<T> rows(pointwise ? 0 : static_cast<std::size_t>(P * K));
-#pragma omp for schedule(static)
-    for (std::int64_t n = 0; n < g.N; ++n) {
-      for (std::int64_t gr = 0; gr < g.groups; ++gr) {
+  const bool pointwise = im2row_is_identity(x, g);
+  for_each_conv_image<T>(
+      g, pointwise ? 0 : P * K, 0, [&](std::int64_t n, std::int64_t gr, T* rows, T*, bool) {
         const std::int64_t c0 = gr * g.cg();
-        if (!pointwise) im2row(x.data(), x.strides(), g, n, c0, rows.data());
+        if (!pointwise) im2row(x.data(), x.strides(), g, n, c0, rows);
         const MatrixView<const T> a =
             pointwise ? MatrixView<const T>{x.data() + n * P * g.C + c0, P, K, g.C, 1}
-                      : MatrixView<const T>{rows.data(), P, K, K, 1};
+                      : MatrixView<const T>{rows, P, K, K, 1};
         const MatrixView<const T> b{wr.data() + gr * g.og() * K, K, g.og(), 1, K};  // w'_g^T
         gemm<T>(a, b, MatrixView<T>{y.data() + n * P * g.O + gr * g.og(), P, g.og(), g.O, 1}, T(1),
                 T(0));
-      }
-    }
-  }
+      });
 }
 
 /// dx (dense NHWC, zeroed here) and dw (dense [O, cg, KH, KW]) of conv(x, w) for a channels-last
@@ -146,7 +139,7 @@ void conv_backward_channels_last(const Tensor<T>& x, const Tensor<T>& w, const T
   const std::int64_t cg = g.cg(), K = g.KH * g.KW * cg, P = g.OH * g.OW;
   if (dx) std::fill(dx, dx + g.N * g.C * g.H * g.W, T(0));
   const bool pointwise = im2row_is_identity(x, g);
-  const std::vector<T> dw_rows = conv_backward_images<T>(
+  const std::vector<T> dw_rows = for_each_conv_image<T>(
       g, pointwise ? 0 : P * K, dw ? g.O * K : 0,
       [&](std::int64_t n, std::int64_t gr, T* rows, T* dw_part, bool first) {
         const std::int64_t c0 = gr * cg;

@@ -1,7 +1,7 @@
-// The loop both CPU convolution backwards (NCHW in conv.hpp, channels-last in
-// conv_channels_last.hpp) run over a batch: images split over the OpenMP threads, each with its
-// own scratch buffer and its own weight-gradient buffer, the buffers added in thread order after
-// the loop, so the weight gradient does not depend on timing.
+// The loop the CPU convolutions (NCHW in conv.hpp, channels-last in conv_channels_last.hpp) run
+// over a batch, forward and backward: images split over the OpenMP threads, each with its own
+// scratch buffer and, for a backward, its own weight-gradient buffer, the buffers added in thread
+// order after the loop, so the weight gradient does not depend on timing.
 #pragma once
 
 #include <omp.h>
@@ -18,13 +18,13 @@ namespace ember::ops::cpu {
 /// body(n, gr, scratch, dw_part, first) for every image n and group gr: scratch holds
 /// `scratch_size` elements; dw_part (null when wsize is 0) is the thread's [wsize] weight
 /// gradient, which the body's first product on that thread (first == true) overwrites and
-/// later ones accumulate into. A batch runs an image per thread with single-threaded products
-/// (many small GEMMs parallelise better that way than inside the BLAS); one image leaves the
-/// threads to the BLAS. Returns the threads' weight gradients summed in thread order (empty
-/// when wsize is 0).
+/// later ones accumulate into (a forward passes wsize 0 and ignores both). A batch runs an image
+/// per thread with single-threaded products (many small GEMMs parallelise better that way than
+/// inside the BLAS); one image leaves the threads to the BLAS. Returns the threads' weight
+/// gradients summed in thread order (empty when wsize is 0).
 template <class T, class Body>
-std::vector<T> conv_backward_images(const ConvGeometry& g, std::int64_t scratch_size,
-                                    std::int64_t wsize, const Body& body) {
+std::vector<T> for_each_conv_image(const ConvGeometry& g, std::int64_t scratch_size,
+                                   std::int64_t wsize, const Body& body) {
   const bool by_image = g.N > 1;
   const SerialBlas serial_blas(by_image);
   std::vector<std::vector<T>> parts;
