@@ -6,10 +6,10 @@ EMBER_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # Debian packages each job needs. The CUDA toolkit is not a Debian package here: it is expected at
 # /usr/local/cuda (or wherever CUDA_PATH / CUDAToolkit_ROOT point) and is optional.
 # shellcheck disable=SC2034  # used by the scripts that source this file
-EMBER_MAIN_PACKAGES=(cmake g++ make libopenblas-dev dataset-fashion-mnist zlib1g-dev libcli11-dev
+EMBER_MAIN_PACKAGES=(cmake g++ make libopenblas-dev libdnnl-dev dataset-fashion-mnist zlib1g-dev libcli11-dev
   nlohmann-json3-dev libturbojpeg0-dev python3-matplotlib)
 # shellcheck disable=SC2034
-EMBER_TEST_PACKAGES=(cmake g++ make catch2 libbenchmark-dev libeigen3-dev libopenblas-dev
+EMBER_TEST_PACKAGES=(cmake g++ make catch2 libbenchmark-dev libeigen3-dev libopenblas-dev libdnnl-dev
   libonnx-testdata nlohmann-json3-dev dataset-fashion-mnist zlib1g-dev libturbojpeg0-dev
   libcli11-dev dict-gcide)
 

@@ -5,6 +5,7 @@
 #include "core/bf16.hpp"
 #include "core/concepts.hpp"
 #include "core/config.hpp"
+#include "core/cpu_features.hpp"
 #include "core/cuda.hpp"
 #include "core/device.hpp"
 #include "core/dtype.hpp"

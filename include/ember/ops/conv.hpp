@@ -6,8 +6,11 @@
 //   OH = (H + 2 pad_h - dil_h (KH - 1) - 1) / stride_h + 1, likewise OW
 // The memory format comes from the strides: a channels-last x (x.contiguous(
 // MemoryFormat::channels_last)) gives a channels-last result, and cuDNN runs NHWC on tensor cores.
-// CPU: NCHW: im2col reading x through its strides (none at all for a 1x1, stride-1, unpadded
-// kernel, whose columns are x itself), one GEMM per image and group (ops/gemm_cpu.hpp);
+// CPU: oneDNN's JIT kernels for float, and for bf16 where the CPU has AVX512-BF16
+// (ops/conv_dnnl.hpp), when this build found oneDNN; otherwise, and for double, half and the
+// shapes oneDNN has no fast kernel for, im2col + GEMM (ops/conv_backend.hpp says which ran).
+// im2col + GEMM: NCHW: im2col reading x through its strides (none at all for a 1x1, stride-1,
+// unpadded kernel, whose columns are x itself), one GEMM per image and group (ops/gemm_cpu.hpp);
 // backward: the transposed GEMM and col2im for the input, GEMMs accumulated over the batch for
 // the weight, a reduction for the bias. Channels-last: the same with the column matrix
 // transposed, writing NHWC directly (ops/conv_channels_last.hpp). bf16 and half are widened
@@ -29,12 +32,16 @@
 #include "../exec/reduce.hpp"
 #include "../tensor/factories.hpp"
 #include "../tensor/tensor.hpp"
+#include "conv_backend.hpp"
 #include "conv_channels_last.hpp"
 #include "conv_geometry.hpp"
 #include "conv_image_loop.hpp"
 #include "gemm_cpu.hpp"
 #if defined(EMBER_WITH_CUDNN)
 #include "conv_cudnn.hpp"
+#endif
+#if defined(EMBER_WITH_DNNL)
+#include "conv_dnnl.hpp"
 #endif
 
 namespace ember {
@@ -188,6 +195,52 @@ void conv_backward(const Tensor<T>& x, const Tensor<T>& w, const Tensor<T>& dy,
   if (dw) std::copy(dw_sum.begin(), dw_sum.end(), dw);
 }
 
+/// Whether oneDNN takes this CPU convolution of T: the build has it, it is the chosen backend,
+/// and it runs T natively (bf16 only on AVX512-BF16; the callers widen bf16 to float elsewhere).
+template <class T>
+bool onednn_takes() {
+#if defined(EMBER_WITH_DNNL)
+  if constexpr (onednn::kSupported<T>) {
+    return cpu_conv_backend() == ConvBackend::onednn &&
+           (std::is_same_v<T, float> || onednn::cpu_has_bf16());
+  }
+#endif
+  return false;
+}
+
+/// The three passes on oneDNN: each false, with nothing done, where onednn_takes<T>() is false or
+/// oneDNN has only a reference implementation for the shape.
+template <class T>
+bool onednn_forward(const Tensor<T>& x, const Tensor<T>& w, const ConvGeometry& g,
+                    const Tensor<T>& y) {
+#if defined(EMBER_WITH_DNNL)
+  if constexpr (onednn::kSupported<T>) {
+    return onednn_takes<T>() && onednn::conv_forward(x, w, g, y);
+  }
+#endif
+  return false;
+}
+template <class T>
+bool onednn_backward_data(const Tensor<T>& w, const Tensor<T>& dy, const ConvGeometry& g,
+                          const Tensor<T>& dx) {
+#if defined(EMBER_WITH_DNNL)
+  if constexpr (onednn::kSupported<T>) {
+    return onednn_takes<T>() && onednn::conv_backward_data(w, dy, g, dx);
+  }
+#endif
+  return false;
+}
+template <class T>
+bool onednn_backward_weights(const Tensor<T>& x, const Tensor<T>& dy, const ConvGeometry& g,
+                             const Tensor<T>& dw) {
+#if defined(EMBER_WITH_DNNL)
+  if constexpr (onednn::kSupported<T>) {
+    return onednn_takes<T>() && onednn::conv_backward_weights(x, dy, g, dw);
+  }
+#endif
+  return false;
+}
+
 }  // namespace cpu
 }  // namespace ops
 
@@ -204,24 +257,29 @@ Tensor<T> conv2d(const Tensor<T>& x, const Tensor<T>& w, const Tensor<T>& bias,
 #if defined(EMBER_WITH_CUDNN)
     y = ops::conv_output<T>(g, x.device());
     ops::cudnn::conv_forward(x, w, g, y);
+    ops::detail::count_conv_call(ops::ConvBackend::cudnn);
 #else
     fail("ember: conv2d on CUDA needs cuDNN, which this build of ember did not find");
 #endif
-  } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-    y = ops::conv_output<T>(g, x.device());
-    if (y.numel() > 0 && g.channels_last) {
-      ops::cpu::conv_forward_channels_last(x, w, g, y);
-    } else if (y.numel() > 0) {
-      ops::cpu::conv_forward(x, w, g, y);
-    }
   } else {
-    // bf16 and half: widened to float once, convolved in float, rounded once.
-    const Tensor<float> yf = conv2d<float, Mode>(
-        Tensor<float>(cast<float>(x))
-            .contiguous(g.channels_last ? MemoryFormat::channels_last : MemoryFormat::contiguous),
-        Tensor<float>(cast<float>(w)), Tensor<float>(), opt);
     y = ops::conv_output<T>(g, x.device());
-    y = cast<T>(yf);
+    if (y.numel() == 0 || ops::cpu::onednn_forward(x, w, g, y)) {
+      // done
+    } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      if (g.channels_last) {
+        ops::cpu::conv_forward_channels_last(x, w, g, y);
+      } else {
+        ops::cpu::conv_forward(x, w, g, y);
+      }
+      ops::detail::count_conv_call(ops::ConvBackend::im2col);
+    } else {
+      // bf16 and half: widened to float once, convolved in float, rounded once.
+      const Tensor<float> yf = conv2d<float, Mode>(
+          Tensor<float>(cast<float>(x))
+              .contiguous(g.channels_last ? MemoryFormat::channels_last : MemoryFormat::contiguous),
+          Tensor<float>(cast<float>(w)), Tensor<float>(), opt);
+      y = cast<T>(yf);
+    }
   }
   if (bias.defined()) y += bias.reshape(Shape{1, g.O, 1, 1});
   return y;
@@ -247,32 +305,43 @@ std::pair<Tensor<T>, Tensor<T>> conv2d_backward(const Tensor<T>& x, const Tensor
     if (need_x) {
       dx = empty<T>(x.shape(), x.device(), x.memory_format());
       cudnn::conv_backward_data(w, dyf, g, dx);
+      detail::count_conv_call(ConvBackend::cudnn);
     }
     if (need_w) {
       dw = empty<T>(w.shape(), w.device());
       cudnn::conv_backward_filter(x, dyf, g, dw);
+      detail::count_conv_call(ConvBackend::cudnn);
     }
 #else
     fail("ember: conv2d on CUDA needs cuDNN, which this build of ember did not find");
 #endif
-  } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-    // dx in x's memory format (dense).
-    if (need_x) dx = empty<T>(x.shape(), x.device(), x.memory_format());
-    if (need_w) dw = empty<T>(w.shape(), w.device());
-    if (need_w && g.N == 0) dw = zeros<T, Mode>(w.shape(), w.device());
-    T* const dxp = need_x ? dx.data() : nullptr;
-    T* const dwp = need_w && g.N > 0 ? dw.data() : nullptr;
-    if (g.channels_last) {
-      cpu::conv_backward_channels_last(x, w, dy, g, dxp, dwp);
-    } else {
-      cpu::conv_backward(x, w, dy, g, dxp, dwp);
-    }
   } else {
-    const auto r =
-        conv2d_backward<float, Mode>(Tensor<float>(cast<float>(x)), Tensor<float>(cast<float>(w)),
-                                     Tensor<float>(cast<float>(dy)), opt, need_x, need_w);
-    if (need_x) dx = Tensor<T>(cast<T>(r.first));
-    if (need_w) dw = Tensor<T>(cast<T>(r.second));
+    // dx in x's memory format (dense); each gradient from oneDNN where it takes the shape.
+    if (need_x) dx = empty<T>(x.shape(), x.device(), x.memory_format());
+    if (need_w)
+      dw = g.N == 0 ? zeros<T, Mode>(w.shape(), w.device()) : empty<T>(w.shape(), w.device());
+    const bool x_left = need_x && dx.numel() > 0 && !cpu::onednn_backward_data(w, dy, g, dx);
+    const bool w_left = need_w && g.N > 0 && !cpu::onednn_backward_weights(x, dy, g, dw);
+    if (!x_left && !w_left) {
+      // done
+    } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      T* const dxp = x_left ? dx.data() : nullptr;
+      T* const dwp = w_left ? dw.data() : nullptr;
+      if (g.channels_last) {
+        cpu::conv_backward_channels_last(x, w, dy, g, dxp, dwp);
+      } else {
+        cpu::conv_backward(x, w, dy, g, dxp, dwp);
+      }
+      for (const bool ran : {x_left, w_left}) {
+        if (ran) detail::count_conv_call(ConvBackend::im2col);
+      }
+    } else {
+      const auto r =
+          conv2d_backward<float, Mode>(Tensor<float>(cast<float>(x)), Tensor<float>(cast<float>(w)),
+                                       Tensor<float>(cast<float>(dy)), opt, x_left, w_left);
+      if (x_left) dx = Tensor<T>(cast<T>(r.first));
+      if (w_left) dw = Tensor<T>(cast<T>(r.second));
+    }
   }
   return {dx, dw};
 }
