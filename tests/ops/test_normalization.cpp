@@ -278,6 +278,17 @@ TEST_CASE("batch_norm_add_relu: relu(batch_norm(x) + residual) in one pass, and 
         {x, w, b, res});
     INFO("training " << training << ": " << r);
     REQUIRE(r);
+    // Channels-last x and residual: the channels-last loops, the ReLU's mask in the backward's.
+    const auto cl = [](const Var<double>& v) {
+      return Var<double>(v.contiguous(ember::MemoryFormat::channels_last));
+    };
+    auto r_cl = ember::gradcheck(
+        [&](const Vars& v) {
+          return ember::batch_norm_add_relu(cl(v[0]), cl(v[3]), v[1], v[2], rm3, rv3, training);
+        },
+        {x, w, b, res});
+    INFO("channels-last, training " << training << ": " << r_cl);
+    REQUIRE(r_cl);
   }
   Tensor<double> rm = ember::zeros<double>(Shape{2}), rv = ember::ones<double>(Shape{2});
   REQUIRE_THROWS_AS(

@@ -87,7 +87,7 @@ Var<T> batch_norm(const Var<T>& x, const autograd::param_arg_t<T>& weight,
   const auto s = ops::batch_norm_setup<T, Mode>(xv, weight.value, bias.value, running_mean,
                                                 running_var, training, momentum, eps);
   return Var<T>::from_node(autograd::record_op<T>(
-      "batch_norm", ops::normalize<T, Mode>(xv, s.st, s.w, s.b), {x.node(), weight.node, bias.node},
+      "batch_norm", ops::batch_norm_output<T, Mode>(xv, s), {x.node(), weight.node, bias.node},
       {xv, weight.value, bias.value},
       [xv, s, training, wshape = weight.value.defined() ? weight.value.shape() : Shape(),
        bshape = bias.value.defined() ? bias.value.shape() : Shape()](const Tensor<T>& g) {
@@ -115,6 +115,13 @@ Var<T> batch_norm_add_relu(const Var<T>& x, const autograd::param_arg_t<T>& resi
       "batch_norm_add_relu", y, {x.node(), residual.node, weight.node, bias.node},
       {xv, residual.value, weight.value, bias.value},
       [xv, y, s, training, wshape = weight.value.shape()](const Tensor<T>& g) {
+        if (training) {
+          // The ReLU's mask inside batch norm's channel loops, where they serve these tensors.
+          auto [gx, gw, gb, gpre] = ops::channel_batch_norm_backward(xv, s, g, y);
+          if (gx.defined()) {
+            return std::vector<Tensor<T>>{gx, gpre, gw.reshape(wshape), gb.reshape(wshape)};
+          }
+        }
         const Tensor<T> gpre = Tensor<T>(cast<T>(where(y > 0.0, g, 0.0)));
         auto [gx, gw, gb] = ops::batch_norm_backward<T, Mode>(xv, s, gpre, training);
         return std::vector<Tensor<T>>{gx, gpre, gw.reshape(wshape), gb.reshape(wshape)};

@@ -17,11 +17,14 @@
 // batch_norm's parameters are per channel, constant over its normalised axes, so its two
 // reductions serve both: with s1 = sum(g), s2 = sum(g xh) per channel,
 //   dx = rstd w (g - (s1 + xh s2) / n),  dw = s2,  db = s1
-// (two reductions and one pass). On the CPU a dense NCHW tensor takes a channel loop for the
-// statistics and for s1, s2 together (ops/batch_norm_channels.hpp).
+// (two reductions and one pass). On the CPU a dense NCHW or channels-last tensor takes channel
+// loops instead (ops/batch_norm_channels.hpp): the statistics, s1 and s2 together, and the
+// elementwise passes either side, with relu(bn(x) + residual)'s ReLU mask folded into the
+// backward's loops.
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -183,8 +186,9 @@ NormStats<acc_t<T>> batch_norm_stats(const Tensor<T>& x, const Dims& axes,
             Tensor<A>(rsqrt(cast<A>(param_view(running_var, r, true)) + eps))};
   }
   NormStats<A> st;
-  if (channel_loop_applies(x)) {
-    std::tie(st.mean, st.var) = channel_mean_var(x);
+  if (channel_loop_applies(x) || channel_layout(x) == ChannelLayout::nhwc) {
+    std::tie(st.mean, st.var) =
+        channel_loop_applies(x) ? channel_mean_var(x) : channels_last_mean_var(x);
     st.rstd = Tensor<A>(rsqrt(st.var + eps));
   } else {
     st = norm_stats<T, Mode>(x, axes, eps, "batch_norm");
@@ -225,6 +229,93 @@ BatchNormSetup<T> batch_norm_setup(const Tensor<T>& x, const Tensor<T>& weight,
   return s;
 }
 
+namespace detail {
+/// A per-channel tensor's C values in the compute type (`fill` where t is undefined).
+template <class A, class T>
+std::vector<A> channel_values(const Tensor<T>& t, std::int64_t C, A fill) {
+  if (!t.defined()) return std::vector<A>(static_cast<std::size_t>(C), fill);
+  const Tensor<T> c = t.contiguous();
+  std::vector<A> v(static_cast<std::size_t>(C));
+  for (std::int64_t i = 0; i < C; ++i) v[i] = static_cast<A>(to_acc(c.data()[i]));
+  return v;
+}
+/// The channel layout x and every defined tensor of `others` share, or none.
+template <class T>
+ChannelLayout shared_channel_layout(const Tensor<T>& x, std::initializer_list<Tensor<T>> others) {
+  const ChannelLayout layout = channel_layout(x);
+  if (layout == ChannelLayout::none) return layout;
+  const MemoryFormat f =
+      layout == ChannelLayout::nhwc ? MemoryFormat::channels_last : MemoryFormat::contiguous;
+  for (const Tensor<T>& t : others) {
+    if (t.defined() && (t.shape() != x.shape() || !t.device().is_cpu() || !t.is_contiguous(f))) {
+      return ChannelLayout::none;
+    }
+  }
+  return layout;
+}
+}  // namespace detail
+
+/// relu(normalize(x) + residual) (the ReLU when `relu`, residual optional) in one loop over a
+/// dense NCHW or channels-last CPU tensor (ops/batch_norm_channels.hpp); undefined where the
+/// loop does not serve x and residual.
+template <FloatingElement T>
+Tensor<T> channel_normalize(const Tensor<T>& x, const BatchNormSetup<T>& s,
+                            const Tensor<T>& residual, bool relu) {
+  using A = acc_t<T>;
+  const ChannelLayout layout = detail::shared_channel_layout(x, {residual});
+  if (layout == ChannelLayout::none) return {};
+  const std::int64_t C = x.size(1);
+  const std::vector<A> mean = detail::channel_values(s.st.mean, C, A(0));
+  std::vector<A> scale = detail::channel_values(s.st.rstd, C, A(1));
+  const std::vector<A> w = detail::channel_values(s.w, C, A(1));
+  for (std::int64_t c = 0; c < C; ++c) scale[c] *= w[c];
+  Tensor<T> y = empty<T>(x.shape(), x.device(), x.memory_format());
+  channel_affine(layout, x, mean, scale, detail::channel_values(s.b, C, A(0)),
+                 residual.defined() ? residual.data() : nullptr, relu, y.data());
+  return y;
+}
+
+/// batch_norm's training backward in two loops over a dense NCHW (a channel per thread) or
+/// channels-last CPU tensor: the sums s1, s2, then dx. With `relu_out` (y of relu(bn(x) +
+/// residual)) g is first masked by the ReLU, in the same loops, and the masked g is returned
+/// too (the residual's gradient). {gx, gw, gb, g masked}; gx undefined where the loops do not
+/// serve these tensors.
+template <FloatingElement T>
+std::tuple<Tensor<T>, Tensor<T>, Tensor<T>, Tensor<T>> channel_batch_norm_backward(
+    const Tensor<T>& x, const BatchNormSetup<T>& s, const Tensor<T>& g, const Tensor<T>& relu_out) {
+  using A = acc_t<T>;
+  const ChannelLayout layout = detail::shared_channel_layout(x, {g, relu_out});
+  if (layout == ChannelLayout::none ||
+      (layout == ChannelLayout::nchw && !channel_loop_applies(x))) {
+    return {};
+  }
+  const T* mask = relu_out.defined() ? relu_out.data() : nullptr;
+  const auto [s1, s2] = layout == ChannelLayout::nchw
+                            ? channel_grad_sums(x, g, s.st.mean, s.st.rstd, mask)
+                            : channels_last_grad_sums(x, g, s.st.mean, s.st.rstd, mask);
+  // dx = rstd w (g' - (s1 + xh s2) / n), xh = (x - mean) rstd
+  //    = a g' + k1 (x - mean) + k0,  a = rstd w, k1 = -a rstd s2 / n, k0 = -a s1 / n
+  const std::int64_t C = x.size(1);
+  const A inv_n = A(1) / static_cast<A>(x.numel() / C);
+  const std::vector<A> mean = detail::channel_values(s.st.mean, C, A(0));
+  const std::vector<A> rstd = detail::channel_values(s.st.rstd, C, A(1));
+  const std::vector<A> sum1 = detail::channel_values(s1, C, A(0));
+  const std::vector<A> sum2 = detail::channel_values(s2, C, A(0));
+  std::vector<A> a = detail::channel_values(s.w, C, A(1)), k1(a.size()), k0(a.size());
+  for (std::int64_t c = 0; c < C; ++c) {
+    a[c] *= rstd[c];
+    k1[c] = -a[c] * rstd[c] * sum2[c] * inv_n;
+    k0[c] = -a[c] * sum1[c] * inv_n;
+  }
+  Tensor<T> gx = empty<T>(x.shape(), x.device(), x.memory_format()), gw, gb, gm;
+  if (mask) gm = empty<T>(x.shape(), x.device(), x.memory_format());
+  channel_grad_apply(layout, x, g.data(), mask, mean, a, k1, k0, gx.data(),
+                     mask ? gm.data() : nullptr);
+  if (s.w.defined()) gw = Tensor<T>(cast<T>(s2));
+  if (s.b.defined()) gb = Tensor<T>(cast<T>(s1));
+  return {gx, gw, gb, gm};
+}
+
 /// The gradients of x, w and b (those defined) of batch_norm, given the output's gradient g;
 /// s from batch_norm_setup (w, b as views against x). In evaluation the statistics are
 /// constants (normalize_backward); in training see the top of this header.
@@ -233,6 +324,9 @@ std::tuple<Tensor<T>, Tensor<T>, Tensor<T>> batch_norm_backward(const Tensor<T>&
                                                                 const BatchNormSetup<T>& s,
                                                                 const Tensor<T>& g, bool training) {
   if (!training) return normalize_backward<T, Mode>(x, s.st, s.w, s.b, g, s.axes, false);
+  if (auto [gx, gw, gb, gm] = channel_batch_norm_backward(x, s, g, Tensor<T>()); gx.defined()) {
+    return {gx, gw, gb};
+  }
   using A = acc_t<T>;
   const auto xh = (x - s.st.mean) * s.st.rstd;
   Tensor<A> s1, s2;  // sum(g), sum(g xh) per channel: [1, C, 1, ...]
@@ -258,6 +352,14 @@ std::tuple<Tensor<T>, Tensor<T>, Tensor<T>> batch_norm_backward(const Tensor<T>&
   return {gx, gw, gb};
 }
 
+/// normalize(x) with batch_norm's setup: the channel loop where it serves x, else one
+/// elementwise pass.
+template <FloatingElement T, class Mode = exec::mode>
+Tensor<T> batch_norm_output(const Tensor<T>& x, const BatchNormSetup<T>& s) {
+  if (Tensor<T> y = channel_normalize(x, s, Tensor<T>(), false); y.defined()) return y;
+  return normalize<T, Mode>(x, s.st, s.w, s.b);
+}
+
 /// relu(normalize(x) + residual) (residual optional) in one pass, in x's memory format; weight
 /// and bias are required.
 template <FloatingElement T, class Mode = exec::mode>
@@ -268,6 +370,7 @@ Tensor<T> normalize_add_relu(const Tensor<T>& x, const BatchNormSetup<T>& s,
   EMBER_CHECK(
       !residual.defined() || residual.shape() == x.shape(), "ember: batch_norm_add_relu: residual ",
       residual.defined() ? residual.shape().str() : "", " for an input of shape ", x.shape().str());
+  if (Tensor<T> y = channel_normalize(x, s, residual, true); y.defined()) return y;
   const auto pre = (x - s.st.mean) * s.st.rstd * s.w + s.b;
   Tensor<T> y = empty<T>(x.shape(), x.device(), x.memory_format());
   if (residual.defined()) {
@@ -287,7 +390,7 @@ Tensor<T> batch_norm(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T
                      double momentum = 0.1, double eps = 1e-5) {
   const auto s = ops::batch_norm_setup<T, Mode>(x, weight, bias, running_mean, running_var,
                                                 training, momentum, eps);
-  return ops::normalize<T, Mode>(x, s.st, s.w, s.b);
+  return ops::batch_norm_output<T, Mode>(x, s);
 }
 
 /// relu(batch_norm(x) + residual) in one pass after the statistics: ResNet's block ending
