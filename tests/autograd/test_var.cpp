@@ -252,3 +252,40 @@ TEMPLATE_TEST_CASE("bf16 and half gradients match float64 within the dtype's tol
   check(xa.grad(), ya.grad(), ulp);
   check(xb.grad(), yb.grad(), ulp);  // a 16-element sum in float, rounded once
 }
+
+namespace {
+// Custom functions that let a test see the layout of the gradients flowing through the tape:
+// PassOn records whether the gradient it receives is dense channels-last; ToChannelsLast hands
+// its input's gradient back as a dense channels-last tensor.
+bool g_saw_channels_last = false;
+struct PassOn {
+  static Tensor<float> forward(ember::FunctionContext&, const Tensor<float>& x) { return x; }
+  static Tensor<float> backward(ember::FunctionContext&, const Tensor<float>& g) {
+    g_saw_channels_last = g.is_contiguous(ember::MemoryFormat::channels_last) && !g.is_contiguous();
+    return g;
+  }
+};
+struct ToChannelsLast {
+  static Tensor<float> forward(ember::FunctionContext&, const Tensor<float>& x) { return x; }
+  static Tensor<float> backward(ember::FunctionContext&, const Tensor<float>& g) {
+    return g.contiguous(ember::MemoryFormat::channels_last);
+  }
+};
+}  // namespace
+
+TEST_CASE("a channels-last gradient of a channels-last value keeps its layout", "[autograd]") {
+  const Tensor<float> t = rand_tensor<float>(Shape{2, 3, 4, 5}, -1, 1, 7);
+  for (const int consumers : {1, 2}) {
+    INFO(consumers << " consumer(s)");
+    auto x = ember::param(t.contiguous(ember::MemoryFormat::channels_last));
+    const Var<float> h = ember::apply<PassOn>(x);
+    Var<float> y = ember::apply<ToChannelsLast>(h);
+    if (consumers == 2) y = Var<float>(y + ember::apply<ToChannelsLast>(h));
+    g_saw_channels_last = false;
+    y.backward(ember::ones<float>(t.shape()));
+    // No copy to NCHW on the way (two consumers: their sum is written in the same layout).
+    REQUIRE(g_saw_channels_last);
+    REQUIRE(x.grad().to_vector() ==
+            std::vector<float>(static_cast<std::size_t>(t.numel()), float(consumers)));
+  }
+}

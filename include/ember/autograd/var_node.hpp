@@ -14,6 +14,7 @@
 #include "../expr/leaf.hpp"
 #include "../expr/map.hpp"
 #include "../expr/operators.hpp"
+#include "../tensor/factories.hpp"
 #include "tape.hpp"
 
 namespace ember::autograd {
@@ -52,7 +53,14 @@ template <Storable T, Storable G, class Mode = exec::mode>
 void accumulate_grad(VarNode<T>& v, const Tensor<G>& g, bool owned) {
   if (!v.grad.defined()) {
     if constexpr (std::is_same_v<T, G>) {
-      if (!g.is_contiguous()) {
+      // A dense gradient is kept in its layout: NCHW, or channels-last where the value is
+      // (copying a channels-last network's gradients to NCHW would cost a pass each and
+      // leave every layer after it reading the other layout).
+      const bool dense =
+          g.is_contiguous() ||
+          (v.value.defined() && v.value.memory_format() == MemoryFormat::channels_last &&
+           g.is_contiguous(MemoryFormat::channels_last));
+      if (!dense) {
         v.grad = g.template clone<Mode>();
         v.grad_shared = false;
       } else if (owned || !v.is_leaf()) {
@@ -68,7 +76,9 @@ void accumulate_grad(VarNode<T>& v, const Tensor<G>& g, bool owned) {
       v.grad_shared = false;
     }
   } else if (v.grad_shared) {
-    v.grad = Tensor<T>(expr::Leaf<T>(v.grad) + expr::Leaf<G>(g));  // never into the alias
+    Tensor<T> sum = empty<T>(v.grad.shape(), v.grad.device(), v.grad.memory_format());
+    sum = expr::Leaf<T>(v.grad) + expr::Leaf<G>(g);  // never into the alias; in its layout
+    v.grad = sum;
     v.grad_shared = false;
   } else {
     v.grad += expr::Leaf<G>(g);
