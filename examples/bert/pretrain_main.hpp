@@ -99,6 +99,9 @@ inline std::filesystem::path default_vocab() {
 inline void settle_pretrain_defaults(PretrainConfig& c, Device device) {
   if (c.vocab.empty()) c.vocab = default_vocab().string();
   if (c.precision == "auto") c.precision = device.is_cpu() ? "float" : "bf16";
+  EMBER_CHECK(!device.is_cpu() || c.precision != "bf16" || cpu_has_avx512_bf16(),
+              "bert_pretrain: --precision bf16 on the CPU needs AVX512-BF16, which this CPU lacks "
+              "(use --precision float)");
   if (c.lr == 0) c.lr = c.optimizer == "adamw" ? 1e-3 : 5e-3;
   if (c.cache_dir.empty()) c.cache_dir = (std::filesystem::path(c.out) / "cache").string();
 }

@@ -15,15 +15,16 @@
 //
 // The code reads as the reference does while ember fuses underneath: every "bn, (+ identity),
 // relu" is one BatchNorm2d::forward_add_relu pass after the statistics, and the stem's and
-// blocks' convolutions are one conv2d each (cuDNN on the GPU, im2col + GEMM on the CPU).
+// blocks' convolutions are one conv2d each (cuDNN on the GPU, oneDNN on the CPU).
 //
 // Memory format: with ResNetOptions::format = channels_last, forward converts its input to NHWC
 // once at the stem (for a one-channel input, which is NCHW and NHWC at once, conv1's output);
 // every conv, batch norm and pool after it keeps the layout of its input, so the whole network
-// runs channels-last (cuDNN's NHWC tensor-core kernels for bf16/half). The conv
+// runs channels-last (cuDNN's NHWC tensor-core kernels for bf16/half; oneDNN's brgconv
+// kernels on the CPU, and batch norm's channels-last loops). The conv
 // weights stay in their default NCHW layout: cuDNN describes a filter by its own layout and takes
-// NHWC activations with an NCHW filter, the CPU convolution reads the weight as NCHW anyway
-// (it would copy a channels-last one at every call), and conv2d's backward writes the weight
+// NHWC activations with an NCHW filter, oneDNN reorders the weight into its own blocked
+// layout whichever layout it has, and conv2d's backward writes the weight
 // gradient NCHW, so an NHWC weight would get its gradient in the other layout.
 //
 // Evaluating members take the defaulted `Mode` template argument of every ember template
@@ -111,8 +112,9 @@ struct ResNetOptions {
   /// narrower net (16) trains Fashion-MNIST on a CPU in minutes.
   std::int64_t width = 64;
   ember::Device device = ember::Device::cpu();
-  /// The activations' layout: channels_last runs the network NHWC (see the top of this file).
-  ember::MemoryFormat format = ember::MemoryFormat::contiguous;
+  /// The activations' layout: channels_last (the default: the faster on both devices) runs
+  /// the network NHWC (see the top of this file); contiguous runs it NCHW.
+  ember::MemoryFormat format = ember::MemoryFormat::channels_last;
 };
 
 namespace detail {

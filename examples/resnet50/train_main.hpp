@@ -183,8 +183,9 @@ Recipe<Opt> make_recipe(const Config& c, std::int64_t steps_per_epoch) {
 
 template <class T, class Opt>
 RunResult train(const Config& c, ImageSource& data, Device device, bool quiet = false) {
-  const MemoryFormat format =
-      device.is_cuda() ? MemoryFormat::channels_last : MemoryFormat::contiguous;
+  // Channels-last on both devices: cuDNN's NHWC tensor-core kernels on a GPU; on the CPU,
+  // oneDNN's brgconv kernels read and write NHWC with no reorders (docs/benchmarks.md).
+  const MemoryFormat format = MemoryFormat::channels_last;
   const std::filesystem::path out = c.out;
   std::filesystem::create_directories(out);
   const std::filesystem::path ckpt = out / "ckpt-last.safetensors";
@@ -345,6 +346,9 @@ inline void settle_defaults(Config& c, Device device) {
     c.lr = c.optimizer == "lars" ? 2.0 * c.batch / 256.0 : 0.1 * c.batch / 256.0 * (small ? 2 : 1);
   }
   if (c.precision == "auto") c.precision = cpu ? "float" : "bf16";
+  EMBER_CHECK(!cpu || c.precision != "bf16" || cpu_has_avx512_bf16(),
+              "resnet50: --precision bf16 on the CPU needs AVX512-BF16, which this CPU lacks "
+              "(use --precision float)");
 }
 
 template <class T>
