@@ -3,8 +3,10 @@
 // reported as images/s (items_per_second). bench/resnet_cpu_peer.py times the same steps with
 // PyTorch on the CPU, for the ratio.
 //
-//   resnet_step/resnet18w16_28px/<batch>   the CPU main job's model (Fashion-MNIST sized)
-//   resnet_step/resnet50_64px/<batch>      ResNet-50 at a small image size
+//   resnet_step/resnet18w16_28px[_nhwc]/<batch>   the CPU main job's model (Fashion-MNIST sized)
+//   resnet_step/resnet18_28px[_nhwc]/<batch>      the same at torchvision's full width, 64
+//   resnet_step/resnet50_64px[_nhwc]/<batch>      ResNet-50 at a small image size
+// NCHW, and channels-last (_nhwc: the network's activations NHWC, as ResNetOptions::format).
 //
 // Run with OMP_WAIT_POLICY=passive when the BLAS is a pthread OpenBLAS (as bench/run_cpu.sh
 // does for the operator benchmarks).
@@ -25,16 +27,14 @@ void run_steps(benchmark::State& state, resnet::ResNetOptions options, std::int6
   const std::int64_t batch = state.range(0);
   nn::manual_seed(1);
   resnet::ResNet<float> model(options);
-  optim::SGD opt(optim::decay_groups(model, optim::SGDOptions{.lr = 0.01, .momentum = 0.9,
-                                                              .weight_decay = 5e-5,
-                                                              .nesterov = true},
-                                     optim::SGDOptions{.lr = 0.01, .momentum = 0.9,
-                                                       .weight_decay = 0, .nesterov = true}));
+  optim::SGD opt(optim::decay_groups(
+      model, optim::SGDOptions{.lr = 0.01, .momentum = 0.9, .weight_decay = 5e-5, .nesterov = true},
+      optim::SGDOptions{.lr = 0.01, .momentum = 0.9, .weight_decay = 0, .nesterov = true}));
   const Var<float> x(randn<float>(Shape{batch, options.in_channels, side, side}, 2));
   const Tensor<std::int64_t> y = Tensor<std::int64_t>(cast<std::int64_t>(
       rand<float>(Shape{batch}, 3, Device::cpu(), 0.0, options.num_classes - 1e-3)));
-  const CrossEntropyOptions ce{.label_smoothing = 0.1, .ignore_index = -100,
-                               .reduction = Reduction::mean};
+  const CrossEntropyOptions ce{
+      .label_smoothing = 0.1, .ignore_index = -100, .reduction = Reduction::mean};
   for (auto _ : state) {
     Var<float> loss = cross_entropy(model.forward(x), y, ce);
     loss.backward();
@@ -45,34 +45,36 @@ void run_steps(benchmark::State& state, resnet::ResNetOptions options, std::int6
   state.SetItemsProcessed(state.iterations() * batch);
 }
 
-void resnet18w16_28px(benchmark::State& state) {
+template <std::int64_t Width, MemoryFormat Format>
+void resnet18_28px(benchmark::State& state) {
   resnet::ResNetOptions o;
   o.arch = resnet::Arch::resnet18;
   o.num_classes = 10;
   o.in_channels = 1;
   o.small_stem = true;
-  o.width = 16;
+  o.width = Width;
+  o.format = Format;
   run_steps(state, o, 28);
 }
+template <MemoryFormat Format>
 void resnet50_64px(benchmark::State& state) {
   resnet::ResNetOptions o;
   o.arch = resnet::Arch::resnet50;
   o.num_classes = 1000;
+  o.format = Format;
   run_steps(state, o, 64);
 }
 
+constexpr MemoryFormat nchw = MemoryFormat::contiguous, nhwc = MemoryFormat::channels_last;
+
 }  // namespace
 
-BENCHMARK(resnet18w16_28px)
-    ->Name("resnet_step/resnet18w16_28px")
-    ->Arg(32)
-    ->Arg(128)
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
-BENCHMARK(resnet50_64px)
-    ->Name("resnet_step/resnet50_64px")
-    ->Arg(8)
-    ->Arg(32)
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
+#define EMBER_RESNET_BENCH(fn, name, ...) \
+  BENCHMARK(fn)->Name(name)->Unit(benchmark::kMillisecond)->UseRealTime()->Args({__VA_ARGS__})
+EMBER_RESNET_BENCH((resnet18_28px<16, nchw>), "resnet_step/resnet18w16_28px", 32)->Arg(128);
+EMBER_RESNET_BENCH((resnet18_28px<16, nhwc>), "resnet_step/resnet18w16_28px_nhwc", 32)->Arg(128);
+EMBER_RESNET_BENCH((resnet18_28px<64, nchw>), "resnet_step/resnet18_28px", 32);
+EMBER_RESNET_BENCH((resnet18_28px<64, nhwc>), "resnet_step/resnet18_28px_nhwc", 32);
+EMBER_RESNET_BENCH((resnet50_64px<nchw>), "resnet_step/resnet50_64px", 8)->Arg(32);
+EMBER_RESNET_BENCH((resnet50_64px<nhwc>), "resnet_step/resnet50_64px_nhwc", 8)->Arg(32);
 BENCHMARK_MAIN();

@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""Joins bench_resnet_cpu's Google Benchmark JSON (medians of repetitions) with
+resnet_cpu_peer.py's JSON into one results file: ember's and PyTorch's images/s per case and
+their ratio, ember's layout against PyTorch's same layout and against PyTorch's faster one.
+
+  python3 bench/resnet_compare.py --ember ember.json --torch torch.json --note "..." \\
+      --out bench/results/cpu-resnet-<date>-<commit>.json
+"""
+import argparse
+import datetime
+import json
+import subprocess
+
+
+def ember_rates(path):
+    rates = {}
+    for b in json.load(open(path))["benchmarks"]:
+        name = b["name"].replace("/real_time", "")
+        if b.get("aggregate_name", "median") != "median":
+            continue
+        name = name.removesuffix("_median")
+        rates[name] = b["items_per_second"]
+    return rates
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ember", required=True)
+    ap.add_argument("--torch", required=True)
+    ap.add_argument("--note", default="")
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+    ember = ember_rates(a.ember)
+    peer = json.load(open(a.torch))
+    torch = peer["results"]
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True).stdout.strip()
+    results = {}
+    for case, rate in sorted(ember.items()):
+        if case not in torch:
+            continue
+        model, batch = case.rsplit("/", 1)
+        other = (model.removesuffix("_nhwc") if model.endswith("_nhwc") else model + "_nhwc")
+        other += "/" + batch
+        best_torch = max(torch[case], torch.get(other, 0.0))
+        results[case] = {"ember_images_per_s": rate, "torch_images_per_s": torch[case],
+                         "ratio_ember_over_torch": rate / torch[case],
+                         "ratio_over_torch_best_layout": rate / best_torch}
+        print(f"{case:40s} ember {rate:8.1f}  torch {torch[case]:8.1f}  "
+              f"ratio {rate / torch[case]:.2f}  vs torch's best layout {rate / best_torch:.2f}")
+    out = {"date": datetime.date.today().isoformat(), "commit": commit,
+           "machine": "2-core x86-64 VM (AMD EPYC, AVX-512 with BF16, no GPU), OMP_NUM_THREADS=2",
+           "torch": peer.get("torch"), "torch_threads": peer.get("threads"), "note": a.note,
+           "results": results}
+    with open(a.out, "w") as f:
+        json.dump(out, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
