@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# BERT pretraining steps on the CPU, side by side: ember's trainer (examples/bert: synthetic
+# sequences, AdamW, gradient clipping at norm 1) against Hugging Face's BertForPreTraining
+# (bench/gpu/bert_peer.py --device cpu: the same sequences, AdamW, clipping; eager, and under
+# torch.compile unless NO_COMPILE=1), with the same thread count, BERT tiny and mini, sequence
+# length 128, 20 masked positions, batch 16 and 32, float (PRECISION=bf16: ember's --precision
+# bf16 against torch.autocast(cpu, bf16)).
+#
+#   bench/bert_cpu.sh                                # writes bench/results/cpu-bert-<date>-<commit>.json
+#   CONFIGS=tiny BATCHES=16 STEPS=30 bench/bert_cpu.sh
+#
+# Environment: BUILD_DIR (default build/test: bert_pretrain is built there if missing),
+# CONFIGS ("tiny mini"), BATCHES ("16 32"), STEPS (40), PRECISION (float), NO_COMPILE,
+# OMP_NUM_THREADS (default: all cores, for both).
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+build=${BUILD_DIR:-$root/build/test}
+configs=${CONFIGS:-tiny mini}
+batches=${BATCHES:-16 32}
+steps=${STEPS:-40}
+precision=${PRECISION:-float}
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(nproc)}
+[[ -x "$build/examples/bert_pretrain" ]] || cmake --build "$build" --target bert_pretrain -j"$(nproc)"
+commit=$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- include examples bench || echo -dirty)
+out=bench/results/cpu-bert-$(date -u +%Y%m%d-%H%M%S)-$commit.json
+work=$(mktemp -d "${TMPDIR:-/tmp}/ember-bert-cpu.XXXXXX")
+rows=()
+for config in $configs; do
+  for batch in $batches; do
+    "$build/examples/bert_pretrain" --corpus synthetic --config "$config" --seq-len 128 \
+      --max-predictions 20 --batch-size "$batch" --steps "$steps" --eval-every "$steps" \
+      --eval-sequences "$batch" --optimizer adamw --lr 1e-4 --precision "$precision" \
+      --device cpu --out "$work/run-$config-$batch" --log-every "$steps" >"$work/ember.txt" 2>&1
+    sps=$(sed -n 's/^training throughput: \([0-9.]*\) sequences\/s.*/\1/p' "$work/ember.txt")
+    peer_flags=(--device cpu --precision "$precision" --config "$config" --batch "$batch"
+      --steps "$((steps / 2))" --warmup 3 --json "$work/torch.json")
+    [[ "${NO_COMPILE:-0}" == 1 ]] && peer_flags+=(--no-compile)
+    TORCHINDUCTOR_CACHE_DIR="$work/inductor" python3 bench/gpu/bert_peer.py "${peer_flags[@]}" >/dev/null
+    row=$(python3 - "$config" "$batch" "${sps:-0}" "$work/torch.json" <<'PY'
+import json, sys
+config, batch, ember = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+row = {"case": f"bert-{config}/seq128/batch{batch}", "ember_sequences_per_s": ember}
+for p in json.load(open(sys.argv[4])):
+    row[f"torch_{p['mode']}_sequences_per_s"] = p["sequences_per_s"]
+    row[f"ratio_over_torch_{p['mode']}"] = ember / p["sequences_per_s"]
+print(json.dumps(row))
+PY
+)
+    echo "$row"
+    rows+=("$row")
+  done
+done
+python3 - "$out" "$precision" "$OMP_NUM_THREADS" "${rows[@]}" <<'PY'
+import datetime, json, subprocess, sys
+import torch
+out, precision, threads = sys.argv[1], sys.argv[2], int(sys.argv[3])
+doc = {"date": datetime.date.today().isoformat(),
+       "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True).stdout.strip(),
+       "machine": "2-core x86-64 VM (AMD EPYC, AVX-512 with BF16), no GPU",
+       "threads": threads, "precision": precision, "torch": torch.__version__,
+       "results": [json.loads(r) for r in sys.argv[4:]]}
+json.dump(doc, open(out, "w"), indent=1)
+print("wrote", out)
+PY
+rm -rf "$work"
