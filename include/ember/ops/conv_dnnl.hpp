@@ -15,16 +15,10 @@
 // process, as the cuDNN path keeps its algorithm choices: a training step whose shapes equal the
 // last step's creates nothing. Scratchpads and reorder buffers come from ember's host allocator
 // (cached for large blocks). Each host thread executes on its own oneDNN stream.
-//
-// Written on oneDNN's C API (dnnl.h), with small owning handles here: nvcc's C++20 front end
-// (CUDA 13) stops with an internal error on dnnl.hpp, and every ember header must compile in
-// .cu translation units too.
+// On oneDNN's C API, through the handles of ops/onednn.hpp.
 #pragma once
 
 #include <omp.h>
-
-#include <oneapi/dnnl/dnnl.h>
-#include <oneapi/dnnl/dnnl_debug.h>
 
 #include <array>
 #include <cstdint>
@@ -44,12 +38,9 @@
 #include "../tensor/tensor.hpp"
 #include "conv_backend.hpp"
 #include "conv_geometry.hpp"
+#include "onednn.hpp"
 
 namespace ember::ops::onednn {
-
-inline void check(dnnl_status_t status, const char* what) {
-  if (status != dnnl_success) fail("ember: oneDNN ", what, " failed: ", dnnl_status2str(status));
-}
 
 /// Whether this CPU runs bf16 convolutions natively (AVX512-BF16); elsewhere bf16 is widened to
 /// float by the caller.
@@ -63,76 +54,6 @@ constexpr dnnl_data_type_t data_type() {
   if constexpr (std::is_same_v<T, float>) return dnnl_f32;
   if constexpr (std::is_same_v<T, bf16>) return dnnl_bf16;
 }
-
-/// The CPU engine, made once and kept for the process.
-inline dnnl_engine_t cpu_engine() {
-  static const dnnl_engine_t engine = [] {
-    dnnl_engine_t e = nullptr;
-    check(dnnl_engine_create(&e, dnnl_cpu, 0), "dnnl_engine_create");
-    return e;
-  }();
-  return engine;
-}
-
-/// This host thread's stream.
-inline dnnl_stream_t thread_stream() {
-  struct Stream {
-    dnnl_stream_t handle = nullptr;
-    Stream() {
-      check(dnnl_stream_create(&handle, cpu_engine(), dnnl_stream_default_flags),
-            "dnnl_stream_create");
-    }
-    ~Stream() { dnnl_stream_destroy(handle); }
-  };
-  thread_local Stream stream;
-  return stream.handle;
-}
-
-struct PrimitiveDescDeleter {
-  void operator()(dnnl_primitive_desc_t pd) const { dnnl_primitive_desc_destroy(pd); }
-};
-struct PrimitiveDeleter {
-  void operator()(dnnl_primitive_t p) const { dnnl_primitive_destroy(p); }
-};
-struct MemoryDeleter {
-  void operator()(dnnl_memory_t m) const { dnnl_memory_destroy(m); }
-};
-using PrimitiveDesc = std::unique_ptr<dnnl_primitive_desc, PrimitiveDescDeleter>;
-using Primitive = std::unique_ptr<dnnl_primitive, PrimitiveDeleter>;
-using Memory = std::unique_ptr<dnnl_memory, MemoryDeleter>;
-
-inline Primitive make_primitive(const PrimitiveDesc& pd) {
-  dnnl_primitive_t p = nullptr;
-  check(dnnl_primitive_create(&p, pd.get()), "dnnl_primitive_create");
-  return Primitive(p);
-}
-
-inline Memory make_memory(const dnnl_memory_desc_t& md, void* data) {
-  dnnl_memory_t m = nullptr;
-  check(dnnl_memory_create(&m, &md, cpu_engine(), data), "dnnl_memory_create");
-  return Memory(m);
-}
-
-inline dnnl_memory_desc_t query_md(const PrimitiveDesc& pd, dnnl_query_t what) {
-  return *dnnl_primitive_desc_query_md(pd.get(), what, 0);
-}
-
-/// Bytes from ember's host allocator for one call (a scratchpad or a reordered operand).
-class Buffer {
- public:
-  explicit Buffer(std::size_t bytes)
-      : bytes_(bytes), data_(bytes ? ember::memory::host_allocate(bytes) : nullptr) {}
-  ~Buffer() {
-    if (data_) ember::memory::host_free(data_, bytes_);
-  }
-  Buffer(const Buffer&) = delete;
-  Buffer& operator=(const Buffer&) = delete;
-  void* data() const { return data_; }
-
- private:
-  std::size_t bytes_;
-  void* data_;
-};
 
 /// One operand of a primitive: its oneDNN argument, the tensor's own layout (`user`), the
 /// primitive's (`inner`), and the reorder between them where they differ (user -> inner for
@@ -176,12 +97,8 @@ struct Pass {
   Pass(PrimitiveDesc desc, std::vector<Operand> ops)
       : pd(std::move(desc)), operands(std::move(ops)) {
     primitive = make_primitive(pd);
-    scratchpad_bytes = dnnl_memory_desc_get_size(
-        dnnl_primitive_desc_query_md(pd.get(), dnnl_query_scratchpad_md, 0));
-    const char* impl = nullptr;
-    check(dnnl_primitive_desc_query(pd.get(), dnnl_query_impl_info_str, 0, &impl),
-          "dnnl_primitive_desc_query");
-    reference = impl && std::string(impl).rfind("ref", 0) == 0;
+    scratchpad_bytes = onednn::scratchpad_bytes(pd);
+    reference = is_reference(pd);
   }
 
   /// Runs the pass over `pointers` (one per operand, in order), reordering inputs in and outputs
