@@ -1,5 +1,7 @@
-// The CPU matrix product C = alpha A B + beta C on strided float/double matrices: CBLAS when ember
-// was configured with it (EMBER_WITH_BLAS, OpenBLAS on Debian), else a blocked OpenMP kernel.
+// The CPU matrix product C = alpha A B + beta C on strided float/double matrices: for float,
+// oneDNN's matmul where ember was configured with oneDNN (EMBER_WITH_DNNL, ops/gemm_dnnl.hpp)
+// and the call is not inside an OpenMP region; else CBLAS when ember was configured with it
+// (EMBER_WITH_BLAS, OpenBLAS on Debian), else a blocked OpenMP kernel.
 //
 // Matrices are row-major views with arbitrary strides: element (i, j) of M is
 // M.data[i * M.rs + j * M.cs]. CBLAS takes a matrix with a unit stride along either axis (a
@@ -12,20 +14,19 @@
 
 #include "../core/error.hpp"
 #include "../exec/launch_counter.hpp"
+#include "matrix_view.hpp"
+#if defined(EMBER_WITH_DNNL)
+#include "gemm_dnnl.hpp"
+#endif
+#if defined(EMBER_OPENMP)
+#include <omp.h>
+#endif
 
 #if defined(EMBER_WITH_BLAS)
 #include <cblas.h>
 #endif
 
 namespace ember::ops {
-
-/// A strided row-major matrix view: element (i, j) at data[i * rs + j * cs].
-template <class T>
-struct MatrixView {
-  T* data;
-  std::int64_t rows, cols, rs, cs;
-  T& operator()(std::int64_t i, std::int64_t j) const { return data[i * rs + j * cs]; }
-};
 
 namespace cpu {
 
@@ -145,6 +146,20 @@ void gemm(MatrixView<const T> A, MatrixView<const T> B, MatrixView<T> C, T alpha
     }
     return;
   }
+#if defined(EMBER_WITH_DNNL)
+  if constexpr (std::is_same_v<T, float>) {
+    // Inside an OpenMP region (a product per image of a batch) the BLAS runs in the calling
+    // thread; oneDNN would run serially there too, with a primitive per call site's shape.
+    bool in_parallel = false;
+#if defined(EMBER_OPENMP)
+    in_parallel = omp_in_parallel() != 0;
+#endif
+    if (!in_parallel && onednn::gemm_enabled() && M * N * K >= (1 << 15) &&
+        onednn::gemm(A, B, C, alpha, beta)) {
+      return;
+    }
+  }
+#endif
 #if defined(EMBER_WITH_BLAS)
   BlasOperand a = blas_operand(A), b = blas_operand(B);
   std::vector<T> ap, bp;
