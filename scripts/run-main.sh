@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job: installs what it needs, builds the ResNet trainer (examples/resnet50) and trains
 # on the real Fashion-MNIST (Debian's dataset-fashion-mnist): on the GPU when there is one (bf16,
-# channels-last ResNet-18), else on the CPU (a ResNet-18 of width 16, two epochs, about five
+# channels-last ResNet-18), else on the CPU (a ResNet-18 of width 16, two epochs, about two
 # minutes on two cores). It prints the accuracy per epoch, the training throughput and the time
 # to 90% test accuracy, and writes metrics, MLPerf-style logs, checkpoints and curves.png to
 # runs/resnet.
