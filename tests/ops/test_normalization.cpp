@@ -297,3 +297,22 @@ TEST_CASE("batch_norm_add_relu: relu(batch_norm(x) + residual) in one pass, and 
   REQUIRE_THROWS_AS(ember::batch_norm_add_relu(x, res, Tensor<double>(), b, rm, rv, true),
                     ember::Error);
 }
+
+TEST_CASE("batch_norm's channel loops let a NaN through, as the elementwise passes do",
+          "[ops][norm]") {
+  // Evaluation (fixed statistics), so the NaN reaches only its own output element.
+  for (const auto format : {ember::MemoryFormat::contiguous, ember::MemoryFormat::channels_last}) {
+    std::vector<float> v(2 * 4 * 3 * 3, 0.5f);
+    v[5] = std::nanf("");
+    const Tensor<float> x = ember::from_vector<float>(v, Shape{2, 4, 3, 3}).contiguous(format);
+    const Tensor<float> w = ember::ones<float>(Shape{4}), b = ember::zeros<float>(Shape{4});
+    Tensor<float> rm = ember::zeros<float>(Shape{4}), rv = ember::ones<float>(Shape{4});
+    const auto plain = ember::batch_norm(x, w, b, rm, rv, false).contiguous().to_vector();
+    const auto fused = ember::batch_norm_add_relu(x, Tensor<float>(), w, b, rm, rv, false)
+                           .contiguous()
+                           .to_vector();
+    REQUIRE(std::isnan(plain[5]));
+    REQUIRE(std::isnan(fused[5]));
+    REQUIRE(plain[6] > 0.4f);
+  }
+}

@@ -11,15 +11,15 @@
 // A dense channels-last tensor is N*H*W rows of C channels: its statistics and gradient sums
 // split the rows over the threads, each summing into its own per-channel vector, the vectors
 // then added in thread order (fixed for a given thread count, so results do not depend on
-// timing). The elementwise passes around the sums, y = relu(x scale + shift + residual)
-// forward and dx = a g' + k1 x + k0 backward (g' the gradient masked by the ReLU, per-channel
-// constants folded on the host), are plain loops over either layout: the general strided
-// executor spent a third of a ResNet step on them, recomputing broadcast indices per element.
+// timing). The elementwise passes around the sums, y = relu((x - mean) scale + shift +
+// residual) forward and dx = a g' + k1 (x - mean) + k0 backward (g' the gradient masked by the
+// ReLU, per-channel constants folded on the host), are plain loops over either layout: the general
+// strided executor spent a third of a ResNet step on them, recomputing broadcast indices per
+// element.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
-#include <limits>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -301,23 +301,33 @@ void channel_affine(ChannelLayout layout, const Tensor<T>& x, const std::vector<
   const A* pm = mean.data();
   const A* ps = scale.data();
   const A* pb = shift.data();
-  detail::for_each_channel_row(layout, N, C, inner, [&](std::int64_t o, std::int64_t len, auto ch) {
-    const A lo = relu ? A(0) : -std::numeric_limits<A>::infinity();
-    if (residual) {
+  // The ReLU is ember's (x < 0 ? 0 : x, so a NaN stays NaN), chosen outside the loops.
+  const auto affine = [&](auto with_relu) {
+    detail::for_each_channel_row(
+        layout, N, C, inner, [&](std::int64_t o, std::int64_t len, auto ch) {
+          if (residual) {
 #pragma omp simd
-      for (std::int64_t i = 0; i < len; ++i) {
-        const A v =
-            (to_acc(px[o + i]) - pm[ch(i)]) * ps[ch(i)] + pb[ch(i)] + to_acc(residual[o + i]);
-        y[o + i] = to_storage<T>(v > lo ? v : lo);
-      }
-    } else {
+            for (std::int64_t i = 0; i < len; ++i) {
+              A v =
+                  (to_acc(px[o + i]) - pm[ch(i)]) * ps[ch(i)] + pb[ch(i)] + to_acc(residual[o + i]);
+              if constexpr (with_relu) v = v < A(0) ? A(0) : v;
+              y[o + i] = to_storage<T>(v);
+            }
+          } else {
 #pragma omp simd
-      for (std::int64_t i = 0; i < len; ++i) {
-        const A v = (to_acc(px[o + i]) - pm[ch(i)]) * ps[ch(i)] + pb[ch(i)];
-        y[o + i] = to_storage<T>(v > lo ? v : lo);
-      }
-    }
-  });
+            for (std::int64_t i = 0; i < len; ++i) {
+              A v = (to_acc(px[o + i]) - pm[ch(i)]) * ps[ch(i)] + pb[ch(i)];
+              if constexpr (with_relu) v = v < A(0) ? A(0) : v;
+              y[o + i] = to_storage<T>(v);
+            }
+          }
+        });
+  };
+  if (relu) {
+    affine(std::true_type{});
+  } else {
+    affine(std::false_type{});
+  }
 }
 
 /// dx = a[c] g' + k1[c] (x - mean[c]) + k0[c], g' = g where mask > 0 (mask null: g itself);
