@@ -332,17 +332,22 @@ Tensor<T> dense(const Tensor<T>& t, const ConvGeometry& g) {
   return t.contiguous(g.channels_last ? MemoryFormat::channels_last : MemoryFormat::contiguous);
 }
 
+/// Runs `pass` over the operands' data and counts it; true. (Callers test pass.reference first,
+/// before making their operands dense.)
+template <class T>
+bool run_counted(const Pass& pass, const Tensor<T>& a, const Tensor<T>& b, const Tensor<T>& out) {
+  pass.run({a.data(), b.data(), out.data()});
+  ops::detail::count_conv_call(ConvBackend::onednn);
+  return true;
+}
+
 /// y = conv(x, w) into y (dense, in x's memory format); false, with nothing done, where oneDNN
 /// has only a reference implementation for this shape.
 template <class T>
 bool conv_forward(const Tensor<T>& x, const Tensor<T>& w, const ConvGeometry& g,
                   const Tensor<T>& y) {
   const Pass& pass = convolution<T>(g).forward();
-  if (pass.reference) return false;
-  const Tensor<T> xd = dense(x, g), wd = w.contiguous();
-  pass.run({xd.data(), wd.data(), y.data()});
-  ops::detail::count_conv_call(ConvBackend::onednn);
-  return true;
+  return !pass.reference && run_counted(pass, dense(x, g), w.contiguous(), y);
 }
 
 /// dx (dense, in x's memory format) of conv(x, w) given dy; false as conv_forward.
@@ -350,11 +355,7 @@ template <class T>
 bool conv_backward_data(const Tensor<T>& w, const Tensor<T>& dy, const ConvGeometry& g,
                         const Tensor<T>& dx) {
   const Pass& pass = convolution<T>(g).backward_data();
-  if (pass.reference) return false;
-  const Tensor<T> dyd = dense(dy, g), wd = w.contiguous();
-  pass.run({dyd.data(), wd.data(), dx.data()});
-  ops::detail::count_conv_call(ConvBackend::onednn);
-  return true;
+  return !pass.reference && run_counted(pass, dense(dy, g), w.contiguous(), dx);
 }
 
 /// dw (dense) of conv(x, w) given dy; false as conv_forward.
@@ -362,11 +363,7 @@ template <class T>
 bool conv_backward_weights(const Tensor<T>& x, const Tensor<T>& dy, const ConvGeometry& g,
                            const Tensor<T>& dw) {
   const Pass& pass = convolution<T>(g).backward_weights();
-  if (pass.reference) return false;
-  const Tensor<T> xd = dense(x, g), dyd = dense(dy, g);
-  pass.run({xd.data(), dyd.data(), dw.data()});
-  ops::detail::count_conv_call(ConvBackend::onednn);
-  return true;
+  return !pass.reference && run_counted(pass, dense(x, g), dense(dy, g), dw);
 }
 
 }  // namespace ember::ops::onednn
