@@ -1,12 +1,15 @@
-// The CPU's float matrix product on oneDNN (ops/gemm_dnnl.hpp, through ops/gemm_cpu.hpp's
-// gemm): against a float64 product over plain, transposed and strided operands, alpha and beta,
-// a product too small for oneDNN, and one inside an OpenMP region (the BLAS's); which path ran is
-// counted. Without oneDNN in the build there is nothing to check here.
+// The CPU's float and bf16 matrix products on oneDNN (ops/gemm_dnnl.hpp, through
+// ops/gemm_cpu.hpp's gemm): against a float64 product over plain, transposed and strided
+// operands, alpha and beta, a float product too small for oneDNN, and one inside an OpenMP region
+// (the BLAS's); which path ran is counted (bf16 runs on oneDNN where the CPU has AVX512-BF16, and
+// widened to float elsewhere). Without oneDNN in the build there is nothing to check here.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include <ember/ember.hpp>
@@ -14,19 +17,22 @@
 #if defined(EMBER_WITH_DNNL)
 namespace {
 
+using ember::bf16;
 using ember::ops::MatrixView;
 
-std::vector<float> random_values(std::size_t n, std::uint32_t seed) {
+template <class T = float>
+std::vector<T> random_values(std::size_t n, std::uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> d(-1, 1);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
+  std::vector<T> v(n);
+  for (T& x : v) x = T(d(rng));
   return v;
 }
 
 /// C = alpha A B + beta C0 in float64.
-std::vector<double> reference(const MatrixView<const float>& A, const MatrixView<const float>& B,
-                              const std::vector<float>& c0, std::int64_t ldc, float alpha,
+template <class T>
+std::vector<double> reference(const MatrixView<const T>& A, const MatrixView<const T>& B,
+                              const std::vector<T>& c0, std::int64_t ldc, float alpha,
                               float beta) {
   std::vector<double> c(static_cast<std::size_t>(A.rows * ldc));
   for (std::int64_t i = 0; i < A.rows; ++i) {
@@ -49,7 +55,12 @@ struct Case {
 
 }  // namespace
 
-TEST_CASE("gemm on oneDNN: against float64 over layouts, alpha and beta", "[ops][gemm][onednn]") {
+TEMPLATE_TEST_CASE("gemm on oneDNN: against float64 over layouts, alpha and beta",
+                   "[ops][gemm][onednn]", float, bf16) {
+  using T = TestType;
+  // The product accumulates in float; a bf16 C is rounded once (half a bf16 ulp, 2^-9 relative).
+  const double rel = std::is_same_v<T, float> ? 1e-5 : 1.0 / 256;
+  const bool on_onednn = std::is_same_v<T, float> || ember::ops::cpu::native_bf16_gemm();
   const std::vector<Case> cases = {
       {64, 48, 40, false, false, 0, 1, 0},       {64, 48, 40, true, false, 0, 1, 0},
       {64, 48, 40, false, true, 3, 1, 1},        {64, 48, 40, true, true, 5, 0.5f, 0},
@@ -63,27 +74,27 @@ TEST_CASE("gemm on oneDNN: against float64 over layouts, alpha and beta", "[ops]
     // A [M, K] stored row-major, or transposed ([K, M] storage read as its transpose).
     const std::int64_t lda = (c.ta ? c.M : c.K) + c.pad, ldb = (c.tb ? c.K : c.N) + c.pad;
     const std::int64_t ldc = c.N + c.pad;
-    const auto a = random_values(static_cast<std::size_t>((c.ta ? c.K : c.M) * lda), seed++);
-    const auto b = random_values(static_cast<std::size_t>((c.tb ? c.N : c.K) * ldb), seed++);
-    auto out = random_values(static_cast<std::size_t>(c.M * ldc), seed++);
-    const std::vector<float> c0 = out;
-    const MatrixView<const float> A{a.data(), c.M, c.K, c.ta ? 1 : lda, c.ta ? lda : 1};
-    const MatrixView<const float> B{b.data(), c.K, c.N, c.tb ? 1 : ldb, c.tb ? ldb : 1};
+    const auto a = random_values<T>(static_cast<std::size_t>((c.ta ? c.K : c.M) * lda), seed++);
+    const auto b = random_values<T>(static_cast<std::size_t>((c.tb ? c.N : c.K) * ldb), seed++);
+    auto out = random_values<T>(static_cast<std::size_t>(c.M * ldc), seed++);
+    const std::vector<T> c0 = out;
+    const MatrixView<const T> A{a.data(), c.M, c.K, c.ta ? 1 : lda, c.ta ? lda : 1};
+    const MatrixView<const T> B{b.data(), c.K, c.N, c.tb ? 1 : ldb, c.tb ? ldb : 1};
     const auto before = ember::ops::onednn::gemm_calls();
-    ember::ops::cpu::gemm<float>(A, B, MatrixView<float>{out.data(), c.M, c.N, ldc, 1}, c.alpha,
-                                 c.beta);
-    REQUIRE(ember::ops::onednn::gemm_calls() == before + 1);
+    ember::ops::cpu::gemm<T>(A, B, MatrixView<T>{out.data(), c.M, c.N, ldc, 1}, T(c.alpha),
+                             T(c.beta));
+    REQUIRE(ember::ops::onednn::gemm_calls() == before + (on_onednn ? 1 : 0));
     const std::vector<double> want = reference(A, B, c0, ldc, c.alpha, c.beta);
     for (std::int64_t i = 0; i < c.M; ++i) {
       for (std::int64_t j = 0; j < ldc; ++j) {
         const auto at = static_cast<std::size_t>(i * ldc + j);
         if (j >= c.N) {
-          REQUIRE(out[at] == c0[at]);  // the padding is not written
+          REQUIRE(float(out[at]) == float(c0[at]));  // the padding is not written
           continue;
         }
         INFO("C(" << i << ", " << j << ")");
-        REQUIRE(std::fabs(out[at] - want[at]) <=
-                1e-5 * (std::sqrt(double(c.K)) + std::fabs(want[at])));
+        REQUIRE(std::fabs(double(out[at]) - want[at]) <=
+                1e-5 * std::sqrt(double(c.K)) + rel * std::fabs(want[at]));
       }
     }
   }

@@ -42,19 +42,6 @@
 
 namespace ember::ops::onednn {
 
-/// Whether this CPU runs bf16 convolutions natively (AVX512-BF16); elsewhere bf16 is widened to
-/// float by the caller.
-inline bool cpu_has_bf16() { return cpu_has_avx512_bf16(); }
-
-template <class T>
-constexpr bool kSupported = std::is_same_v<T, float> || std::is_same_v<T, bf16>;
-
-template <class T>
-constexpr dnnl_data_type_t data_type() {
-  if constexpr (std::is_same_v<T, float>) return dnnl_f32;
-  if constexpr (std::is_same_v<T, bf16>) return dnnl_bf16;
-}
-
 /// One operand of a primitive: its oneDNN argument, the tensor's own layout (`user`), the
 /// primitive's (`inner`), and the reorder between them where they differ (user -> inner for
 /// inputs, inner -> user for outputs).

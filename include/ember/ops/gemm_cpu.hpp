@@ -1,7 +1,9 @@
 // The CPU matrix product C = alpha A B + beta C on strided float/double matrices: for float,
 // oneDNN's matmul where ember was configured with oneDNN (EMBER_WITH_DNNL, ops/gemm_dnnl.hpp)
 // and the call is not inside an OpenMP region; else CBLAS when ember was configured with it
-// (EMBER_WITH_BLAS, OpenBLAS on Debian), else a blocked OpenMP kernel.
+// (EMBER_WITH_BLAS, OpenBLAS on Debian), else a blocked OpenMP kernel. bf16: oneDNN's bf16
+// matmul (float accumulation, C rounded once) where the CPU has AVX512-BF16, else the float
+// product of widened copies.
 //
 // Matrices are row-major views with arbitrary strides: element (i, j) of M is
 // M.data[i * M.rs + j * M.cs]. CBLAS takes a matrix with a unit stride along either axis (a
@@ -12,6 +14,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "../core/bf16.hpp"
+#include "../core/cpu_features.hpp"
 #include "../core/error.hpp"
 #include "../exec/launch_counter.hpp"
 #include "matrix_view.hpp"
@@ -129,11 +133,48 @@ void gemm_blocked(MatrixView<const T> A, MatrixView<const T> B, MatrixView<T> C,
   }
 }
 
-/// C = alpha A B + beta C for float or double. C must have a unit column stride.
+/// Whether gemm<bf16> multiplies bf16 natively here (oneDNN on a CPU with AVX512-BF16); where it
+/// does not, its callers do better to widen whole tensors to float once.
+inline bool native_bf16_gemm() {
+#if defined(EMBER_WITH_DNNL)
+  return cpu_has_avx512_bf16() && onednn::gemm_enabled();
+#else
+  return false;
+#endif
+}
+
+template <class T>
+void gemm(MatrixView<const T> A, MatrixView<const T> B, MatrixView<T> C, T alpha, T beta);
+
+/// A dense float copy of a bf16 matrix.
+inline std::vector<float> widen(const MatrixView<const bf16>& m) {
+  std::vector<float> out(static_cast<std::size_t>(m.rows * m.cols));
+  for (std::int64_t i = 0; i < m.rows; ++i) {
+    for (std::int64_t j = 0; j < m.cols; ++j)
+      out[static_cast<std::size_t>(i * m.cols + j)] = static_cast<float>(m(i, j));
+  }
+  return out;
+}
+
+/// bf16 C = alpha A B + beta C through float copies, rounded once: where oneDNN has no bf16
+/// kernel for these strides.
+inline void gemm_widened(const MatrixView<const bf16>& A, const MatrixView<const bf16>& B,
+                         const MatrixView<bf16>& C, float alpha, float beta) {
+  const std::int64_t M = C.rows, N = C.cols, K = A.cols;
+  std::vector<float> a = widen(A), b = widen(B), c;
+  if (beta != 0.0f) c = widen(MatrixView<const bf16>{C.data, M, N, C.rs, C.cs});
+  else c.resize(static_cast<std::size_t>(M * N));
+  gemm<float>({a.data(), M, K, K, 1}, {b.data(), K, N, N, 1}, {c.data(), M, N, N, 1}, alpha, beta);
+  for (std::int64_t i = 0; i < M; ++i) {
+    for (std::int64_t j = 0; j < N; ++j) C(i, j) = bf16(c[static_cast<std::size_t>(i * N + j)]);
+  }
+}
+
+/// C = alpha A B + beta C for float, double or bf16. C must have a unit column stride.
 template <class T>
 void gemm(MatrixView<const T> A, MatrixView<const T> B, MatrixView<T> C, T alpha, T beta) {
-  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
-                "ember: the CPU GEMM computes in float or double (bf16 and half go through float)");
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, bf16>,
+                "ember: the CPU GEMM computes in float, double or bf16 (half goes through float)");
   EMBER_CHECK(A.rows == C.rows && B.cols == C.cols && A.cols == B.rows,
               "ember: internal: gemm shapes [", A.rows, ", ", A.cols, "] x [", B.rows, ", ", B.cols,
               "] -> [", C.rows, ", ", C.cols, "]");
@@ -142,10 +183,17 @@ void gemm(MatrixView<const T> A, MatrixView<const T> B, MatrixView<T> C, T alpha
   if (M == 0 || N == 0) return;
   if (K == 0) {  // an empty sum: C = beta C
     for (std::int64_t i = 0; i < M; ++i) {
-      for (std::int64_t j = 0; j < N; ++j) C(i, j) = beta == T(0) ? T(0) : beta * C(i, j);
+      for (std::int64_t j = 0; j < N; ++j) C(i, j) = beta == T(0) ? T(0) : T(beta * C(i, j));
     }
     return;
   }
+  if constexpr (std::is_same_v<T, bf16>) {
+#if defined(EMBER_WITH_DNNL)
+    if (native_bf16_gemm() && onednn::gemm<bf16>(A, B, C, alpha, beta)) return;
+#endif
+    gemm_widened(A, B, C, alpha, beta);
+    return;
+  } else {
 #if defined(EMBER_WITH_DNNL)
   if constexpr (std::is_same_v<T, float>) {
     // Inside an OpenMP region (a product per image of a batch) the BLAS runs in the calling
@@ -189,6 +237,7 @@ void gemm(MatrixView<const T> A, MatrixView<const T> B, MatrixView<T> C, T alpha
 #else
   gemm_blocked(A, B, C, alpha, beta);
 #endif
+  }
 }
 
 }  // namespace cpu

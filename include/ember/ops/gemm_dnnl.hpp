@@ -1,11 +1,12 @@
 // The CPU's float matrix product on oneDNN's matmul (its AVX-512 brgemm kernels): about twice
 // OpenBLAS 0.3.21's speed on this project's CPUs, whose kernels it picks are AVX2 ones
 // (docs/benchmarks.md), and on the same OpenMP threads as the rest of ember, where OpenBLAS's
-// own threads compete with them for the cores.
+// own threads compete with them for the cores. bf16 too, where the CPU has AVX512-BF16: bf16
+// operands, float accumulation, C rounded to bf16 once (matmul() in ops/matmul.hpp).
 //
 // C = alpha A B + beta C with A, B and C strided as ember's views are: alpha is the primitive's
 // output scale, beta a sum post-op (none for beta 0, so C is only written). One primitive per
-// (sizes, strides, alpha, beta, thread count), made on first use and kept. gemm() in
+// (element type, sizes, strides, alpha, beta, thread count), made on first use and kept. gemm() in
 // ops/gemm_cpu.hpp calls this outside OpenMP regions (inside one, a product per thread runs on
 // the BLAS in the calling thread instead), and falls back to the BLAS where oneDNN offers only
 // its reference kernel (strides it cannot read) or EMBER_CPU_GEMM=blas is set.
@@ -23,6 +24,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <type_traits>
 
 #include "matrix_view.hpp"
 #include "onednn.hpp"
@@ -61,18 +63,19 @@ struct Matmul {
 /// matrix would have (oneDNN checks strides even where they are never applied).
 template <class T>
 dnnl_memory_desc_t matrix_desc(const MatrixView<T>& m) {
+  using Element = std::remove_const_t<T>;
   const dnnl_dims_t dims{m.rows, m.cols};
   const dnnl_dims_t strides{m.rows == 1 ? std::max<std::int64_t>(m.cols, 1) : m.rs,
                             m.cols == 1 ? 1 : m.cs};
   dnnl_memory_desc_t md;
-  check(dnnl_memory_desc_init_by_strides(&md, 2, dims, dnnl_f32, strides),
+  check(dnnl_memory_desc_init_by_strides(&md, 2, dims, data_type<Element>(), strides),
         "dnnl_memory_desc_init_by_strides");
   return md;
 }
 
-inline std::unique_ptr<Matmul> make_matmul(const MatrixView<const float>& A,
-                                           const MatrixView<const float>& B,
-                                           const MatrixView<float>& C, float alpha, float beta) {
+template <class T>
+std::unique_ptr<Matmul> make_matmul(const MatrixView<const T>& A, const MatrixView<const T>& B,
+                                    const MatrixView<T>& C, float alpha, float beta) {
   auto m = std::make_unique<Matmul>();
   m->a = matrix_desc(A);
   m->b = matrix_desc(B);
@@ -103,12 +106,14 @@ inline std::unique_ptr<Matmul> make_matmul(const MatrixView<const float>& A,
 
 /// The cached matmul for these operands, made on first use (never destroyed, like the
 /// convolutions).
-inline const Matmul& matmul(const MatrixView<const float>& A, const MatrixView<const float>& B,
-                            const MatrixView<float>& C, float alpha, float beta) {
-  using Key = std::array<std::int64_t, 12>;
+template <class T>
+const Matmul& matmul(const MatrixView<const T>& A, const MatrixView<const T>& B,
+                     const MatrixView<T>& C, float alpha, float beta) {
+  using Key = std::array<std::int64_t, 13>;
   static std::mutex mutex;
   static auto* cache = new std::map<Key, std::unique_ptr<Matmul>>();
-  const Key key{C.rows,
+  const Key key{static_cast<std::int64_t>(data_type<T>()),
+                C.rows,
                 C.cols,
                 A.cols,
                 A.rs,
@@ -126,15 +131,18 @@ inline const Matmul& matmul(const MatrixView<const float>& A, const MatrixView<c
   return *it->second;
 }
 
-/// C = alpha A B + beta C on oneDNN; false, with nothing done, where oneDNN has only its
-/// reference kernel for these strides.
-inline bool gemm(const MatrixView<const float>& A, const MatrixView<const float>& B,
-                 const MatrixView<float>& C, float alpha, float beta) {
-  const Matmul& m = matmul(A, B, C, alpha, beta);
+/// C = alpha A B + beta C on oneDNN, for float or bf16 (on a CPU with AVX512-BF16: check
+/// cpu_has_bf16() first); false, with nothing done, where oneDNN has only its reference kernel
+/// for these strides.
+template <class T>
+bool gemm(const MatrixView<const T>& A, const MatrixView<const T>& B, const MatrixView<T>& C,
+          float alpha, float beta) {
+  static_assert(kSupported<T>, "ember: oneDNN's matmul is used for float and bf16");
+  const Matmul& m = matmul<T>(A, B, C, alpha, beta);
   if (m.reference) return false;
   const dnnl_stream_t stream = thread_stream();
-  const Memory a = make_memory(m.a, const_cast<float*>(A.data));
-  const Memory b = make_memory(m.b, const_cast<float*>(B.data));
+  const Memory a = make_memory(m.a, const_cast<T*>(A.data));
+  const Memory b = make_memory(m.b, const_cast<T*>(B.data));
   const Memory c = make_memory(m.c, C.data);
   const Buffer scratchpad(m.scratchpad);
   Memory s;

@@ -9,8 +9,9 @@
 //                           so the exact gelu is a pass after the product there)
 //
 // Transposed and sliced views are read in place (no copy) wherever the GEMM accepts their
-// strides. CPU: CBLAS (ops/gemm_cpu.hpp) on float and double; bf16 and half are widened to
-// float, multiplied, and rounded once. CUDA: cuBLASLt with float accumulation and its epilogues
+// strides. CPU (ops/gemm_cpu.hpp): oneDNN's matmul or CBLAS on float and double; bf16 on
+// oneDNN's bf16 matmul where the CPU has AVX512-BF16 (float accumulation); elsewhere bf16, and
+// half always, are widened to float, multiplied, and rounded once. CUDA: cuBLASLt with float accumulation and its epilogues
 // (ops/matmul_cuda.hpp).
 #pragma once
 
@@ -37,7 +38,7 @@ namespace ember {
 namespace ops {
 
 /// out[batch..., M, N] (dense, already allocated) = a b (+ out when accumulate), on the CPU, in
-/// float or double.
+/// float, double or bf16.
 /// A batch of small products (attention's, per head) runs one product per OpenMP thread with a
 /// single-threaded BLAS: a multi-threaded BLAS would wake and join its own threads for each small
 /// product, which costs more than the product (a fifth of a BERT step on two cores). Large
@@ -79,9 +80,11 @@ Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b) {
     fail("ember: matmul: a CUDA tensor in a build without CUDA");
 #endif
   }
-  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+  bool native = std::is_same_v<T, float> || std::is_same_v<T, double>;
+  if constexpr (std::is_same_v<T, bf16>) native = ops::cpu::native_bf16_gemm();
+  if (native) {
     Tensor<T> out = empty<T>(full, device);
-    ops::matmul_cpu_into(m, out, false);
+    if constexpr (!std::is_same_v<T, half>) ops::matmul_cpu_into(m, out, false);
     return out.view(m.out_shape);
   } else {
     // bf16 and half: widened to float once, multiplied in float, rounded once.

@@ -11,11 +11,28 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <type_traits>
 
+#include "../core/bf16.hpp"
+#include "../core/cpu_features.hpp"
 #include "../core/error.hpp"
 #include "../memory/host_allocator.hpp"
 
 namespace ember::ops::onednn {
+
+/// Whether this CPU runs bf16 convolutions and products natively (AVX512-BF16); elsewhere bf16 is
+/// widened to float by the caller.
+inline bool cpu_has_bf16() { return cpu_has_avx512_bf16(); }
+
+/// The element types ember hands to oneDNN, and their oneDNN names.
+template <class T>
+constexpr bool kSupported = std::is_same_v<T, float> || std::is_same_v<T, bf16>;
+
+template <class T>
+constexpr dnnl_data_type_t data_type() {
+  if constexpr (std::is_same_v<T, float>) return dnnl_f32;
+  if constexpr (std::is_same_v<T, bf16>) return dnnl_bf16;
+}
 
 inline void check(dnnl_status_t status, const char* what) {
   if (status != dnnl_success) fail("ember: oneDNN ", what, " failed: ", dnnl_status2str(status));
