@@ -9,11 +9,14 @@ the case a shape such as 1024x3072x768). For every chain group
                over the best copy measured (ember_copy, memcpy, omp_copy)   target >= 80 %
   vs Eigen     Eigen's time over ember_fused's (above 1: ember is faster)    target >= 1.0x
   vs op-by-op  ember_opbyop's time over ember_fused's                        target >= 3x
+  vs torch     PyTorch eager's and torch.compile's times over ember_fused's, where a results
+               file of bench/torch_cpu_peer.py is given too                  target >= 1.0x compile
 and the same comparisons for the reductions (rowsum, softmax) against Eigen. For the autodiff
 groups (autograd_bwd_<dtype>: the backward alone; autograd_fwdbwd_<dtype>: forward + backward)
 it prints ember_fused's time and bandwidth, % of copy, ember_opbyop's time over ember_fused's
 (above 1: the fused backward is faster), loop_omp's time over ember_fused's (the share of the
-hand-written floor reached) and the parallel passes one backward ran (counter bwd_launches).
+hand-written floor reached), the parallel passes one backward ran (counter bwd_launches), and
+PyTorch's times over ember_fused's where the peer's file is given.
 For the operator groups (op_<op>_<dtype>, from bench_ops_cpu) it prints, per case, each ember
 variant against the group's peer (the one variant whose name does not start with "ember":
 OpenBLAS called directly, im2col + OpenBLAS, an OpenMP loop): GFLOP/s (counter flops_per_iter)
@@ -24,6 +27,7 @@ Bandwidth is bytes_per_iter (the fewest bytes that must cross memory) over the r
 With repetitions, the median over repetitions is used (--stat min for the best run).
 
   python3 bench/report.py bench/results/cpu-*.json [--stat median|min|mean] [--markdown]
+  python3 bench/report.py cpu-<stamp>.json cpu-torch-elementwise-<stamp>.json
 """
 import argparse
 import json
@@ -34,6 +38,7 @@ from collections import defaultdict
 TARGET_COPY = 0.80
 TARGET_EIGEN = 1.0
 TARGET_OPBYOP = 3.0
+TARGET_TORCH_COMPILE = 1.0
 TIME_SCALE = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 
 
@@ -46,7 +51,7 @@ def load(paths, stat, max_others, time_field=None):
     for path in paths:
         with open(path) as f:
             doc = json.load(f)
-        context = doc.get("context", context)
+        context = doc.get("context", context)  # the peer's files have none: ember's is kept
         field = time_field or ("cpu_time" if context.get("time_measure") == "process_cpu" else "real_time")
         if field == "cpu_time":
             max_others = float("inf")  # CPU time is not inflated by other processes: keep every run
@@ -236,10 +241,17 @@ def main():
     def speedup(other, fused):
         return other["t"] / fused["t"] if other and fused else float("nan")
 
+    def torch_ratios(g, n, fused):
+        """PyTorch eager's and torch.compile's time over ember_fused's (the peer's file)."""
+        return [fx(speedup(get(g, "torch_eager", n), fused)),
+                fx(speedup(get(g, "torch_compile", n), fused), TARGET_TORCH_COMPILE)]
+
     chain_groups = [g for g in groups if g.startswith("chain_")]
     if chain_groups:
+        torch_cols = any(k[1].startswith("torch_") for k in res if k[0] in chain_groups)
         t = Table(["chain", "elements", "fused GB/s", "% omp_copy", "% best copy", "vs Eigen",
-                   "vs op-by-op", "vs op-by-op (prealloc)", "vs loop_omp"], args.markdown)
+                   "vs op-by-op", "vs op-by-op (prealloc)", "vs loop_omp"] +
+                  (["vs torch eager", "vs torch.compile"] if torch_cols else []), args.markdown)
         for g in chain_groups:
             dtype = g.rsplit("_", 1)[1]
             for n in sizes:
@@ -255,7 +267,8 @@ def main():
                 op = speedup(get(g, "ember_opbyop_prealloc", n), fused)
                 lp = speedup(get(g, "loop_omp", n), fused)
                 t.add(g, size_label(n), f"{gbps(fused):7.2f}", pct(pc, TARGET_COPY), pct(pb),
-                      fx(e, TARGET_EIGEN), fx(o, TARGET_OPBYOP), fx(op), fx(lp))
+                      fx(e, TARGET_EIGEN), fx(o, TARGET_OPBYOP), fx(op), fx(lp),
+                      *(torch_ratios(g, n, fused) if torch_cols else []))
         print(f"## Fused chain (targets: >= {100 * TARGET_COPY:.0f}% of copy bandwidth, "
               f">= {TARGET_EIGEN:.1f}x Eigen, >= {TARGET_OPBYOP:.0f}x op by op)\n")
         print("  vs X = X's time / ember_fused's time (above 1: ember_fused is faster)\n")
@@ -267,8 +280,10 @@ def main():
 
     ad_groups = [g for g in groups if g.startswith("autograd_")]
     if ad_groups:
+        torch_cols = any(k[1].startswith("torch_") for k in res if k[0] in ad_groups)
         t = Table(["autodiff", "elements", "fused time", "fused GB/s", "% omp_copy", "op-by-op time",
-                   "vs op-by-op", "loop_omp GB/s", "% of loop_omp", "passes (fused/op-by-op)"], args.markdown)
+                   "vs op-by-op", "loop_omp GB/s", "% of loop_omp", "passes (fused/op-by-op)"] +
+                  (["vs torch eager", "vs torch.compile"] if torch_cols else []), args.markdown)
         for g in ad_groups:
             dtype = g.rsplit("_", 1)[1]
             for n in sizes:
@@ -283,13 +298,15 @@ def main():
                 t.add(g, size_label(n), fmt_time(fused["t"]), f"{gbps(fused):7.2f}", pct(pc),
                       fmt_time(obo["t"]) if obo else "-", fx(speedup(obo, fused)),
                       f"{gbps(loop):7.2f}" if loop else "-", pct(floor_share),
-                      f"{launches(fused)}/{launches(obo)}")
+                      f"{launches(fused)}/{launches(obo)}",
+                      *(torch_ratios(g, n, fused) if torch_cols else []))
         print("## Autodiff: the 8-op chain tanh(a*b + c) * sigmoid(a - c) + exp(b)\n")
         print("  bwd: y.backward(g) alone; fwdbwd: zero_grad, forward and backward. GB/s counts the fewest")
         print("  bytes (bwd: a, b, c, g read, 3 gradients written; fwdbwd: + a, b, c read, y written).")
         print("  vs op-by-op = ember_opbyop's time / ember_fused's (above 1: fused is faster);")
         print("  % of loop_omp = loop_omp's time / ember_fused's (100%: the hand-written floor);")
-        print("  passes = parallel passes of one backward (a copy of the seed included)\n")
+        print("  passes = parallel passes of one backward (a copy of the seed included);")
+        print("  vs torch = PyTorch's time / ember_fused's (bench/torch_cpu_peer.py, same run)\n")
         t.print()
 
     # ---- reductions ----

@@ -2,9 +2,11 @@
 # Builds ember's CPU benchmarks (CMake, Release) and runs them, writing Google Benchmark's JSON
 # to bench/results/, then prints the ratio tables (bench/report.py):
 #   bench_elementwise_cpu -> cpu-<date>-<shortcommit>.json: fused chain vs copy bandwidth, vs
-#                            Eigen, vs op by op; reductions vs Eigen
+#                            Eigen, vs op by op; reductions vs Eigen; and PyTorch eager and
+#                            torch.compile on the same chains (cpu-torch-elementwise-*.json)
 #   bench_autograd_cpu    -> cpu-autograd-<date>-<shortcommit>.json: fused backward of an 8-op
-#                            chain vs the same chain op by op, vs a hand-written loop, vs copy
+#                            chain vs the same chain op by op, vs a hand-written loop, vs copy,
+#                            vs PyTorch (cpu-torch-autograd-*.json)
 #   bench_ops_cpu         -> cpu-ops-<date>-<shortcommit>.json: matmul, linear + GELU and conv2d
 #                            vs OpenBLAS called directly (GFLOP/s), softmax and layer_norm vs
 #                            OpenMP loops (GB/s); run with OMP_WAIT_POLICY=passive (default
@@ -34,6 +36,9 @@
 #   OMP_NUM_THREADS  threads for OpenMP and for Eigen's pool (default: all cores); OpenBLAS
 #                 (Debian's pthread build) takes it too unless OPENBLAS_NUM_THREADS is set
 #   OMP_WAIT_POLICY  for bench_ops_cpu only (default passive); the others keep OpenMP's default
+#   NO_TORCH      1: leave out bench/torch_cpu_peer.py (PyTorch eager and torch.compile on the
+#                 elementwise and autograd chains, run after ember's, results beside them);
+#                 NO_COMPILE=1: eager only
 #   MODE          wall (default): wall-clock time on all cores. cpu: one thread, timed by the
 #                 process's CPU time, for a machine shared with other work (numbers per core,
 #                 not inflated by other processes; no waiting for quiet)
@@ -152,9 +157,28 @@ for i in "${!targets[@]}"; do
     rm -f "$json"
     continue
   fi
+  # PyTorch on the same expressions, eager and under torch.compile, right after ember's run with
+  # the same threads (bench/torch_cpu_peer.py; NO_TORCH=1 leaves it out, as does a machine
+  # without torch).
+  reports=("$json")
+  case "${targets[$i]}" in
+    bench_elementwise_cpu | bench_autograd_cpu)
+      suite=${benches[$i]}
+      if [[ "${NO_TORCH:-0}" != 1 ]] && python3 -c 'import torch' 2>/dev/null; then
+        peer_json="$root/bench/results/cpu-torch-$suite-$stamp-$commit$suffix.json"
+        say "running bench/torch_cpu_peer.py --suite $suite -> $peer_json"
+        peer_flags=(--suite "$suite" --json "$peer_json" --reps "$reps" --min-time "$min_time")
+        [[ "${NO_COMPILE:-0}" == 1 ]] && peer_flags+=(--no-compile)
+        python3 "$root/bench/torch_cpu_peer.py" "${peer_flags[@]}"
+        reports+=("$peer_json")
+      else
+        say "PyTorch not installed (or NO_TORCH=1): no torch peer for ${targets[$i]}"
+      fi
+      ;;
+  esac
   say "ratios (${targets[$i]})"
-  python3 "$root/bench/report.py" "$json"
+  python3 "$root/bench/report.py" "${reports[@]}"
   # DRAM-bound runs on a shared (virtual) machine are often bimodal: the best repetition of each
   # benchmark is the fairer comparison there.
-  python3 "$root/bench/report.py" --stat min --summary-only "$json"
+  python3 "$root/bench/report.py" --stat min --summary-only "${reports[@]}"
 done
