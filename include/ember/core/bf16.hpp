@@ -31,7 +31,9 @@ namespace detail {
 EMBER_HD constexpr uint16_t float_to_bf16_bits_portable(float f) {
   const uint32_t x = __builtin_bit_cast(uint32_t, f);
   const uint32_t rounded = (x + 0x7FFFu + ((x >> 16) & 1u)) >> 16;
-  return static_cast<uint16_t>((x & 0x7FFFFFFFu) > 0x7F800000u ? 0x7FFFu : rounded);
+  // NaN -> 0x7FFF through a mask (see select_bits: a ternary here became a branch).
+  const uint32_t nan = 0u - static_cast<uint32_t>((x & 0x7FFFFFFFu) > 0x7F800000u);
+  return static_cast<uint16_t>((rounded & ~nan) | (0x7FFFu & nan));
 }
 
 // bf16 -> float is exact: the bf16 bits are the top half of the float's bits (NaN payload kept,

@@ -45,8 +45,8 @@ EMBER_HD constexpr uint16_t float_to_half_bits_portable(float f) {
   shift = shift < 31u ? shift : 31u;
   const uint32_t m = (u & 0x007FFFFFu) | 0x00800000u;
   const uint32_t sub = (m + ((1u << (shift - 1u)) - 1u) + ((m >> shift) & 1u)) >> shift;
-  const uint32_t r = (u < 0x38800000u ? sub : normal) | sign;
-  return static_cast<uint16_t>(u > 0x7F800000u ? 0x7FFFu : r);
+  const uint32_t r = select_bits(u < 0x38800000u, sub, normal) | sign;
+  return static_cast<uint16_t>(select_bits(u > 0x7F800000u, 0x7FFFu, r));
 }
 
 // Portable half bits -> float (exact). NaN gives the canonical float NaN 0x7FFFFFFF, as CUDA's
@@ -56,9 +56,9 @@ EMBER_HD constexpr float half_bits_to_float_portable(uint16_t h) {
   const uint32_t em = h & 0x7FFFu;
   const uint32_t normal = (em << 13) + (112u << 23);
   const uint32_t sub = __builtin_bit_cast(uint32_t, static_cast<float>(em) * 0x1p-24f);
-  uint32_t r = (em < 0x0400u ? sub : normal) | sign;
-  r = em == 0x7C00u ? (sign | 0x7F800000u) : r;
-  r = em > 0x7C00u ? 0x7FFFFFFFu : r;
+  uint32_t r = select_bits(em < 0x0400u, sub, normal) | sign;
+  r = select_bits(em == 0x7C00u, sign | 0x7F800000u, r);
+  r = select_bits(em > 0x7C00u, 0x7FFFFFFFu, r);
   return __builtin_bit_cast(float, r);
 }
 
