@@ -43,11 +43,22 @@ def main():
         other = (model.removesuffix("_nhwc") if model.endswith("_nhwc") else model + "_nhwc")
         other += "/" + batch
         best_torch = max(torch[case], torch.get(other, 0.0))
-        results[case] = {"ember_images_per_s": rate, "torch_images_per_s": torch[case],
-                         "ratio_ember_over_torch": rate / torch[case],
-                         "ratio_over_torch_best_layout": rate / best_torch}
-        print(f"{case:40s} ember {rate:8.1f}  torch {torch[case]:8.1f}  "
-              f"ratio {rate / torch[case]:.2f}  vs torch's best layout {rate / best_torch:.2f}")
+        row = {"ember_images_per_s": rate, "torch_images_per_s": torch[case],
+               "ratio_ember_over_torch": rate / torch[case],
+               "ratio_over_torch_best_layout": rate / best_torch}
+        line = (f"{case:40s} ember {rate:8.1f}  torch {torch[case]:8.1f}  "
+                f"ratio {rate / torch[case]:.2f}  vs torch's best layout {rate / best_torch:.2f}")
+        # torch.compile of the same step (resnet_cpu_peer.py --compile), where it was measured
+        compiled = [torch[c + "/compile"] for c in (case, other) if c + "/compile" in torch]
+        if case + "/compile" in torch:
+            row["torch_compile_images_per_s"] = torch[case + "/compile"]
+            row["ratio_over_torch_compile"] = rate / torch[case + "/compile"]
+            line += f"  compile {torch[case + '/compile']:8.1f}"
+        if compiled:
+            row["ratio_over_torch_compile_best_layout"] = rate / max(compiled)
+            line += f"  vs compile's best layout {rate / max(compiled):.2f}"
+        results[case] = row
+        print(line)
     out = {"date": datetime.date.today().isoformat(), "commit": commit,
            "machine": "2-core x86-64 VM (AMD EPYC, AVX-512 with BF16, no GPU), OMP_NUM_THREADS=2",
            "torch": peer.get("torch"), "torch_threads": peer.get("threads"), "note": a.note,
