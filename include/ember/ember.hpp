@@ -1,5 +1,7 @@
 // ember: header-only C++20/CUDA tensors with fused expression templates.
-// Include this one header; see docs/getting-started.md.
+// Include this one header for everything that needs no third-party library (core, memory,
+// tensor, expr, exec, ops, autograd, nn, optim); io/ (nlohmann/json) and data/ (zlib, TurboJPEG)
+// have their own includes and CMake targets. See docs/getting-started.md.
 #pragma once
 
 #include "core/bf16.hpp"
@@ -48,3 +50,13 @@
 #include "nn/normalization.hpp"
 #include "nn/pooling.hpp"
 #include "nn/sequential.hpp"
+
+#include "optim/adamw.hpp"
+#include "optim/clip.hpp"
+#include "optim/lamb.hpp"
+#include "optim/lars.hpp"
+#include "optim/loss_scaler.hpp"
+#include "optim/mixed_precision.hpp"
+#include "optim/optimizer.hpp"
+#include "optim/schedule.hpp"
+#include "optim/sgd.hpp"

@@ -30,6 +30,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <string>
@@ -58,6 +59,8 @@ using AnyVar = std::variant<Var<float>, Var<double>, Var<bf16>, Var<half>>;
 struct ParamList {
   std::vector<AnyVar> vars;
   ParamList() = default;
+  /// A braced list of parameters, `{w, b}` (element types may differ).
+  ParamList(std::initializer_list<AnyVar> v) : vars(v) {}
   template <FloatingElement T>
   ParamList(const std::vector<Var<T>>& v) : vars(v.begin(), v.end()) {}  // NOLINT: implicit
   /// Every parameter of `module` that requires grad, in named_parameters() order.
