@@ -106,6 +106,46 @@ inline void settle_pretrain_defaults(PretrainConfig& c, Device device) {
   if (c.cache_dir.empty()) c.cache_dir = (std::filesystem::path(c.out) / "cache").string();
 }
 
+/// Every option checked before the corpus is read or the model built (after
+/// settle_pretrain_defaults): an ember::Error naming the option and what it takes.
+inline void validate_options(const PretrainConfig& c) {
+  (void)config_by_name(c.config);  // its error lists the configurations
+  EMBER_CHECK(!c.corpus.empty(), "bert_pretrain: --corpus must be gcide, synthetic or text files");
+  EMBER_CHECK(std::filesystem::exists(c.vocab), "bert_pretrain: --vocab: no file '", c.vocab, "'");
+  EMBER_CHECK(c.optimizer == "lamb" || c.optimizer == "adamw",
+              "bert_pretrain: --optimizer must be lamb or adamw, got '", c.optimizer, "'");
+  EMBER_CHECK(c.precision == "float" || c.precision == "bf16",
+              "bert_pretrain: --precision must be float, bf16 or auto, got '", c.precision, "'");
+  EMBER_CHECK(c.seq_len >= 8, "bert_pretrain: --seq-len must be at least 8, got ", c.seq_len);
+  EMBER_CHECK(c.max_predictions > 0 && c.max_predictions < c.seq_len,
+              "bert_pretrain: --max-predictions must be in [1, seq-len), got ", c.max_predictions);
+  EMBER_CHECK(c.max_documents >= 0, "bert_pretrain: --max-documents must be >= 0, got ",
+              c.max_documents);
+  EMBER_CHECK(c.dupe_factor > 0, "bert_pretrain: --dupe-factor must be positive, got ",
+              c.dupe_factor);
+  EMBER_CHECK(c.eval_sequences > 0, "bert_pretrain: --eval-sequences must be positive, got ",
+              c.eval_sequences);
+  EMBER_CHECK(c.batch > 0, "bert_pretrain: --batch-size must be positive, got ", c.batch);
+  EMBER_CHECK(c.accumulation > 0, "bert_pretrain: --accumulation must be positive, got ",
+              c.accumulation);
+  EMBER_CHECK(c.steps > 0, "bert_pretrain: --steps must be positive, got ", c.steps);
+  EMBER_CHECK(c.warmup >= 0 && c.warmup < 1, "bert_pretrain: --warmup is a fraction in [0, 1), got ",
+              c.warmup);
+  EMBER_CHECK(c.lr > 0 && std::isfinite(c.lr), "bert_pretrain: --lr must be positive, got ", c.lr);
+  EMBER_CHECK(c.weight_decay >= 0, "bert_pretrain: --weight-decay must be >= 0, got ",
+              c.weight_decay);
+  EMBER_CHECK(c.max_grad_norm >= 0, "bert_pretrain: --max-grad-norm must be >= 0, got ",
+              c.max_grad_norm);
+  EMBER_CHECK(c.eval_every > 0, "bert_pretrain: --eval-every must be positive, got ", c.eval_every);
+  EMBER_CHECK(c.target_mlm_accuracy >= 0 && c.target_mlm_accuracy <= 1,
+              "bert_pretrain: --target-mlm-accuracy is a fraction in (0, 1], got ",
+              c.target_mlm_accuracy);
+  EMBER_CHECK(c.init_checkpoint.empty() || std::filesystem::exists(c.init_checkpoint),
+              "bert_pretrain: --init-checkpoint: no file '", c.init_checkpoint, "'");
+  EMBER_CHECK(c.stop_after >= 0, "bert_pretrain: --stop-after must be >= 0, got ", c.stop_after);
+  EMBER_CHECK(c.log_every > 0, "bert_pretrain: --log-every must be positive, got ", c.log_every);
+}
+
 // ---- Data ---------------------------------------------------------------------------------------
 
 /// Training and evaluation instances, and what the report compares against.
@@ -597,6 +637,7 @@ inline int main(int argc, char** argv) {
   try {
     const Device device = trainer::pick_device(c.device, "bert_pretrain");
     settle_pretrain_defaults(c, device);
+    validate_options(c);
     if (c.summary) {
       BertConfig bc = config_by_name(c.config);
       print_summary(bc);

@@ -351,6 +351,47 @@ inline void settle_defaults(Config& c, Device device) {
               "(use --precision float)");
 }
 
+/// Every option checked before any data is read or model built (after settle_defaults): an
+/// ember::Error naming the option and what it takes.
+inline void validate_options(const Config& c) {
+  (void)parse_arch(c.arch);  // its error lists the architectures
+  const std::string& d = c.data;
+  EMBER_CHECK(d == "synthetic" || d == "fashion-mnist" ||
+                  (d.rfind("cifar10=", 0) == 0 && d.size() > 8) ||
+                  (d.rfind("imagefolder=", 0) == 0 && d.size() > 12),
+              "resnet50: --data must be synthetic, fashion-mnist, cifar10=DIR or imagefolder=DIR, "
+              "got '", d, "'");
+  EMBER_CHECK(c.optimizer == "sgd" || c.optimizer == "lars",
+              "resnet50: --optimizer must be sgd or lars, got '", c.optimizer, "'");
+  EMBER_CHECK(c.precision == "float" || c.precision == "bf16",
+              "resnet50: --precision must be float, bf16 or auto, got '", c.precision, "'");
+  EMBER_CHECK(c.epochs > 0, "resnet50: --epochs must be positive, got ", c.epochs);
+  EMBER_CHECK(c.batch > 0, "resnet50: --batch-size must be positive, got ", c.batch);
+  EMBER_CHECK(c.width > 0, "resnet50: --width must be positive, got ", c.width);
+  EMBER_CHECK(c.image_size == 0 || c.image_size >= 8,
+              "resnet50: --image-size must be at least 8, got ", c.image_size);
+  EMBER_CHECK(c.steps_per_epoch >= 0, "resnet50: --steps-per-epoch must be 0 (all) or positive, got ",
+              c.steps_per_epoch);
+  EMBER_CHECK(c.lr > 0 && std::isfinite(c.lr), "resnet50: --lr must be positive, got ", c.lr);
+  EMBER_CHECK(c.momentum >= 0 && c.momentum < 1, "resnet50: --momentum must be in [0, 1), got ",
+              c.momentum);
+  EMBER_CHECK(c.weight_decay >= 0, "resnet50: --weight-decay must be >= 0, got ", c.weight_decay);
+  EMBER_CHECK(c.label_smoothing >= 0 && c.label_smoothing < 1,
+              "resnet50: --label-smoothing must be in [0, 1), got ", c.label_smoothing);
+  EMBER_CHECK(c.warmup_epochs >= 0, "resnet50: --warmup-epochs must be >= 0, got ",
+              c.warmup_epochs);
+  EMBER_CHECK(c.target_accuracy >= 0 && c.target_accuracy <= 1,
+              "resnet50: --target-accuracy is a fraction in (0, 1], got ", c.target_accuracy);
+  EMBER_CHECK(c.stop_after >= 0, "resnet50: --stop-after must be >= 0, got ", c.stop_after);
+  EMBER_CHECK(c.cost_per_hour >= 0, "resnet50: --cost-per-hour must be >= 0, got ",
+              c.cost_per_hour);
+  EMBER_CHECK(c.workers >= 0, "resnet50: --workers must be >= 0, got ", c.workers);
+  EMBER_CHECK(c.log_every > 0, "resnet50: --log-every must be positive, got ", c.log_every);
+  for (const std::int64_t b : c.sweep_batch) {
+    EMBER_CHECK(b > 0, "resnet50: --sweep-batch sizes must be positive, got ", b);
+  }
+}
+
 template <class T>
 RunResult dispatch_optimizer(const Config& c, ImageSource& data, Device device, bool quiet) {
   if (c.optimizer == "lars") return train<T, optim::LARS>(c, data, device, quiet);
@@ -409,6 +450,7 @@ inline int main(int argc, char** argv) {
   try {
     const Device device = trainer::pick_device(c.device, "resnet50");
     settle_defaults(c, device);
+    validate_options(c);
     if (c.summary) {
       ResNetOptions mo;
       mo.arch = parse_arch(c.arch);

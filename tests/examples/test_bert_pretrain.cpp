@@ -92,3 +92,26 @@ TEST_CASE("bert_pretrain learns more than token frequencies from GCIDE", "[examp
   // 1.3 times the baseline (+0.019) is more than four of them above it.
   CHECK(r.last.mlm_accuracy > 1.3 * r.unigram_baseline);
 }
+
+TEST_CASE("bert_pretrain checks its options before reading the corpus", "[examples][bert]") {
+  const auto fails = [](auto change, const char* words) {
+    bert::PretrainConfig c;
+    change(c);
+    bert::settle_pretrain_defaults(c, Device::cpu());
+    INFO(words);
+    REQUIRE_THROWS_WITH(bert::validate_options(c), Catch::Contains(words));
+  };
+  bert::PretrainConfig good;
+  bert::settle_pretrain_defaults(good, Device::cpu());
+  REQUIRE_NOTHROW(bert::validate_options(good));
+  fails([](bert::PretrainConfig& c) { c.config = "huge"; }, "unknown configuration 'huge'");
+  fails([](bert::PretrainConfig& c) { c.optimizer = "sgd"; }, "--optimizer must be lamb or adamw");
+  fails([](bert::PretrainConfig& c) { c.precision = "fp8"; }, "--precision must be");
+  fails([](bert::PretrainConfig& c) { c.vocab = "/no/such/vocab.txt"; }, "--vocab: no file");
+  fails([](bert::PretrainConfig& c) { c.max_predictions = 200; }, "--max-predictions");
+  fails([](bert::PretrainConfig& c) { c.batch = 0; }, "--batch-size must be positive");
+  fails([](bert::PretrainConfig& c) { c.warmup = 2; }, "--warmup is a fraction");
+  fails([](bert::PretrainConfig& c) { c.target_mlm_accuracy = 72; }, "--target-mlm-accuracy");
+  fails([](bert::PretrainConfig& c) { c.init_checkpoint = "/no/such.safetensors"; },
+        "--init-checkpoint: no file");
+}

@@ -176,3 +176,26 @@ TEST_CASE("the ResNet trainer reads CIFAR-10 binaries and JPEG image folders", "
     REQUIRE(source->skipped() == 1);
   }
 }
+
+TEST_CASE("the ResNet trainer checks its options before reading data", "[examples]") {
+  const auto fails = [](auto change, const char* words) {
+    resnet::Config c;
+    change(c);
+    resnet::settle_defaults(c, Device::cpu());
+    INFO(words);
+    REQUIRE_THROWS_WITH(resnet::validate_options(c), Catch::Contains(words));
+  };
+  resnet::Config good;
+  resnet::settle_defaults(good, Device::cpu());
+  REQUIRE_NOTHROW(resnet::validate_options(good));
+  fails([](resnet::Config& c) { c.arch = "resnet51"; }, "unknown architecture 'resnet51'");
+  fails([](resnet::Config& c) { c.data = "mnist"; }, "--data must be");
+  fails([](resnet::Config& c) { c.data = "cifar10="; }, "--data must be");
+  fails([](resnet::Config& c) { c.optimizer = "adam"; }, "--optimizer must be sgd or lars");
+  fails([](resnet::Config& c) { c.precision = "fp8"; }, "--precision must be");
+  fails([](resnet::Config& c) { c.batch = -4; }, "--batch-size must be positive");
+  fails([](resnet::Config& c) { c.lr = -0.1; }, "--lr must be positive");
+  fails([](resnet::Config& c) { c.label_smoothing = 1.5; }, "--label-smoothing");
+  fails([](resnet::Config& c) { c.target_accuracy = 90; }, "--target-accuracy is a fraction");
+  fails([](resnet::Config& c) { c.log_every = 0; }, "--log-every must be positive");
+}
