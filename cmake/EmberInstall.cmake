@@ -1,7 +1,7 @@
 # Install rules: headers, the exported ember::ember target and a relocatable package config,
 # so that a user's project can do
 #   find_package(ember CONFIG REQUIRED)
-#   target_link_libraries(app PRIVATE ember::ember)
+#   target_link_libraries(app PRIVATE ember::ember)   # or ember::io, ember::data
 include_guard(GLOBAL)
 include(CMakePackageConfigHelpers)
 
@@ -9,6 +9,14 @@ set(EMBER_INSTALL_CMAKEDIR "${CMAKE_INSTALL_DATADIR}/cmake/ember" CACHE STRING
     "Where ember's CMake package files are installed (relative to the prefix)")
 
 install(TARGETS ember EXPORT emberTargets)
+# ember::io and ember::data where this build has them; their libraries are found again by the
+# package config (TurboJPEG with the same module as here).
+foreach(_ember_component io data)
+  if(TARGET ember_${_ember_component})
+    install(TARGETS ember_${_ember_component} EXPORT emberTargets)
+  endif()
+endforeach()
+install(FILES "${PROJECT_SOURCE_DIR}/cmake/EmberTurboJpeg.cmake" DESTINATION "${EMBER_INSTALL_CMAKEDIR}")
 install(DIRECTORY "${PROJECT_SOURCE_DIR}/include/ember"
         DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}"
         FILES_MATCHING PATTERN "*.hpp" PATTERN "*.cuh" PATTERN "*.h")
@@ -19,6 +27,17 @@ install(EXPORT emberTargets
 install(FILES "${PROJECT_SOURCE_DIR}/LICENSE" "${PROJECT_SOURCE_DIR}/README.md"
         DESTINATION "${CMAKE_INSTALL_DOCDIR}" OPTIONAL)
 
+set(EMBER_HAS_IO FALSE)
+set(EMBER_HAS_DATA FALSE)
+if(TARGET ember_io)
+  set(EMBER_HAS_IO TRUE)
+endif()
+if(TARGET ember_data)
+  set(EMBER_HAS_DATA TRUE)
+endif()
+if(NOT EMBER_TURBOJPEG_FOUND)
+  set(EMBER_TURBOJPEG_FOUND FALSE)
+endif()
 configure_package_config_file(
   "${PROJECT_SOURCE_DIR}/cmake/emberConfig.cmake.in"
   "${PROJECT_BINARY_DIR}/emberConfig.cmake"

@@ -2,7 +2,8 @@
 # configure, build and run tests/install/ against it with find_package(ember CONFIG REQUIRED).
 #
 # Variables (-D): EMBER_BINARY_DIR, EMBER_CONSUMER_SOURCE, EMBER_SCRATCH, EMBER_WITH_CUDA,
-# EMBER_GENERATOR, EMBER_CXX_COMPILER, EMBER_CONFIG, and with CUDA EMBER_CUDA_COMPILER and
+# EMBER_GENERATOR, EMBER_CXX_COMPILER, EMBER_CONFIG, EMBER_HAS_IO_DATA (ember::io and
+# ember::data were built: the consumer uses them too), and with CUDA EMBER_CUDA_COMPILER and
 # EMBER_CUDA_ARCHITECTURES.
 cmake_minimum_required(VERSION 3.25)
 
@@ -54,10 +55,16 @@ if(EMBER_WITH_CUDA)
   list(APPEND configure_args "-DCMAKE_CUDA_COMPILER=${EMBER_CUDA_COMPILER}"
                              "-DCMAKE_CUDA_ARCHITECTURES=${EMBER_CUDA_ARCHITECTURES}")
 endif()
+if(EMBER_HAS_IO_DATA)
+  list(APPEND configure_args -DCONSUMER_WITH_IO_DATA=ON)
+endif()
 step("configure the consumer project" "${CMAKE_COMMAND}" ${configure_args})
 step("build the consumer project" "${CMAKE_COMMAND}" --build "${build}" --config "${EMBER_CONFIG}")
 
 set(apps consumer_app)
+if(EMBER_HAS_IO_DATA)
+  list(APPEND apps consumer_io)
+endif()
 if(EMBER_WITH_CUDA)
   list(APPEND apps consumer_app_cuda)
 endif()
