@@ -22,6 +22,7 @@
 #include "expr/operators.hpp"
 #include "memory/stats.hpp"
 #include "ops/attention.hpp"
+#include "ops/concat.hpp"
 #include "ops/conv.hpp"
 #include "ops/dropout.hpp"
 #include "ops/dropout_add_layer_norm.hpp"

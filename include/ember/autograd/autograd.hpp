@@ -4,6 +4,7 @@
 
 #include "../ember.hpp"
 #include "attention.hpp"
+#include "concat.hpp"
 #include "conv.hpp"
 #include "embedding.hpp"
 #include "feed_forward.hpp"

@@ -1,0 +1,105 @@
+// cat, stack, split and chunk of Vars: ops/concat.hpp's, recorded. cat's backward hands each
+// input the part of the gradient it filled (a view of it: no copy); stack is cat of unsqueezed
+// views; split's and chunk's pieces are narrow views, whose backward (views.hpp) writes each
+// piece's gradient into zeros of the input's shape. A Tensor joins a list as a constant:
+// `cat({x, Var<float>(t)}, 1)`.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <vector>
+
+#include "../ops/concat.hpp"
+#include "op_node.hpp"
+#include "var.hpp"
+#include "views.hpp"
+
+namespace ember {
+
+template <Storable T, class Mode = exec::mode>
+Var<T> cat(const std::vector<Var<T>>& list, std::int64_t dim = 0) {
+  std::vector<Tensor<T>> values;
+  std::vector<std::shared_ptr<autograd::VarNode<T>>> nodes;
+  values.reserve(list.size());
+  for (const Var<T>& v : list) {
+    EMBER_CHECK(v.defined(), "ember: cat: an undefined Var in the list");
+    values.push_back(v.value());
+    nodes.push_back(v.node());
+  }
+  const ops::CatLayout layout = ops::cat_layout(values, dim, "cat");
+  // Where each input's part of the output starts, and its extent (-1: skipped, no gradient).
+  std::vector<std::int64_t> starts, extents;
+  std::int64_t at = 0;
+  for (const Tensor<T>& t : values) {
+    const bool skipped = ops::cat_skips(t) && layout.shape.rank() > 1;
+    starts.push_back(at);
+    extents.push_back(skipped ? -1 : t.size(layout.dim));
+    if (!skipped) at += t.size(layout.dim);
+  }
+  const int d = layout.dim;
+  return Var<T>::from_node(autograd::record_op<T>(
+      "cat", cat<T, Mode>(values, d), std::move(nodes), {},
+      [d, starts = std::move(starts), extents = std::move(extents)](const Tensor<T>& g) {
+        std::vector<Tensor<T>> grads;
+        for (std::size_t i = 0; i < starts.size(); ++i)
+          grads.push_back(extents[i] < 0 ? Tensor<T>() : g.narrow(d, starts[i], extents[i]));
+        return grads;
+      }));
+}
+template <Storable T, class Mode = exec::mode>
+Var<T> cat(std::initializer_list<Var<T>> list, std::int64_t dim = 0) {
+  return cat<T, Mode>(std::vector<Var<T>>(list), dim);
+}
+
+template <Storable T, class Mode = exec::mode>
+Var<T> stack(const std::vector<Var<T>>& list, std::int64_t dim = 0) {
+  EMBER_CHECK(!list.empty(), "ember: stack: the list of Vars is empty");
+  EMBER_CHECK(list.front().defined(), "ember: stack: an undefined Var in the list");
+  const int d = normalize_axis(dim, list.front().shape().rank() + 1, "stack");
+  std::vector<Var<T>> parts;
+  parts.reserve(list.size());
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    EMBER_CHECK(list[i].defined(), "ember: stack: an undefined Var in the list");
+    EMBER_CHECK(list[i].shape() == list.front().shape(), "ember: stack: Var ", i, " has shape ",
+                list[i].shape().str(), ", the first ", list.front().shape().str(),
+                " (stack needs one shape)");
+    parts.push_back(list[i].template unsqueeze<Mode>(d));
+  }
+  return cat<T, Mode>(parts, d);
+}
+template <Storable T, class Mode = exec::mode>
+Var<T> stack(std::initializer_list<Var<T>> list, std::int64_t dim = 0) {
+  return stack<T, Mode>(std::vector<Var<T>>(list), dim);
+}
+
+template <Storable T, class Mode = exec::mode>
+std::vector<Var<T>> split(const Var<T>& x, const std::vector<std::int64_t>& sizes,
+                          std::int64_t dim = 0) {
+  EMBER_CHECK(x.defined() && x.shape().rank() > 0, "ember: split: needs a Var of rank 1 or more");
+  const int d = normalize_axis(dim, x.shape().rank(), "split");
+  std::vector<Var<T>> out;
+  std::int64_t at = 0;
+  for (const std::int64_t s : ops::split_sizes(x.shape()[d], sizes, "split")) {
+    out.push_back(x.template narrow<Mode>(d, at, s));
+    at += s;
+  }
+  return out;
+}
+template <Storable T, class Mode = exec::mode>
+std::vector<Var<T>> split(const Var<T>& x, std::int64_t size, std::int64_t dim = 0) {
+  EMBER_CHECK(x.defined() && x.shape().rank() > 0, "ember: split: needs a Var of rank 1 or more");
+  const int d = normalize_axis(dim, x.shape().rank(), "split");
+  return split<T, Mode>(x, ops::split_even(x.shape()[d], size, "split"), d);
+}
+
+template <Storable T, class Mode = exec::mode>
+std::vector<Var<T>> chunk(const Var<T>& x, std::int64_t chunks, std::int64_t dim = 0) {
+  EMBER_CHECK(chunks > 0, "ember: chunk: the number of chunks must be positive, got ", chunks);
+  EMBER_CHECK(x.defined() && x.shape().rank() > 0, "ember: chunk: needs a Var of rank 1 or more");
+  const int d = normalize_axis(dim, x.shape().rank(), "chunk");
+  const std::int64_t n = x.shape()[d];
+  return split<T, Mode>(x, n == 0 ? 0 : (n + chunks - 1) / chunks, d);
+}
+
+}  // namespace ember
