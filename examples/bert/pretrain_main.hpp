@@ -129,8 +129,8 @@ inline void validate_options(const PretrainConfig& c) {
   EMBER_CHECK(c.accumulation > 0, "bert_pretrain: --accumulation must be positive, got ",
               c.accumulation);
   EMBER_CHECK(c.steps > 0, "bert_pretrain: --steps must be positive, got ", c.steps);
-  EMBER_CHECK(c.warmup >= 0 && c.warmup < 1, "bert_pretrain: --warmup is a fraction in [0, 1), got ",
-              c.warmup);
+  EMBER_CHECK(c.warmup >= 0 && c.warmup < 1,
+              "bert_pretrain: --warmup is a fraction in [0, 1), got ", c.warmup);
   EMBER_CHECK(c.lr > 0 && std::isfinite(c.lr), "bert_pretrain: --lr must be positive, got ", c.lr);
   EMBER_CHECK(c.weight_decay >= 0, "bert_pretrain: --weight-decay must be >= 0, got ",
               c.weight_decay);

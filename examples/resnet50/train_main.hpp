@@ -360,7 +360,8 @@ inline void validate_options(const Config& c) {
                   (d.rfind("cifar10=", 0) == 0 && d.size() > 8) ||
                   (d.rfind("imagefolder=", 0) == 0 && d.size() > 12),
               "resnet50: --data must be synthetic, fashion-mnist, cifar10=DIR or imagefolder=DIR, "
-              "got '", d, "'");
+              "got '",
+              d, "'");
   EMBER_CHECK(c.optimizer == "sgd" || c.optimizer == "lars",
               "resnet50: --optimizer must be sgd or lars, got '", c.optimizer, "'");
   EMBER_CHECK(c.precision == "float" || c.precision == "bf16",
@@ -370,8 +371,8 @@ inline void validate_options(const Config& c) {
   EMBER_CHECK(c.width > 0, "resnet50: --width must be positive, got ", c.width);
   EMBER_CHECK(c.image_size == 0 || c.image_size >= 8,
               "resnet50: --image-size must be at least 8, got ", c.image_size);
-  EMBER_CHECK(c.steps_per_epoch >= 0, "resnet50: --steps-per-epoch must be 0 (all) or positive, got ",
-              c.steps_per_epoch);
+  EMBER_CHECK(c.steps_per_epoch >= 0,
+              "resnet50: --steps-per-epoch must be 0 (all) or positive, got ", c.steps_per_epoch);
   EMBER_CHECK(c.lr > 0 && std::isfinite(c.lr), "resnet50: --lr must be positive, got ", c.lr);
   EMBER_CHECK(c.momentum >= 0 && c.momentum < 1, "resnet50: --momentum must be in [0, 1), got ",
               c.momentum);

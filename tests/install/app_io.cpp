@@ -17,7 +17,8 @@
 int main() {
   using namespace ember;
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / ("ember-consumer-io-" + std::to_string(getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("ember-consumer-io-" + std::to_string(getpid()));
   fs::create_directories(dir);
   int bad = 0;
 

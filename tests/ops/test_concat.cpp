@@ -54,9 +54,8 @@ std::vector<double> cat_reference(const std::vector<Tensor<T>>& list, int d, con
     for (const Tensor<T>& t : list) {
       if (t.rank() == 1 && t.numel() == 0 && out.rank() > 1) continue;
       if (c[static_cast<std::size_t>(d)] < t.size(d)) {
-        want[static_cast<std::size_t>(i)] =
-            static_cast<double>(t.contiguous().to_vector()[static_cast<std::size_t>(
-                flat_of(c, t.shape()))]);
+        want[static_cast<std::size_t>(i)] = static_cast<double>(
+            t.contiguous().to_vector()[static_cast<std::size_t>(flat_of(c, t.shape()))]);
         break;
       }
       c[static_cast<std::size_t>(d)] -= t.size(d);
@@ -102,8 +101,8 @@ TEMPLATE_TEST_CASE("cat: against the element-by-element reference", "[ops][conca
     REQUIRE(as_doubles(y) == cat_reference(list, d, y.shape()));
   }
   // Strided inputs (a transposed view, a stepped slice) read in place.
-  const Tensor<T> a = counting<T>(Shape{3, 4}, 50).t();                     // [4, 3], strided
-  const Tensor<T> b = counting<T>(Shape{4, 6}, 51).slice(1, 0, 6, 2);        // [4, 3], stepped
+  const Tensor<T> a = counting<T>(Shape{3, 4}, 50).t();                // [4, 3], strided
+  const Tensor<T> b = counting<T>(Shape{4, 6}, 51).slice(1, 0, 6, 2);  // [4, 3], stepped
   const Tensor<T> y = ember::cat({a, b}, 1);
   REQUIRE(y.shape() == Shape{4, 6});
   REQUIRE(as_doubles(y) == cat_reference(std::vector<Tensor<T>>{a, b}, 1, y.shape()));
@@ -152,8 +151,7 @@ TEST_CASE("split and chunk: views of the given extents, torch.chunk's counts", "
           std::vector<std::int64_t>{2, 2, 2});
   REQUIRE(sizes_of(ember::chunk(counting<float>(Shape{2}, 1), 5)) ==
           std::vector<std::int64_t>{1, 1});
-  REQUIRE(sizes_of(ember::chunk(counting<float>(Shape{0}, 1), 3)) ==
-          std::vector<std::int64_t>{0});
+  REQUIRE(sizes_of(ember::chunk(counting<float>(Shape{0}, 1), 3)) == std::vector<std::int64_t>{0});
 }
 
 TEST_CASE("cat, stack, split and chunk: bad input is an ember::Error naming the op",

@@ -32,8 +32,7 @@ std::vector<T> random_values(std::size_t n, std::uint32_t seed) {
 /// C = alpha A B + beta C0 in float64.
 template <class T>
 std::vector<double> reference(const MatrixView<const T>& A, const MatrixView<const T>& B,
-                              const std::vector<T>& c0, std::int64_t ldc, float alpha,
-                              float beta) {
+                              const std::vector<T>& c0, std::int64_t ldc, float alpha, float beta) {
   std::vector<double> c(static_cast<std::size_t>(A.rows * ldc));
   for (std::int64_t i = 0; i < A.rows; ++i) {
     for (std::int64_t j = 0; j < B.cols; ++j) {

@@ -162,8 +162,10 @@ inline void gemm_widened(const MatrixView<const bf16>& A, const MatrixView<const
                          const MatrixView<bf16>& C, float alpha, float beta) {
   const std::int64_t M = C.rows, N = C.cols, K = A.cols;
   std::vector<float> a = widen(A), b = widen(B), c;
-  if (beta != 0.0f) c = widen(MatrixView<const bf16>{C.data, M, N, C.rs, C.cs});
-  else c.resize(static_cast<std::size_t>(M * N));
+  if (beta != 0.0f)
+    c = widen(MatrixView<const bf16>{C.data, M, N, C.rs, C.cs});
+  else
+    c.resize(static_cast<std::size_t>(M * N));
   gemm<float>({a.data(), M, K, K, 1}, {b.data(), K, N, N, 1}, {c.data(), M, N, N, 1}, alpha, beta);
   for (std::int64_t i = 0; i < M; ++i) {
     for (std::int64_t j = 0; j < N; ++j) C(i, j) = bf16(c[static_cast<std::size_t>(i * N + j)]);
@@ -195,47 +197,47 @@ void gemm(MatrixView<const T> A, MatrixView<const T> B, MatrixView<T> C, T alpha
     return;
   } else {
 #if defined(EMBER_WITH_DNNL)
-  if constexpr (std::is_same_v<T, float>) {
-    // Inside an OpenMP region (a product per image of a batch) the BLAS runs in the calling
-    // thread; oneDNN would run serially there too, with a primitive per call site's shape.
-    bool in_parallel = false;
+    if constexpr (std::is_same_v<T, float>) {
+      // Inside an OpenMP region (a product per image of a batch) the BLAS runs in the calling
+      // thread; oneDNN would run serially there too, with a primitive per call site's shape.
+      bool in_parallel = false;
 #if defined(EMBER_OPENMP)
-    in_parallel = omp_in_parallel() != 0;
+      in_parallel = omp_in_parallel() != 0;
 #endif
-    if (!in_parallel && onednn::gemm_enabled() && M * N * K >= (1 << 15) &&
-        onednn::gemm(A, B, C, alpha, beta)) {
-      return;
+      if (!in_parallel && onednn::gemm_enabled() && M * N * K >= (1 << 15) &&
+          onednn::gemm(A, B, C, alpha, beta)) {
+        return;
+      }
     }
-  }
 #endif
 #if defined(EMBER_WITH_BLAS)
-  BlasOperand a = blas_operand(A), b = blas_operand(B);
-  std::vector<T> ap, bp;
-  if (!a.ok) {
-    ap = pack(A);
-    A = {ap.data(), M, K, K, 1};
-    a = {true, false, std::max<std::int64_t>(K, 1)};
-  }
-  if (!b.ok) {
-    bp = pack(B);
-    B = {bp.data(), K, N, N, 1};
-    b = {true, false, std::max<std::int64_t>(N, 1)};
-  }
-  EMBER_CHECK(C.cs == 1 || N == 1, "ember: internal: gemm output needs unit column stride");
-  const std::int64_t ldc = M == 1 ? std::max<std::int64_t>(N, 1) : C.rs;
-  const auto ta = a.trans ? CblasTrans : CblasNoTrans;
-  const auto tb = b.trans ? CblasTrans : CblasNoTrans;
-  if constexpr (std::is_same_v<T, float>) {
-    cblas_sgemm(CblasRowMajor, ta, tb, static_cast<int>(M), static_cast<int>(N),
-                static_cast<int>(K), alpha, A.data, static_cast<int>(a.ld), B.data,
-                static_cast<int>(b.ld), beta, C.data, static_cast<int>(ldc));
-  } else {
-    cblas_dgemm(CblasRowMajor, ta, tb, static_cast<int>(M), static_cast<int>(N),
-                static_cast<int>(K), alpha, A.data, static_cast<int>(a.ld), B.data,
-                static_cast<int>(b.ld), beta, C.data, static_cast<int>(ldc));
-  }
+    BlasOperand a = blas_operand(A), b = blas_operand(B);
+    std::vector<T> ap, bp;
+    if (!a.ok) {
+      ap = pack(A);
+      A = {ap.data(), M, K, K, 1};
+      a = {true, false, std::max<std::int64_t>(K, 1)};
+    }
+    if (!b.ok) {
+      bp = pack(B);
+      B = {bp.data(), K, N, N, 1};
+      b = {true, false, std::max<std::int64_t>(N, 1)};
+    }
+    EMBER_CHECK(C.cs == 1 || N == 1, "ember: internal: gemm output needs unit column stride");
+    const std::int64_t ldc = M == 1 ? std::max<std::int64_t>(N, 1) : C.rs;
+    const auto ta = a.trans ? CblasTrans : CblasNoTrans;
+    const auto tb = b.trans ? CblasTrans : CblasNoTrans;
+    if constexpr (std::is_same_v<T, float>) {
+      cblas_sgemm(CblasRowMajor, ta, tb, static_cast<int>(M), static_cast<int>(N),
+                  static_cast<int>(K), alpha, A.data, static_cast<int>(a.ld), B.data,
+                  static_cast<int>(b.ld), beta, C.data, static_cast<int>(ldc));
+    } else {
+      cblas_dgemm(CblasRowMajor, ta, tb, static_cast<int>(M), static_cast<int>(N),
+                  static_cast<int>(K), alpha, A.data, static_cast<int>(a.ld), B.data,
+                  static_cast<int>(b.ld), beta, C.data, static_cast<int>(ldc));
+    }
 #else
-  gemm_blocked(A, B, C, alpha, beta);
+    gemm_blocked(A, B, C, alpha, beta);
 #endif
   }
 }

@@ -11,8 +11,8 @@
 // Transposed and sliced views are read in place (no copy) wherever the GEMM accepts their
 // strides. CPU (ops/gemm_cpu.hpp): oneDNN's matmul or CBLAS on float and double; bf16 on
 // oneDNN's bf16 matmul where the CPU has AVX512-BF16 (float accumulation); elsewhere bf16, and
-// half always, are widened to float, multiplied, and rounded once. CUDA: cuBLASLt with float accumulation and its epilogues
-// (ops/matmul_cuda.hpp).
+// half always, are widened to float, multiplied, and rounded once. CUDA: cuBLASLt with float
+// accumulation and its epilogues (ops/matmul_cuda.hpp).
 #pragma once
 
 #include <cstdint>
