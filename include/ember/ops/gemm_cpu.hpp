@@ -172,6 +172,67 @@ inline void gemm_widened(const MatrixView<const bf16>& A, const MatrixView<const
   }
 }
 
+/// bf16 C = alpha A B + beta C (non-empty): oneDNN's bf16 matmul where the CPU has it, else
+/// through float copies.
+inline void gemm_bf16(const MatrixView<const bf16>& A, const MatrixView<const bf16>& B,
+                      const MatrixView<bf16>& C, float alpha, float beta) {
+#if defined(EMBER_WITH_DNNL)
+  if (native_bf16_gemm() && onednn::gemm<bf16>(A, B, C, alpha, beta)) return;
+#endif
+  gemm_widened(A, B, C, alpha, beta);
+}
+
+/// Float or double C = alpha A B + beta C (non-empty): oneDNN, CBLAS or ember's kernel (see the
+/// top of this header).
+template <class T>
+void gemm_float_or_double(MatrixView<const T> A, MatrixView<const T> B, MatrixView<T> C, T alpha,
+                          T beta) {
+  [[maybe_unused]] const std::int64_t M = C.rows, N = C.cols, K = A.cols;
+#if defined(EMBER_WITH_DNNL)
+  if constexpr (std::is_same_v<T, float>) {
+    // Inside an OpenMP region (a product per image of a batch) the BLAS runs in the calling
+    // thread; oneDNN would run serially there too, with a primitive per call site's shape.
+    bool in_parallel = false;
+#if defined(EMBER_OPENMP)
+    in_parallel = omp_in_parallel() != 0;
+#endif
+    if (!in_parallel && onednn::gemm_enabled() && M * N * K >= (1 << 15) &&
+        onednn::gemm(A, B, C, alpha, beta)) {
+      return;
+    }
+  }
+#endif
+#if defined(EMBER_WITH_BLAS)
+  BlasOperand a = blas_operand(A), b = blas_operand(B);
+  std::vector<T> ap, bp;
+  if (!a.ok) {
+    ap = pack(A);
+    A = {ap.data(), M, K, K, 1};
+    a = {true, false, std::max<std::int64_t>(K, 1)};
+  }
+  if (!b.ok) {
+    bp = pack(B);
+    B = {bp.data(), K, N, N, 1};
+    b = {true, false, std::max<std::int64_t>(N, 1)};
+  }
+  EMBER_CHECK(C.cs == 1 || N == 1, "ember: internal: gemm output needs unit column stride");
+  const std::int64_t ldc = M == 1 ? std::max<std::int64_t>(N, 1) : C.rs;
+  const auto ta = a.trans ? CblasTrans : CblasNoTrans;
+  const auto tb = b.trans ? CblasTrans : CblasNoTrans;
+  if constexpr (std::is_same_v<T, float>) {
+    cblas_sgemm(CblasRowMajor, ta, tb, static_cast<int>(M), static_cast<int>(N),
+                static_cast<int>(K), alpha, A.data, static_cast<int>(a.ld), B.data,
+                static_cast<int>(b.ld), beta, C.data, static_cast<int>(ldc));
+  } else {
+    cblas_dgemm(CblasRowMajor, ta, tb, static_cast<int>(M), static_cast<int>(N),
+                static_cast<int>(K), alpha, A.data, static_cast<int>(a.ld), B.data,
+                static_cast<int>(b.ld), beta, C.data, static_cast<int>(ldc));
+  }
+#else
+  gemm_blocked(A, B, C, alpha, beta);
+#endif
+}
+
 /// C = alpha A B + beta C for float, double or bf16. C must have a unit column stride.
 template <class T>
 void gemm(MatrixView<const T> A, MatrixView<const T> B, MatrixView<T> C, T alpha, T beta) {
@@ -190,55 +251,9 @@ void gemm(MatrixView<const T> A, MatrixView<const T> B, MatrixView<T> C, T alpha
     return;
   }
   if constexpr (std::is_same_v<T, bf16>) {
-#if defined(EMBER_WITH_DNNL)
-    if (native_bf16_gemm() && onednn::gemm<bf16>(A, B, C, alpha, beta)) return;
-#endif
-    gemm_widened(A, B, C, alpha, beta);
-    return;
+    gemm_bf16(A, B, C, alpha, beta);
   } else {
-#if defined(EMBER_WITH_DNNL)
-    if constexpr (std::is_same_v<T, float>) {
-      // Inside an OpenMP region (a product per image of a batch) the BLAS runs in the calling
-      // thread; oneDNN would run serially there too, with a primitive per call site's shape.
-      bool in_parallel = false;
-#if defined(EMBER_OPENMP)
-      in_parallel = omp_in_parallel() != 0;
-#endif
-      if (!in_parallel && onednn::gemm_enabled() && M * N * K >= (1 << 15) &&
-          onednn::gemm(A, B, C, alpha, beta)) {
-        return;
-      }
-    }
-#endif
-#if defined(EMBER_WITH_BLAS)
-    BlasOperand a = blas_operand(A), b = blas_operand(B);
-    std::vector<T> ap, bp;
-    if (!a.ok) {
-      ap = pack(A);
-      A = {ap.data(), M, K, K, 1};
-      a = {true, false, std::max<std::int64_t>(K, 1)};
-    }
-    if (!b.ok) {
-      bp = pack(B);
-      B = {bp.data(), K, N, N, 1};
-      b = {true, false, std::max<std::int64_t>(N, 1)};
-    }
-    EMBER_CHECK(C.cs == 1 || N == 1, "ember: internal: gemm output needs unit column stride");
-    const std::int64_t ldc = M == 1 ? std::max<std::int64_t>(N, 1) : C.rs;
-    const auto ta = a.trans ? CblasTrans : CblasNoTrans;
-    const auto tb = b.trans ? CblasTrans : CblasNoTrans;
-    if constexpr (std::is_same_v<T, float>) {
-      cblas_sgemm(CblasRowMajor, ta, tb, static_cast<int>(M), static_cast<int>(N),
-                  static_cast<int>(K), alpha, A.data, static_cast<int>(a.ld), B.data,
-                  static_cast<int>(b.ld), beta, C.data, static_cast<int>(ldc));
-    } else {
-      cblas_dgemm(CblasRowMajor, ta, tb, static_cast<int>(M), static_cast<int>(N),
-                  static_cast<int>(K), alpha, A.data, static_cast<int>(a.ld), B.data,
-                  static_cast<int>(b.ld), beta, C.data, static_cast<int>(ldc));
-    }
-#else
-    gemm_blocked(A, B, C, alpha, beta);
-#endif
+    gemm_float_or_double(A, B, C, alpha, beta);
   }
 }
 
