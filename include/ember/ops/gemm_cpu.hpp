@@ -78,13 +78,14 @@ BlasOperand blas_operand(const MatrixView<T>& m) {
   return {};
 }
 
-/// A dense row-major copy of m (for operands CBLAS cannot read in place).
-template <class T>
-std::vector<T> pack(const MatrixView<const T>& m) {
-  std::vector<T> out(static_cast<std::size_t>(m.rows * m.cols));
+/// A dense row-major copy of m (for operands CBLAS cannot read in place), converted to Out (a
+/// bf16 matrix widened to float, say).
+template <class T, class Out = T>
+std::vector<Out> pack(const MatrixView<const T>& m) {
+  std::vector<Out> out(static_cast<std::size_t>(m.rows * m.cols));
   for (std::int64_t i = 0; i < m.rows; ++i) {
     for (std::int64_t j = 0; j < m.cols; ++j)
-      out[static_cast<std::size_t>(i * m.cols + j)] = m(i, j);
+      out[static_cast<std::size_t>(i * m.cols + j)] = static_cast<Out>(m(i, j));
   }
   return out;
 }
@@ -146,24 +147,14 @@ inline bool native_bf16_gemm() {
 template <class T>
 void gemm(MatrixView<const T> A, MatrixView<const T> B, MatrixView<T> C, T alpha, T beta);
 
-/// A dense float copy of a bf16 matrix.
-inline std::vector<float> widen(const MatrixView<const bf16>& m) {
-  std::vector<float> out(static_cast<std::size_t>(m.rows * m.cols));
-  for (std::int64_t i = 0; i < m.rows; ++i) {
-    for (std::int64_t j = 0; j < m.cols; ++j)
-      out[static_cast<std::size_t>(i * m.cols + j)] = static_cast<float>(m(i, j));
-  }
-  return out;
-}
-
 /// bf16 C = alpha A B + beta C through float copies, rounded once: where oneDNN has no bf16
 /// kernel for these strides.
 inline void gemm_widened(const MatrixView<const bf16>& A, const MatrixView<const bf16>& B,
                          const MatrixView<bf16>& C, float alpha, float beta) {
   const std::int64_t M = C.rows, N = C.cols, K = A.cols;
-  std::vector<float> a = widen(A), b = widen(B), c;
+  std::vector<float> a = pack<bf16, float>(A), b = pack<bf16, float>(B), c;
   if (beta != 0.0f)
-    c = widen(MatrixView<const bf16>{C.data, M, N, C.rs, C.cs});
+    c = pack<bf16, float>(MatrixView<const bf16>{C.data, M, N, C.rs, C.cs});
   else
     c.resize(static_cast<std::size_t>(M * N));
   gemm<float>({a.data(), M, K, K, 1}, {b.data(), K, N, N, 1}, {c.data(), M, N, N, 1}, alpha, beta);

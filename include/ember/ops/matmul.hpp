@@ -80,18 +80,18 @@ Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b) {
     fail("ember: matmul: a CUDA tensor in a build without CUDA");
 #endif
   }
-  bool native = std::is_same_v<T, float> || std::is_same_v<T, double>;
-  if constexpr (std::is_same_v<T, bf16>) native = ops::cpu::native_bf16_gemm();
-  if (native) {
-    Tensor<T> out = empty<T>(full, device);
-    if constexpr (!std::is_same_v<T, half>) ops::matmul_cpu_into(m, out, false);
-    return out.view(m.out_shape);
-  } else {
-    // bf16 and half: widened to float once, multiplied in float, rounded once.
-    const Tensor<float> outf =
-        matmul<float, Mode>(Tensor<float>(cast<float>(a)), Tensor<float>(cast<float>(b)));
-    return Tensor<T>(cast<T>(outf));
+  if constexpr (!std::is_same_v<T, half>) {
+    if (!std::is_same_v<T, bf16> || ops::cpu::native_bf16_gemm()) {
+      Tensor<T> out = empty<T>(full, device);
+      ops::matmul_cpu_into(m, out, false);
+      return out.view(m.out_shape);
+    }
   }
+  // half, and bf16 without a native product: widened to float once, multiplied in float,
+  // rounded once.
+  const Tensor<float> outf =
+      matmul<float, Mode>(Tensor<float>(cast<float>(a)), Tensor<float>(cast<float>(b)));
+  return Tensor<T>(cast<T>(outf));
 }
 
 namespace ops {
