@@ -54,18 +54,10 @@ Var<T> cat(std::initializer_list<Var<T>> list, std::int64_t dim = 0) {
 
 template <Storable T, class Mode = exec::mode>
 Var<T> stack(const std::vector<Var<T>>& list, std::int64_t dim = 0) {
-  EMBER_CHECK(!list.empty(), "ember: stack: the list of Vars is empty");
-  EMBER_CHECK(list.front().defined(), "ember: stack: an undefined Var in the list");
-  const int d = normalize_axis(dim, list.front().shape().rank() + 1, "stack");
+  const int d = ops::stack_dim(list, dim);
   std::vector<Var<T>> parts;
   parts.reserve(list.size());
-  for (std::size_t i = 0; i < list.size(); ++i) {
-    EMBER_CHECK(list[i].defined(), "ember: stack: an undefined Var in the list");
-    EMBER_CHECK(list[i].shape() == list.front().shape(), "ember: stack: Var ", i, " has shape ",
-                list[i].shape().str(), ", the first ", list.front().shape().str(),
-                " (stack needs one shape)");
-    parts.push_back(list[i].template unsqueeze<Mode>(d));
-  }
+  for (const Var<T>& v : list) parts.push_back(v.template unsqueeze<Mode>(d));
   return cat<T, Mode>(parts, d);
 }
 template <Storable T, class Mode = exec::mode>
@@ -95,11 +87,9 @@ std::vector<Var<T>> split(const Var<T>& x, std::int64_t size, std::int64_t dim =
 
 template <Storable T, class Mode = exec::mode>
 std::vector<Var<T>> chunk(const Var<T>& x, std::int64_t chunks, std::int64_t dim = 0) {
-  EMBER_CHECK(chunks > 0, "ember: chunk: the number of chunks must be positive, got ", chunks);
   EMBER_CHECK(x.defined() && x.shape().rank() > 0, "ember: chunk: needs a Var of rank 1 or more");
   const int d = normalize_axis(dim, x.shape().rank(), "chunk");
-  const std::int64_t n = x.shape()[d];
-  return split<T, Mode>(x, n == 0 ? 0 : (n + chunks - 1) / chunks, d);
+  return split<T, Mode>(x, ops::chunk_size(x.shape()[d], chunks), d);
 }
 
 }  // namespace ember

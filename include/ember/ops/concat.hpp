@@ -88,22 +88,31 @@ Tensor<T> cat(std::initializer_list<Tensor<T>> list, std::int64_t dim = 0) {
   return cat<T, Mode>(std::vector<Tensor<T>>(list), dim);
 }
 
+namespace ops {
+
+/// stack's checks on a list of Tensors or Vars (all defined, one shape), and `dim` normalised
+/// against the stacked rank.
+template <class X>
+int stack_dim(const std::vector<X>& list, std::int64_t dim) {
+  EMBER_CHECK(!list.empty(), "ember: stack: the list is empty");
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    EMBER_CHECK(list[i].defined(), "ember: stack: entry ", i, " of the list is undefined");
+    EMBER_CHECK(list[i].shape() == list.front().shape(), "ember: stack: entry ", i, " has shape ",
+                list[i].shape().str(), ", the first ", list.front().shape().str(),
+                " (stack needs one shape)");
+  }
+  return normalize_axis(dim, list.front().shape().rank() + 1, "stack");
+}
+
+}  // namespace ops
+
 /// The tensors of `list`, all of one shape, along a new dimension `dim` (in [-rank-1, rank]).
 template <Storable T, class Mode = exec::mode>
 Tensor<T> stack(const std::vector<Tensor<T>>& list, std::int64_t dim = 0) {
-  EMBER_CHECK(!list.empty(), "ember: stack: the list of tensors is empty");
-  const Tensor<T>& first = list.front();
-  EMBER_CHECK(first.defined(), "ember: stack: an undefined tensor in the list");
-  const int d = normalize_axis(dim, first.rank() + 1, "stack");
+  const int d = ops::stack_dim(list, dim);
   std::vector<Tensor<T>> parts;
   parts.reserve(list.size());
-  for (std::size_t i = 0; i < list.size(); ++i) {
-    EMBER_CHECK(list[i].defined(), "ember: stack: an undefined tensor in the list");
-    EMBER_CHECK(list[i].shape() == first.shape(), "ember: stack: tensor ", i, " has shape ",
-                list[i].shape().str(), ", the first ", first.shape().str(),
-                " (stack needs one shape)");
-    parts.push_back(list[i].unsqueeze(d));
-  }
+  for (const Tensor<T>& t : list) parts.push_back(t.unsqueeze(d));
   return cat<T, Mode>(parts, d);
 }
 template <Storable T, class Mode = exec::mode>
@@ -136,6 +145,12 @@ inline std::vector<std::int64_t> split_even(std::int64_t n, std::int64_t size, c
   return out;
 }
 
+/// chunk's piece extent: ceil(n / chunks) (0 for an empty extent).
+inline std::int64_t chunk_size(std::int64_t n, std::int64_t chunks) {
+  EMBER_CHECK(chunks > 0, "ember: chunk: the number of chunks must be positive, got ", chunks);
+  return n == 0 ? 0 : (n + chunks - 1) / chunks;
+}
+
 }  // namespace ops
 
 /// Views of `t` along `dim` of the given extents (which add up to t's extent).
@@ -164,11 +179,9 @@ std::vector<Tensor<T>> split(const Tensor<T>& t, std::int64_t size, std::int64_t
 /// `chunks` views of `t` along `dim` of ceil(extent / chunks) each, or fewer (torch.chunk).
 template <Storable T>
 std::vector<Tensor<T>> chunk(const Tensor<T>& t, std::int64_t chunks, std::int64_t dim = 0) {
-  EMBER_CHECK(chunks > 0, "ember: chunk: the number of chunks must be positive, got ", chunks);
   EMBER_CHECK(t.defined() && t.rank() > 0, "ember: chunk: needs a tensor of rank 1 or more");
   const int d = normalize_axis(dim, t.rank(), "chunk");
-  const std::int64_t n = t.size(d);
-  return split(t, n == 0 ? 0 : (n + chunks - 1) / chunks, d);
+  return split(t, ops::chunk_size(t.size(d), chunks), d);
 }
 
 }  // namespace ember
