@@ -123,6 +123,63 @@ TEST_CASE("fused backward: one broadcast input adds one reduction", "[autograd][
     REQUIRE(g[i] == Approx(g64[i]).epsilon(1e-4).margin(1e-4));
 }
 
+TEMPLATE_TEST_CASE("fused backward: SIMD blocks and the scalar tail give float64's gradients",
+                   "[autograd][fusion]", float, double, bf16) {
+  using T = TestType;
+  // 5 blocks of the CPU's widest (16 lanes) and a tail of 7: the dense path runs both
+  // BackwardPlan::at_vec and the per-element at. The expression has each kind of node: a leaf
+  // under a predicate (it gets no adjoint from there), one Var twice, numbers, a cast, and a
+  // function of a function.
+  const Shape s{16 * 5 + 7};
+  const auto f = [](const auto& x, const auto& y) {
+    using X = typename std::remove_cvref_t<decltype(x)>::value_type;
+    return ember::where(x > 0.25, x * x, ember::tanh(y) * 2.0) +
+           ember::sigmoid(x - y) * ember::cast<X>(y * 0.5) + ember::exp(x * 0.25);
+  };
+  const Tensor<T> xt = ember::cast<T>(rand_tensor<double>(s, -1, 1, 11));
+  const Tensor<T> yt = ember::cast<T>(rand_tensor<double>(s, -1, 1, 12));
+  const Tensor<T> gt = ember::cast<T>(rand_tensor<double>(s, -1, 1, 13));
+  auto x = ember::param(xt);
+  auto y = ember::param(yt);
+  // The reference, by hand in double (not through ember's backward, which double also takes).
+  std::vector<double> want_x, want_y;
+  {
+    const auto xv = Tensor<double>(ember::cast<double>(xt)).to_vector();
+    const auto yv = Tensor<double>(ember::cast<double>(yt)).to_vector();
+    const auto gv = Tensor<double>(ember::cast<double>(gt)).to_vector();
+    for (std::size_t i = 0; i < xv.size(); ++i) {
+      const double a = xv[i], b = yv[i], g = gv[i];
+      const double sg = 1.0 / (1.0 + std::exp(-(a - b)));
+      const double th = std::tanh(b);
+      const bool first = a > 0.25;
+      want_x.push_back(
+          g * ((first ? 2 * a : 0.0) + sg * (1 - sg) * 0.5 * b + 0.25 * std::exp(0.25 * a)));
+      want_y.push_back(g *
+                       ((first ? 0.0 : 2 * (1 - th * th)) - sg * (1 - sg) * 0.5 * b + 0.5 * sg));
+    }
+  }
+  // The gradients are computed in float (double for double) and rounded once per backward.
+  const double tol =
+      std::is_same_v<T, bf16> ? 1.0 / 128 : (std::is_same_v<T, float> ? 1e-5 : 1e-12);
+  const auto check = [&](const Tensor<T>& got, const std::vector<double>& w, double scale,
+                         double rounds) {
+    const auto g = Tensor<double>(ember::cast<double>(got)).to_vector();
+    REQUIRE(g.size() == w.size());
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      INFO(i << ": " << g[i] << " vs " << scale * w[i]);
+      REQUIRE(std::fabs(g[i] - scale * w[i]) <= rounds * tol * (std::fabs(scale * w[i]) + 1.0));
+    }
+  };
+  Var<T> r = f(x, y);
+  r.backward(gt);  // fresh gradients: stored
+  check(x.grad(), want_x, 1.0, 1.0);
+  check(y.grad(), want_y, 1.0, 1.0);
+  Var<T> r2 = f(x, y);
+  r2.backward(gt);  // accumulated into them
+  check(x.grad(), want_x, 2.0, 2.0);
+  check(y.grad(), want_y, 2.0, 2.0);
+}
+
 TEST_CASE("gradients accumulate across backward calls until zeroed", "[autograd]") {
   auto x = ember::param(ember::from_vector<double>({0.5, -1.0}, Shape{2}));
   for (int i = 0; i < 3; ++i) {

@@ -42,9 +42,12 @@ struct SlotOut {
   EMBER_HD EMBER_FORCEINLINE void store_vec(std::int64_t o, const A (&v)[V]) const {
     using C = acc_t<T>;
     if (direct && add) {
-      for (int k = 0; k < V; ++k) {
-        direct[o + k] = to_storage<T>(static_cast<C>(to_acc(direct[o + k]) + static_cast<C>(v[k])));
-      }
+      // All loads before all stores: one vector load, add and store, with no aliasing question
+      // between the lanes' reads and writes for the compiler to give up on.
+      C sum[V];
+      for (int k = 0; k < V; ++k)
+        sum[k] = static_cast<C>(to_acc(direct[o + k]) + static_cast<C>(v[k]));
+      for (int k = 0; k < V; ++k) direct[o + k] = to_storage<T>(sum[k]);
     } else if (direct) {
       for (int k = 0; k < V; ++k) direct[o + k] = to_storage<T>(static_cast<C>(v[k]));
     } else if (wide) {
@@ -67,6 +70,16 @@ struct AdjointSink {
   template <int K, class G>
   EMBER_HD EMBER_FORCEINLINE void push(G g) {
     v[K] += static_cast<A>(g);
+  }
+};
+
+/// The adjoints of V consecutive elements, one array per slot.
+template <class A, int N, int V>
+struct AdjointLanes {
+  A v[N > 0 ? N : 1][V];
+  template <int K, class G>
+  EMBER_HD EMBER_FORCEINLINE void push_vec(const G (&g)[V]) {
+    for (int k = 0; k < V; ++k) v[K][k] += static_cast<A>(g[k]);
   }
 };
 
@@ -95,30 +108,34 @@ struct BackwardPlan {
     }
     store_all(o, sink, std::make_integer_sequence<int, N>{});
   }
-  /// V consecutive elements of the dense path (the CPU's SIMD blocks): the seed's operands are
-  /// loaded for the block first (a broadcast one once), then one branch-free loop the compiler
-  /// vectorises computes every adjoint, then each slot stores.
+  /// V consecutive elements of the dense path (the CPU's SIMD blocks): the forward is traced
+  /// for the whole block (every node's V values as one array), the seed is applied lane by lane
+  /// (its operands loaded for the block first, a broadcast one once), the adjoints are pushed
+  /// down as arrays, and each slot stores V values. Every step is a fixed-length loop over the
+  /// lanes, which the compiler turns into SIMD.
   template <int V>
   EMBER_HD EMBER_FORCEINLINE void at_vec(std::int64_t base) const {
-    constexpr bool preloaded = requires(A(&u)[V]) { seed.template preload<V>(base, u); };
-    A u[V];
-    if constexpr (preloaded) seed.template preload<V>(base, u);
-    A adj[N > 0 ? N : 1][V];
-    for (int k = 0; k < V; ++k) {
-      AdjointSink<A, N> sink;
-      for (int s = 0; s < N; ++s) sink.v[s] = A(0);
-      const expr::LinearIndex ix{base + k};
-      const auto t = fwd.trace(ix);
-      A g;
-      if constexpr (preloaded) {
-        g = seed.from_preloaded(u[k], static_cast<A>(t.y));
-      } else {
-        g = seed.at(ix, static_cast<A>(t.y));
+    using F = typename Fwd::acc_type;
+    typename Fwd::template TraceVec<V> t;
+    fwd.template trace_vec<V>(base, t);
+    F g[V];
+    if constexpr (requires(A(&u)[V]) { seed.template preload<V>(base, u); }) {
+      A u[V];
+      seed.template preload<V>(base, u);
+      for (int k = 0; k < V; ++k) {
+        g[k] = static_cast<F>(seed.from_preloaded(u[k], static_cast<A>(t.y[k])));
       }
-      fwd.template backprop<0>(t, static_cast<typename Fwd::acc_type>(g), sink);
-      for (int s = 0; s < N; ++s) adj[s][k] = sink.v[s];
+    } else {
+      for (int k = 0; k < V; ++k) {
+        g[k] = static_cast<F>(seed.at(expr::LinearIndex{base + k}, static_cast<A>(t.y[k])));
+      }
     }
-    store_vec_all<V>(base, adj, std::make_integer_sequence<int, N>{});
+    AdjointLanes<A, N, V> sink;
+    for (int s = 0; s < N; ++s) {
+      for (int k = 0; k < V; ++k) sink.v[s][k] = A(0);
+    }
+    fwd.template backprop_vec<0, V>(t, g, sink);
+    store_vec_all<V>(base, sink.v, std::make_integer_sequence<int, N>{});
   }
 
  private:
@@ -130,19 +147,20 @@ struct BackwardPlan {
   template <int V, int... K>
   EMBER_HD EMBER_FORCEINLINE void store_vec_all(std::int64_t o, const A (&adj)[N > 0 ? N : 1][V],
                                                 std::integer_sequence<int, K...>) const {
-    (
-        [&] {
-          if (dst[K] != K) return;
-          A v[V];
-          for (int k = 0; k < V; ++k) v[k] = adj[K][k];
-          for (int j = K + 1; j < N; ++j) {
-            if (dst[j] == K) {
-              for (int k = 0; k < V; ++k) v[k] += adj[j][k];
-            }
-          }
-          expr::get<K>(outs).template store_vec<V>(o, v);
-        }(),
-        ...);
+    (store_vec_slot<K, V>(o, adj), ...);  // member calls, not lambdas: those may stay out of line
+  }
+  template <int K, int V>
+  EMBER_HD EMBER_FORCEINLINE void store_vec_slot(std::int64_t o,
+                                                 const A (&adj)[N > 0 ? N : 1][V]) const {
+    if (dst[K] != K) return;
+    A v[V];
+    for (int k = 0; k < V; ++k) v[k] = adj[K][k];
+    for (int j = K + 1; j < N; ++j) {
+      if (dst[j] == K) {
+        for (int k = 0; k < V; ++k) v[k] += adj[j][k];
+      }
+    }
+    expr::get<K>(outs).template store_vec<V>(o, v);
   }
   template <int... K>
   EMBER_HD EMBER_FORCEINLINE void store_all(std::int64_t o, const AdjointSink<A, N>& s,

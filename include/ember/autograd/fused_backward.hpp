@@ -251,7 +251,8 @@ void fused_backward(const E& e, const Tensor<GT>& up, const Rule& rule) {
     Plan plan{e.plan(b), seed, expr::PlanStrides(L.arrays[0], nd), outs, {}};
     for (int k = 0; k < N; ++k) plan.dst[k] = dst[static_cast<std::size_t>(k)];
     if (device.is_cpu()) {
-      exec::cpu::run<8>(plan, L, true);  // dense: blocks of 8 (BackwardPlan::at_vec)
+      // Dense: blocks of V lanes of the compute type (BackwardPlan::at_vec).
+      exec::cpu::run<exec::detail::vector_width<sizeof(A), exec::cpu::kBlockBytes>>(plan, L, true);
     } else {
       exec::require_runnable(device);
 #if defined(EMBER_CUDA_KERNELS)

@@ -117,7 +117,7 @@ void evaluate(const std::tuple<Tensor<Ts>...>& outs, const std::tuple<Es...>& es
   detail::AlignmentCheck align_gpu;  // the CPU's plain loads need no alignment
   constexpr std::size_t kMaxBytes = std::max({sizeof(Ts)..., Es::max_element_size...});
   constexpr int kVecGpu = detail::vector_width<kMaxBytes, 16>;
-  constexpr int kVecCpu = detail::vector_width<kMaxBytes, 32>;
+  constexpr int kVecCpu = detail::vector_width<kMaxBytes, cpu::kBlockBytes>;
   std::apply(
       [&](const auto&... e) {
         (

@@ -99,7 +99,7 @@ struct Abs {
   // d|x|/dx = sign(x), 0 at 0 (as PyTorch).
   template <class X>
   EMBER_HD EMBER_FORCEINLINE X derivative(X x, X) const {
-    return x > X(0) ? X(1) : (x < X(0) ? X(-1) : X(0));
+    return math::select(x > X(0), X(1), math::select(x < X(0), X(-1), X(0)));
   }
 };
 struct Square {
@@ -119,7 +119,7 @@ struct Sign {
   static constexpr const char* name = "sign";
   template <class X>
   EMBER_HD EMBER_FORCEINLINE X operator()(X a) const {
-    return a > X(0) ? X(1) : (a < X(0) ? X(-1) : a);  // 0 stays 0, NaN stays NaN
+    return math::select(a > X(0), X(1), math::select(a < X(0), X(-1), a));  // 0, NaN stay
   }
   template <class X>
   EMBER_HD EMBER_FORCEINLINE X derivative(X, X) const {
@@ -132,14 +132,12 @@ struct Minimum {
   static constexpr const char* name = "min";
   template <class X>
   EMBER_HD EMBER_FORCEINLINE X operator()(X a, X b) const {
-    if (math::isnan(a)) return a;
-    return (b < a || math::isnan(b)) ? b : a;
+    return math::select(!math::isnan(a) && (b < a || math::isnan(b)), b, a);
   }
   // Ties split the gradient evenly between the operands (as torch.minimum).
   template <int I, class X>
   EMBER_HD EMBER_FORCEINLINE X partial(X a, X b, X) const {
-    if (a == b) return X(0.5);
-    return (I == 0) == (a < b) ? X(1) : X(0);
+    return math::select(a == b, X(0.5), math::select((I == 0) == (a < b), X(1), X(0)));
   }
 };
 struct Maximum {
@@ -147,14 +145,12 @@ struct Maximum {
   static constexpr const char* name = "max";
   template <class X>
   EMBER_HD EMBER_FORCEINLINE X operator()(X a, X b) const {
-    if (math::isnan(a)) return a;
-    return (b > a || math::isnan(b)) ? b : a;
+    return math::select(!math::isnan(a) && (b > a || math::isnan(b)), b, a);
   }
   // Ties split the gradient evenly between the operands (as torch.maximum).
   template <int I, class X>
   EMBER_HD EMBER_FORCEINLINE X partial(X a, X b, X) const {
-    if (a == b) return X(0.5);
-    return (I == 0) == (a > b) ? X(1) : X(0);
+    return math::select(a == b, X(0.5), math::select((I == 0) == (a > b), X(1), X(0)));
   }
 };
 /// min(max(x, lo), hi), NaN propagating, as torch.clamp.
@@ -172,11 +168,11 @@ struct Clamp {
     const bool above = x > hi, below = x < lo && !(lo > hi);
     const bool hi_wins = above || lo > hi;
     if constexpr (I == 0)
-      return (!above && !below && !(lo > hi)) ? X(1) : X(0);
+      return math::select(!above && !below && !(lo > hi), X(1), X(0));
     else if constexpr (I == 1)
-      return (below && !hi_wins) ? X(1) : X(0);
+      return math::select(below && !hi_wins, X(1), X(0));
     else
-      return hi_wins ? X(1) : X(0);
+      return math::select(hi_wins, X(1), X(0));
   }
 };
 
@@ -221,11 +217,11 @@ EMBER_FLOATING_FN(
     {
       const X e = math::exp(-math::fabs(x));  // exp(-x) for x >= 0, exp(x) below
       const X r = X(1) / (X(1) + e);
-      return x >= X(0) ? r : e * r;
+      return math::select(x >= X(0), r, e * r);
     },
     return y * (X(1) - y);)
-EMBER_FLOATING_FN(Relu, "relu", return x < X(0) ? X(0) : x;
-                  , return x > X(0) ? X(1) : X(0);)  // NaN passes through
+EMBER_FLOATING_FN(Relu, "relu", return math::select(x < X(0), X(0), x);
+                  , return math::select(x > X(0), X(1), X(0));)  // NaN passes through
 EMBER_FLOATING_FN(Silu, "silu", return x * Sigmoid{}(x);, {
   const X s = Sigmoid{}(x);
   return s * (X(1) + x * (X(1) - s));
@@ -296,11 +292,11 @@ struct LeakyRelu {
   double slope = 0.01;
   template <class X>
   EMBER_HD EMBER_FORCEINLINE X operator()(X x) const {
-    return x < X(0) ? x * X(slope) : x;
+    return math::select(x < X(0), x * X(slope), x);
   }
   template <class X>
   EMBER_HD EMBER_FORCEINLINE X derivative(X x, X) const {
-    return x < X(0) ? X(slope) : X(1);
+    return math::select(x < X(0), X(slope), X(1));
   }
 };
 /// log(1 + exp(beta x)) / beta, linear above `threshold` as torch.nn.functional.softplus.
@@ -312,12 +308,12 @@ struct Softplus {
   template <class X>
   EMBER_HD EMBER_FORCEINLINE X operator()(X x) const {
     const X bx = x * X(beta);
-    return bx > X(threshold) ? x : math::log1p(math::exp(bx)) / X(beta);
+    return math::select(bx > X(threshold), x, math::log1p(math::exp(bx)) / X(beta));
   }
   template <class X>
   EMBER_HD EMBER_FORCEINLINE X derivative(X x, X) const {
     const X bx = x * X(beta);
-    return bx > X(threshold) ? X(1) : Sigmoid{}(bx);
+    return math::select(bx > X(threshold), X(1), Sigmoid{}(bx));
   }
 };
 struct Pow {
@@ -331,9 +327,9 @@ struct Pow {
   template <int I, class X>
   EMBER_HD EMBER_FORCEINLINE X partial(X x, X e, X y) const {
     if constexpr (I == 0)
-      return e == X(0) ? X(0) : e * math::pow(x, e - X(1));
+      return math::select(e == X(0), X(0), e * math::pow(x, e - X(1)));
     else
-      return x == X(0) ? X(0) : y * math::log(x);
+      return math::select(x == X(0), X(0), y * math::log(x));
   }
 };
 
@@ -394,15 +390,15 @@ struct Where {
   static constexpr const char* name = "where";
   template <class X>
   EMBER_HD EMBER_FORCEINLINE X operator()(bool c, X a, X b) const {
-    return c ? a : b;
+    return math::select(c, a, b);
   }
   // The condition gets no gradient (I == 0 is never asked for).
   template <int I, class X>
   EMBER_HD EMBER_FORCEINLINE X partial(bool c, X, X, X) const {
     if constexpr (I == 1)
-      return c ? X(1) : X(0);
+      return math::select(c, X(1), X(0));
     else
-      return c ? X(0) : X(1);
+      return math::select(c, X(0), X(1));
   }
 };
 

@@ -68,6 +68,17 @@ struct GeneratedPlan {
   }
   template <int Base, class Sink>
   EMBER_HD EMBER_FORCEINLINE void backprop(const Trace&, acc_type, Sink&) const {}
+  template <int V>
+  struct TraceVec {
+    acc_type y[V];
+  };
+  template <int V>
+  EMBER_HD EMBER_FORCEINLINE void trace_vec(std::int64_t base, TraceVec<V>& t) const {
+    elements<V>(base, 1, t.y);
+  }
+  template <int Base, int V, class Sink>
+  EMBER_HD EMBER_FORCEINLINE void backprop_vec(const TraceVec<V>&, const acc_type (&)[V],
+                                               Sink&) const {}
 };
 
 template <Storable T, class Gen>

@@ -63,6 +63,20 @@ struct LeafPlan {
   EMBER_HD EMBER_FORCEINLINE void backprop(const Trace&, acc_type g, Sink& sink) const {
     sink.template push<Base>(g);
   }
+  // The same for V consecutive elements of the dense path, lane arrays instead of scalars.
+  template <int V>
+  struct TraceVec {
+    acc_type y[V];
+  };
+  template <int V>
+  EMBER_HD EMBER_FORCEINLINE void trace_vec(std::int64_t base, TraceVec<V>& t) const {
+    at_vec<V>(base, t.y);
+  }
+  template <int Base, int V, class Sink>
+  EMBER_HD EMBER_FORCEINLINE void backprop_vec(const TraceVec<V>&, const acc_type (&g)[V],
+                                               Sink& sink) const {
+    sink.template push_vec<Base>(g);
+  }
 };
 
 template <Storable T>
@@ -125,6 +139,16 @@ struct ScalarPlan {
   }
   template <int Base, class Sink>
   EMBER_HD EMBER_FORCEINLINE void backprop(const Trace&, S, Sink&) const {}
+  template <int V>
+  struct TraceVec {
+    S y[V];
+  };
+  template <int V>
+  EMBER_HD EMBER_FORCEINLINE void trace_vec(std::int64_t, TraceVec<V>& t) const {
+    for (int k = 0; k < V; ++k) t.y[k] = value;
+  }
+  template <int Base, int V, class Sink>
+  EMBER_HD EMBER_FORCEINLINE void backprop_vec(const TraceVec<V>&, const S (&)[V], Sink&) const {}
 };
 
 template <class S>

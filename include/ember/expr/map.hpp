@@ -147,6 +147,26 @@ struct MapPlan {
     }
   }
 
+  /// trace and backprop for V consecutive elements of the dense path: every node holds its V
+  /// values as one array and each step is one fixed-length loop, so the whole backward
+  /// vectorises as the forward's at_vec does (the scalar trace per element did not).
+  template <int V>
+  struct TraceVec {
+    acc_type y[V];
+    Pack<typename Children::template TraceVec<V>...> kids;
+  };
+  template <int V>
+  EMBER_HD EMBER_FORCEINLINE void trace_vec(std::int64_t base, TraceVec<V>& t) const {
+    trace_vec_impl<V>(base, t, std::index_sequence_for<Children...>{});
+  }
+  template <int Base, int V, class Sink>
+  EMBER_HD EMBER_FORCEINLINE void backprop_vec(const TraceVec<V>& t, const acc_type (&g)[V],
+                                               Sink& sink) const {
+    if constexpr (std::is_floating_point_v<acc_type> && F::kind != fn::Kind::predicate) {
+      backprop_vec_impl<Base, V>(t, g, sink, std::index_sequence_for<Children...>{});
+    }
+  }
+
  private:
   template <std::size_t I>
   static constexpr int leaf_offset() {
@@ -186,6 +206,42 @@ struct MapPlan {
           }
         }(),
         ...);
+  }
+
+  template <int V, std::size_t... I>
+  EMBER_HD EMBER_FORCEINLINE void trace_vec_impl(std::int64_t base, TraceVec<V>& t,
+                                                 std::index_sequence<I...>) const {
+    (get<I>(children).template trace_vec<V>(base, get<I>(t.kids)), ...);
+    for (int k = 0; k < V; ++k) {
+      t.y[k] = static_cast<acc_type>(f(arg<I>(get<I>(t.kids).y[k])...));
+    }
+  }
+  // d(this node)/d(child I) at lane k of a traced block.
+  template <std::size_t I, int V, std::size_t... J>
+  EMBER_HD EMBER_FORCEINLINE auto lane_partial(const TraceVec<V>& t, int k,
+                                               std::index_sequence<J...>) const {
+    return local_partial<static_cast<int>(I)>(arg<J>(get<J>(t.kids).y[k])...,
+                                              static_cast<typename Types::compute>(t.y[k]));
+  }
+  // Member functions rather than a fold over lambdas: a lambda cannot be forced inline, and
+  // one left out of line keeps the block's lane arrays in memory.
+  template <int Base, int V, class Sink, std::size_t... I>
+  EMBER_HD EMBER_FORCEINLINE void backprop_vec_impl(const TraceVec<V>& t, const acc_type (&g)[V],
+                                                    Sink& sink, std::index_sequence<I...>) const {
+    (backprop_vec_child<I, Base, V>(t, g, sink), ...);
+  }
+  template <std::size_t I, int Base, int V, class Sink>
+  EMBER_HD EMBER_FORCEINLINE void backprop_vec_child(const TraceVec<V>& t, const acc_type (&g)[V],
+                                                     Sink& sink) const {
+    using Child = std::tuple_element_t<I, std::tuple<Children...>>;
+    if constexpr (Child::num_leaves > 0 && !std::is_same_v<typename Types::template arg<I>, bool>) {
+      typename Child::acc_type gc[V];
+      for (int k = 0; k < V; ++k) {
+        const auto d = lane_partial<I>(t, k, std::index_sequence_for<Children...>{});
+        gc[k] = static_cast<typename Child::acc_type>(g[k] * d);
+      }
+      get<I>(children).template backprop_vec<Base + leaf_offset<I>(), V>(get<I>(t.kids), gc, sink);
+    }
   }
 
   template <std::size_t I, class X>
@@ -324,6 +380,26 @@ struct CastPlan {
     if constexpr (std::is_floating_point_v<acc_type> &&
                   std::is_floating_point_v<typename Child::acc_type>) {
       child.template backprop<Base>(t.kid, static_cast<typename Child::acc_type>(g), sink);
+    }
+  }
+  template <int V>
+  struct TraceVec {
+    acc_type y[V];
+    typename Child::template TraceVec<V> kid;
+  };
+  template <int V>
+  EMBER_HD EMBER_FORCEINLINE void trace_vec(std::int64_t base, TraceVec<V>& t) const {
+    child.template trace_vec<V>(base, t.kid);
+    for (int k = 0; k < V; ++k) t.y[k] = to_acc(to_storage<U>(t.kid.y[k]));
+  }
+  template <int Base, int V, class Sink>
+  EMBER_HD EMBER_FORCEINLINE void backprop_vec(const TraceVec<V>& t, const acc_type (&g)[V],
+                                               Sink& sink) const {
+    if constexpr (std::is_floating_point_v<acc_type> &&
+                  std::is_floating_point_v<typename Child::acc_type>) {
+      typename Child::acc_type gc[V];
+      for (int k = 0; k < V; ++k) gc[k] = static_cast<typename Child::acc_type>(g[k]);
+      child.template backprop_vec<Base, V>(t.kid, gc, sink);
     }
   }
 };
