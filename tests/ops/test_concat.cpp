@@ -9,6 +9,7 @@
 
 #include <ember/ember.hpp>
 
+#include "support/onnx.hpp"
 #include "support/random_tensors.hpp"
 
 namespace {
@@ -206,5 +207,54 @@ TEST_CASE("gradcheck: cat, stack, split and chunk of Vars", "[ops][concat][gradc
         },
         {t(Shape{2, 3}, 1), t(Shape{2, 5}, 2)});
     REQUIRE(r.ok);
+  }
+}
+
+TEST_CASE("ONNX's reference data: Concat and Split", "[ops][concat][onnx]") {
+  namespace onnx = ember::testing::onnx;
+  if (!onnx::available("test_concat_1d_axis_0")) {
+    WARN("libonnx-testdata is not installed: ONNX reference data not checked");
+    return;
+  }
+  const auto f64 = onnx::to_tensor<double>;
+  for (const char* name :
+       {"test_concat_1d_axis_0", "test_concat_1d_axis_negative_1", "test_concat_2d_axis_0",
+        "test_concat_2d_axis_1", "test_concat_2d_axis_negative_1", "test_concat_2d_axis_negative_2",
+        "test_concat_3d_axis_0", "test_concat_3d_axis_1", "test_concat_3d_axis_2",
+        "test_concat_3d_axis_negative_1", "test_concat_3d_axis_negative_2",
+        "test_concat_3d_axis_negative_3"}) {
+    INFO(name);
+    const auto t = onnx::read_node_test(name);
+    std::vector<Tensor<double>> list;
+    for (const auto& in : t.inputs) list.push_back(f64(in));
+    const Tensor<double> got =
+        ember::cat(list, static_cast<std::int64_t>(t.attributes.get("axis", 0)));
+    const Tensor<double> want = f64(t.outputs[0]);
+    REQUIRE(got.shape() == want.shape());
+    REQUIRE(got.to_vector() == want.to_vector());
+  }
+  // Equal parts: as many as the node has outputs (chunk); variable parts: the sizes input.
+  for (const char* name : {"test_split_equal_parts_1d", "test_split_equal_parts_2d",
+                           "test_split_equal_parts_default_axis", "test_split_variable_parts_1d",
+                           "test_split_variable_parts_2d", "test_split_variable_parts_default_axis",
+                           "test_split_zero_size_splits"}) {
+    INFO(name);
+    const auto t = onnx::read_node_test(name);
+    const Tensor<double> x = f64(t.inputs[0]);
+    const auto axis = static_cast<std::int64_t>(t.attributes.get("axis", 0));
+    std::vector<Tensor<double>> parts;
+    if (t.inputs.size() > 1) {
+      std::vector<std::int64_t> sizes;
+      for (const double s : t.inputs[1].values) sizes.push_back(static_cast<std::int64_t>(s));
+      parts = ember::split(x, sizes, axis);
+    } else {
+      parts = ember::chunk(x, static_cast<std::int64_t>(t.outputs.size()), axis);
+    }
+    REQUIRE(parts.size() == t.outputs.size());
+    for (std::size_t k = 0; k < parts.size(); ++k) {
+      const Tensor<double> want = f64(t.outputs[k]);
+      REQUIRE(parts[k].shape() == want.shape());
+      REQUIRE(parts[k].contiguous().to_vector() == want.to_vector());
+    }
   }
 }

@@ -118,6 +118,11 @@ inline TensorData read_tensor(const std::filesystem::path& path) {
         std::memcpy(&v, f.bytes.data() + i, 4);
         listed.push_back(v);
       }
+    } else if (f.number == 5 && f.wire == 2) {  // packed int32_data (varints)
+      std::size_t p = 0;
+      while (p < f.bytes.size()) {
+        listed.push_back(static_cast<double>(static_cast<std::int32_t>(read_varint(f.bytes, p))));
+      }
     } else if (f.number == 7 && f.wire == 2) {  // packed int64_data
       std::size_t p = 0;
       while (p < f.bytes.size()) {
@@ -137,6 +142,12 @@ inline TensorData read_tensor(const std::filesystem::path& path) {
         float v;
         std::memcpy(&v, raw.data() + i, 4);
         t.values.push_back(v);
+      }
+    } else if (type == 6) {  // INT32
+      for (std::size_t i = 0; i + 4 <= raw.size(); i += 4) {
+        std::int32_t v;
+        std::memcpy(&v, raw.data() + i, 4);
+        t.values.push_back(static_cast<double>(v));
       }
     } else if (type == 7) {  // INT64
       for (std::size_t i = 0; i + 8 <= raw.size(); i += 8) {

@@ -11,6 +11,7 @@
 #include "function.hpp"
 #include "grad_mode.hpp"
 #include "gradcheck.hpp"
+#include "indexing.hpp"
 #include "losses.hpp"
 #include "matmul.hpp"
 #include "normalization.hpp"
