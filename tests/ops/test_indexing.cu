@@ -64,3 +64,28 @@ TEST_CASE("cuda: indexing and rearranging match the CPU: bf16", "[cuda]") {
   EMBER_REQUIRE_CUDA_DEVICE();
   check_dtype<bf16>();
 }
+
+TEST_CASE("cuda: sort and topk match the CPU", "[cuda]") {
+  EMBER_REQUIRE_CUDA_DEVICE();
+  const Tensor<float> x = randn<float>(Shape{7, 300}, 4);
+  const Tensor<float> tied = Tensor<float>(floor(x * 2.0)).t();  // [300, 7], strided, many ties
+  for (const bool desc : {false, true}) {
+    for (const int d : {0, 1}) {
+      const auto cpu = sort(tied, d, desc);
+      const auto gpu = sort(tied.to(kGpu), d, desc);
+      REQUIRE(on_cpu(gpu.indices) == on_cpu(cpu.indices));
+      REQUIRE(on_cpu(gpu.values) == on_cpu(cpu.values));
+    }
+  }
+  const auto cpu = topk(x, 5, 1);
+  const auto gpu = topk(x.to(kGpu), 5, 1);
+  REQUIRE(on_cpu(gpu.indices) == on_cpu(cpu.indices));
+  // The backward of sort's values (the inverse permutation) on both devices.
+  const auto grads = [&](Device device) {
+    Var<float> v = param(x.to(device));
+    const Var<float> w(randn<float>(Shape{7, 300}, 5).to(device));
+    sum(sort(v, 1, true).values * w).backward();
+    return on_cpu(v.grad());
+  };
+  REQUIRE(grads(kGpu) == grads(Device::cpu()));
+}

@@ -9,6 +9,8 @@
 //   pad           constant: the interior of the gradient; the other modes one dimension at a
 //                 time, each summing the copies that read an element (ops::PadAdjoint)
 //   cumsum        running sums of the gradient from the end
+//   sort          the gradient read back through the inverse permutation (argsort of indices)
+//   topk          gather's
 // masked_fill, tril and triu are where() expressions, and repeat is views, so Vars take the
 // Tensor versions' code and the fused backward.
 #pragma once
@@ -19,6 +21,7 @@
 #include "../ops/embedding.hpp"
 #include "../ops/indexing.hpp"
 #include "../ops/rearrange.hpp"
+#include "../ops/sort.hpp"
 #include "op_node.hpp"
 #include "var.hpp"
 #include "views.hpp"
@@ -173,6 +176,33 @@ Var<T> cumsum(const Var<T>& x, std::int64_t dim) {
       [d](const Tensor<T>& g) {
         return std::vector<Tensor<T>>{ops::cumsum_along<T, Mode>(g, d, true)};
       }));
+}
+
+template <FloatingElement T, class Mode = exec::mode>
+SortResult<Var<T>> sort(const Var<T>& x, std::int64_t dim = -1, bool descending = false) {
+  EMBER_CHECK(x.defined(), "ember: sort: an undefined Var");
+  if (x.shape().rank() == 0) {
+    return {x.template reshape<Mode>(Shape{}), zeros<std::int64_t>(Shape{}, x.value().device())};
+  }
+  const int d = normalize_axis(dim, x.shape().rank(), "sort");
+  SortResult<Tensor<T>> r = sort<T, Mode>(x.value(), d, descending);
+  const Tensor<std::int64_t> idx = r.indices;
+  Var<T> values = Var<T>::from_node(
+      autograd::record_op<T>("sort", r.values, {x.node()}, {}, [d, idx](const Tensor<T>& g) {
+        // values[j] = x[idx[j]] along d, a permutation: x's gradient is g at the inverse one.
+        const Tensor<std::int64_t> inverse = ops::sort_indices<std::int64_t, Mode>(idx, d, false);
+        return std::vector<Tensor<T>>{gather<T, Mode>(g, d, inverse)};
+      }));
+  return {values, idx};
+}
+
+template <FloatingElement T, class Mode = exec::mode>
+SortResult<Var<T>> topk(const Var<T>& x, std::int64_t k, std::int64_t dim = -1,
+                        bool largest = true) {
+  EMBER_CHECK(x.defined(), "ember: topk: an undefined Var");
+  const SortResult<Tensor<T>> r = topk<T, Mode>(x.value(), k, dim, largest);
+  if (x.shape().rank() == 0) return {x.template reshape<Mode>(Shape{}), r.indices};
+  return {gather<T, Mode>(x, normalize_axis(dim, x.shape().rank(), "topk"), r.indices), r.indices};
 }
 
 }  // namespace ember

@@ -333,6 +333,27 @@ struct Pow {
   }
 };
 
+/// a + w (b - a), as torch.lerp: from the end nearer to w, so w = 0 gives a and w = 1 gives b
+/// exactly.
+struct Lerp {
+  static constexpr Kind kind = Kind::arithmetic;
+  static constexpr const char* name = "lerp";
+  template <class X>
+  EMBER_HD EMBER_FORCEINLINE X operator()(X a, X b, X w) const {
+    const X d = b - a;
+    return math::select(w < X(0.5), a + w * d, b - d * (X(1) - w));
+  }
+  template <int I, class X>
+  EMBER_HD EMBER_FORCEINLINE X partial(X a, X b, X w, X) const {
+    if constexpr (I == 0)
+      return X(1) - w;
+    else if constexpr (I == 1)
+      return w;
+    else
+      return b - a;
+  }
+};
+
 // ---- predicates ----
 #define EMBER_PREDICATE_FN(Type, fname, op)                      \
   struct Type {                                                  \

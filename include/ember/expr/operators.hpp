@@ -147,6 +147,12 @@ template <ArrayOperand X, Operand L, Operand H>
 auto clamp(const X& x, const L& lo, const H& hi) {
   return expr::make_map(fn::Clamp{}, x, lo, hi);
 }
+/// a + w (b - a) (torch.lerp); any of the three may be a number or an operand that broadcasts.
+template <Operand A, Operand B, Operand W>
+requires(ArrayOperand<A> || ArrayOperand<B> || ArrayOperand<W>) auto lerp(const A& a, const B& b,
+                                                                          const W& w) {
+  return expr::make_map(fn::Lerp{}, a, b, w);
+}
 /// a where cond is true, else b; cond is any operand (nonzero is true).
 template <Operand C, Operand A, Operand B>
 requires(ArrayOperand<C> || ArrayOperand<A> || ArrayOperand<B>) auto where(const C& cond,
@@ -189,6 +195,7 @@ using ember::gelu;
 using ember::gelu_tanh;
 using ember::isnan;
 using ember::leaky_relu;
+using ember::lerp;
 using ember::log;
 using ember::log1p;
 using ember::log2;

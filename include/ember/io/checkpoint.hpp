@@ -26,6 +26,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -40,7 +41,18 @@ struct LoadOptions {
   std::string prefix{};
   /// Accept tensors in the file (under the prefix) that the module does not have.
   bool allow_unexpected = false;
+  /// Convert floating-point tensors to the module's floating type (a float file into a bf16
+  /// model), rounding to nearest even. Integer and bool tensors must match exactly.
+  bool convert_floating = false;
 };
+
+namespace detail {
+inline bool holds_floating(const AnyTensor& t) {
+  return t.visit([](const auto& x) {
+    return FloatingElement<typename std::remove_cvref_t<decltype(x)>::value_type>;
+  });
+}
+}  // namespace detail
 
 /// The module's parameters then buffers, by dotted name, on the CPU (the same tensors when
 /// already there: no copy).
@@ -78,8 +90,13 @@ void load_state_dict(nn::Module& module, const NamedTensors& tensors, const Load
     EMBER_CHECK(it != by_name.end(), "ember: io::load: ", what, " has no tensor '",
                 opt.prefix + name, "'");
     const AnyTensor& src = *it->second;
-    EMBER_CHECK(src.holds<T>(), "ember: io::load: tensor '", opt.prefix + name, "' holds ",
-                src.dtype_name(), "; the module's is ", dtype_name<T>);
+    const bool convertible =
+        opt.convert_floating && FloatingElement<T> && detail::holds_floating(src);
+    EMBER_CHECK(src.holds<T>() || convertible, "ember: io::load: tensor '", opt.prefix + name,
+                "' holds ", src.dtype_name(), "; the module's is ", dtype_name<T>,
+                FloatingElement<T> && detail::holds_floating(src)
+                    ? " (LoadOptions::convert_floating converts it)"
+                    : "");
     EMBER_CHECK(src.shape() == dst.shape(), "ember: io::load: tensor '", opt.prefix + name,
                 "' has shape ", src.shape().str(), "; the module's has ", dst.shape().str());
     used.insert(name);
@@ -100,7 +117,17 @@ void load_state_dict(nn::Module& module, const NamedTensors& tensors, const Load
   }
   if (check_only) return;
   auto copy_into = [&]<class T>(const std::string& name, const Tensor<T>& dst) {
-    const Tensor<T> src = by_name.at(name)->template as<T>();
+    const AnyTensor& any = *by_name.at(name);
+    const Tensor<T> src =
+        any.template holds<T>() ? any.template as<T>() : any.visit([](const auto& x) {
+          using S = typename std::remove_cvref_t<decltype(x)>::value_type;
+          if constexpr (FloatingElement<S> && FloatingElement<T>) {
+            return Tensor<T>(cast<T>(x));
+          } else {
+            fail("ember: io::load: internal: no conversion");
+            return Tensor<T>();
+          }
+        });
     Tensor<T> target = dst;
     target.template copy_<T, Mode>(src.template to<Mode>(dst.device()));
   };
