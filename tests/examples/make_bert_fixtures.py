@@ -38,8 +38,13 @@ def main() -> None:
     print("weights:", os.path.join(model_dir, "model.safetensors"))
 
     vocab = os.path.join(here, "..", "data", "wordpiece_vocab.txt")
-    tokenizer = BertTokenizer(vocab_file=vocab, do_lower_case=True)
+    # transformers 5 takes the vocabulary itself (a `vocab_file=` keyword is silently ignored and
+    # leaves a near-empty one): token -> id by line number, as the file defines it.
+    with open(vocab, encoding="utf-8") as f:
+        ids = {line.rstrip("\n"): i for i, line in enumerate(f)}
+    tokenizer = BertTokenizer(vocab=ids, do_lower_case=True)
     batch = tokenizer(SENTENCES, padding=True, return_tensors="pt")
+    assert batch["input_ids"][0, 0].item() == ids["[CLS]"] == 101, batch["input_ids"]
 
     config = BertConfig.from_pretrained(model_dir)
     model = BertModel.from_pretrained(model_dir, config=config, attn_implementation="eager")

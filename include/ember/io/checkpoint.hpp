@@ -158,8 +158,11 @@ struct TrainingProgress {
   std::map<std::string, std::string> extra{};
 };
 
-namespace detail {
+/// Where a training checkpoint keeps the model's tensors: `LoadOptions{.prefix = kModelPrefix,
+/// .allow_unexpected = true}` reads the model alone (for evaluation) out of one.
 inline constexpr const char* kModelPrefix = "model.";
+
+namespace detail {
 inline constexpr const char* kOptimizerPrefix = "optimizer.";
 inline constexpr const char* kFormatKey = "ember.checkpoint";
 inline constexpr const char* kFormat = "training/1";
@@ -185,7 +188,7 @@ inline std::int64_t parse_int(const std::map<std::string, std::string>& meta,
 template <class Optimizer, class Mode = exec::mode>
 void save_training_checkpoint(const std::filesystem::path& path, const nn::Module& model,
                               const Optimizer& optimizer, const TrainingProgress& progress) {
-  NamedTensors tensors = state_dict<Mode>(model, detail::kModelPrefix);
+  NamedTensors tensors = state_dict<Mode>(model, kModelPrefix);
   for (auto& [name, t] : optimizer.template state_dict<Mode>()) {
     tensors.emplace_back(detail::kOptimizerPrefix + name, std::move(t));
   }
@@ -240,7 +243,7 @@ TrainingProgress load_training_checkpoint(const std::filesystem::path& path, nn:
   // is copied before the optimizer, whose master copies must come after the parameters they
   // shadow (a parameter written later would have its master re-read from it).
   const std::string what = "'" + path.string() + "'";
-  const LoadOptions opt{detail::kModelPrefix, false};
+  const LoadOptions opt{kModelPrefix, false};
   load_state_dict<Mode>(model, model_part, opt, what, true);
   optimizer.template load_state_dict<Mode>(optimizer_part, true);
   load_state_dict<Mode>(model, model_part, opt, what);
