@@ -9,6 +9,7 @@
 
 #include <ember/ember.hpp>
 
+#include "support/coordinates.hpp"
 #include "support/onnx.hpp"
 #include "support/random_tensors.hpp"
 
@@ -24,30 +25,11 @@ using ember::Var;
 using I64 = Tensor<std::int64_t>;
 using Vars = std::vector<Var<double>>;
 
-/// Small integers (exact in every element type), different per seed.
-template <class T>
-Tensor<T> counting(const Shape& s, int seed) {
-  std::vector<T> v(static_cast<std::size_t>(s.numel()));
-  for (std::size_t i = 0; i < v.size(); ++i)
-    v[i] = T(static_cast<float>((static_cast<int>(i) * 7 + seed * 13) % 23 - 11));
-  return ember::from_vector<T>(v, s);
-}
+using ember::testing::coords;
+using ember::testing::counting;
+using ember::testing::flat_of;
 
 I64 ids(const std::vector<std::int64_t>& v, const Shape& s) { return ember::from_vector(v, s); }
-
-std::vector<std::int64_t> coords(std::int64_t flat, const Shape& s) {
-  std::vector<std::int64_t> c(static_cast<std::size_t>(s.rank()));
-  for (int k = s.rank() - 1; k >= 0; --k) {
-    c[static_cast<std::size_t>(k)] = flat % s[k];
-    flat /= s[k];
-  }
-  return c;
-}
-std::int64_t flat_of(const std::vector<std::int64_t>& c, const Shape& s) {
-  std::int64_t f = 0;
-  for (int k = 0; k < s.rank(); ++k) f = f * s[k] + c[static_cast<std::size_t>(k)];
-  return f;
-}
 
 template <class T>
 std::vector<double> values(const Tensor<T>& t) {

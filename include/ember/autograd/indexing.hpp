@@ -153,17 +153,15 @@ Var<T> repeat(const Var<T>& x, const std::vector<std::int64_t>& reps) {
 template <FloatingElement T, class Mode = exec::mode>
 Var<T> tril(const Var<T>& x, std::int64_t diagonal = 0) {
   EMBER_CHECK(x.defined(), "ember: tril: an undefined Var");
-  return Var<T>(
-      where(ops::triangle_mask<Mode>(x.shape(), x.value().device(), diagonal, true, "tril"), x,
-            std::int64_t{0}));
+  return ops::triangle<Var<T>, Var<T>, Mode>(x, x.shape(), x.value().device(), diagonal, true,
+                                             "tril");
 }
 
 template <FloatingElement T, class Mode = exec::mode>
 Var<T> triu(const Var<T>& x, std::int64_t diagonal = 0) {
   EMBER_CHECK(x.defined(), "ember: triu: an undefined Var");
-  return Var<T>(
-      where(ops::triangle_mask<Mode>(x.shape(), x.value().device(), diagonal, false, "triu"), x,
-            std::int64_t{0}));
+  return ops::triangle<Var<T>, Var<T>, Mode>(x, x.shape(), x.value().device(), diagonal, false,
+                                             "triu");
 }
 
 template <FloatingElement T, class Mode = exec::mode>

@@ -270,6 +270,14 @@ Tensor<bool> triangle_mask(const Shape& shape, Device device, std::int64_t diago
   return Tensor<bool>(cols - rows >= diagonal);
 }
 
+/// x (a Tensor or a Var, of `shape` on `device`) with zeros outside the triangle that tril
+/// (lower) or triu keeps, as an R.
+template <class R, class X, class Mode = exec::mode>
+R triangle(const X& x, const Shape& shape, Device device, std::int64_t diagonal, bool lower,
+           const char* name) {
+  return R(where(triangle_mask<Mode>(shape, device, diagonal, lower, name), x, std::int64_t{0}));
+}
+
 /// repeat's view: t with leading size-1 dimensions to reps' length, each dimension k split into
 /// (reps[k], size) by an expanded (stride-0) axis: copying it and merging the pairs tiles t.
 struct RepeatShapes {
@@ -402,16 +410,16 @@ Tensor<T> repeat(const Tensor<T>& t, const std::vector<std::int64_t>& reps) {
 template <Storable T, class Mode = exec::mode>
 Tensor<T> tril(const Tensor<T>& t, std::int64_t diagonal = 0) {
   EMBER_CHECK(t.defined(), "ember: tril: an undefined tensor");
-  return Tensor<T>(where(ops::triangle_mask<Mode>(t.shape(), t.device(), diagonal, true, "tril"), t,
-                         std::int64_t{0}));
+  return ops::triangle<Tensor<T>, Tensor<T>, Mode>(t, t.shape(), t.device(), diagonal, true,
+                                                   "tril");
 }
 
 /// The upper triangle of the last two dimensions, from diagonal k (0: the main one) up.
 template <Storable T, class Mode = exec::mode>
 Tensor<T> triu(const Tensor<T>& t, std::int64_t diagonal = 0) {
   EMBER_CHECK(t.defined(), "ember: triu: an undefined tensor");
-  return Tensor<T>(where(ops::triangle_mask<Mode>(t.shape(), t.device(), diagonal, false, "triu"),
-                         t, std::int64_t{0}));
+  return ops::triangle<Tensor<T>, Tensor<T>, Mode>(t, t.shape(), t.device(), diagonal, false,
+                                                   "triu");
 }
 
 /// Running sums along `dim`: out[..., j, ...] = sum of t[..., 0..j, ...], in the compute type
