@@ -40,6 +40,7 @@
 #include "../expr/math.hpp"
 #include "../tensor/factories.hpp"
 #include "../tensor/tensor.hpp"
+#include "indexing.hpp"
 #if defined(EMBER_CUDA_KERNELS)
 #include "embedding_cuda.cuh"
 #endif
@@ -140,16 +141,11 @@ void check_embedding(const Tensor<T>& weight, const Tensor<std::int64_t>& ids) {
                   weight.size(0) <= std::numeric_limits<std::int32_t>::max(),
               "ember: embedding: ", ids.numel(), " ids into ", weight.size(0),
               " rows: at most 2^31 - 1 of either");
-  if (ids.numel() == 0) return;
   const std::int64_t V = weight.size(0);
-  // One reduction (so one wait for a GPU): the count of ids out of range; the offending id is
-  // looked up only when there is one.
-  const auto outside = logical_or(ids < std::int64_t{0}, ids >= V);
-  if (sum<decltype(outside), Mode>(outside).template item<Mode>() == 0) return;
-  const std::int64_t lo = min<Tensor<std::int64_t>, Mode>(ids).template item<Mode>();
-  const std::int64_t hi = max<Tensor<std::int64_t>, Mode>(ids).template item<Mode>();
-  fail("ember: embedding: id ", lo < 0 ? lo : hi, " is outside [0, ", V, ") (weight ",
-       weight.shape().str(), ", ids ", ids.shape().str(), ")");
+  const std::optional<std::int64_t> bad = index_outside<Mode>(ids, V);
+  if (!bad) return;
+  fail("ember: embedding: id ", *bad, " is outside [0, ", V, ") (weight ", weight.shape().str(),
+       ", ids ", ids.shape().str(), ")");
 }
 
 /// padding_idx as a row of a table of V rows: PyTorch's range [-V, V), negatives counting from

@@ -22,7 +22,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "../core/config.hpp"
 #include "../core/dtype.hpp"
@@ -57,18 +59,44 @@ inline Geometry geometry(const Shape& sizes, const Strides& strides) {
   return g;
 }
 
-/// Throws unless every index is in [0, n): one reduction counts the bad ones, and the first
-/// offender is looked up only when there is one.
+/// An index of `idx` outside [0, n) (the smallest when one is negative, else the largest), or
+/// none. One reduction (one wait for a GPU) counts them; the offender is looked up only when
+/// there is one.
+template <class Mode = exec::mode>
+std::optional<std::int64_t> index_outside(const Tensor<std::int64_t>& idx, std::int64_t n) {
+  if (idx.numel() == 0) return std::nullopt;
+  const auto outside = logical_or(idx < std::int64_t{0}, idx >= n);
+  if (sum<decltype(outside), Mode>(outside).template item<Mode>() == 0) return std::nullopt;
+  const std::int64_t lo = min<Tensor<std::int64_t>, Mode>(idx).template item<Mode>();
+  return lo < 0 ? lo : max<Tensor<std::int64_t>, Mode>(idx).template item<Mode>();
+}
+
+/// Throws unless every index is in [0, n), naming the op and the shape indexed.
 template <class Mode = exec::mode>
 void check_indices(const Tensor<std::int64_t>& idx, std::int64_t n, const char* name,
                    const Shape& of) {
-  if (idx.numel() == 0) return;
-  const auto outside = logical_or(idx < std::int64_t{0}, idx >= n);
-  if (sum<decltype(outside), Mode>(outside).template item<Mode>() == 0) return;
-  const std::int64_t lo = min<Tensor<std::int64_t>, Mode>(idx).template item<Mode>();
-  const std::int64_t hi = max<Tensor<std::int64_t>, Mode>(idx).template item<Mode>();
-  fail("ember: ", name, ": index ", lo < 0 ? lo : hi, " is outside [0, ", n, ") (a dimension of ",
-       of.str(), ")");
+  if (const auto bad = index_outside<Mode>(idx, n)) {
+    fail("ember: ", name, ": index ", *bad, " is outside [0, ", n, ") (a dimension of ", of.str(),
+         ")");
+  }
+}
+
+/// The order that moves dimension `from` of a rank-`rank` tensor to position `to`, the others
+/// keeping theirs (torch.movedim's permutation).
+inline Dims moved_dimension(int rank, int from, int to) {
+  std::vector<std::int64_t> order;
+  for (int k = 0; k < rank; ++k) {
+    if (k != from) order.push_back(k);
+  }
+  order.insert(order.begin() + to, from);
+  return Dims(order);
+}
+
+/// The permutation that undoes `order`.
+inline Dims inverse_permutation(const Dims& order) {
+  std::vector<std::int64_t> back(static_cast<std::size_t>(order.rank()));
+  for (int k = 0; k < order.rank(); ++k) back[static_cast<std::size_t>(order[k])] = k;
+  return Dims(back);
 }
 
 /// Output element i of index_select (idx read at i's dim coordinate) or gather (idx read at i).
