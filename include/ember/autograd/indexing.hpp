@@ -42,12 +42,8 @@ Var<T> index_select(const Var<T>& x, std::int64_t dim, const Tensor<std::int64_t
   return Var<T>::from_node(
       autograd::record_op<T>("index_select", y, {x.node()}, {}, [xs, d, ix](const Tensor<T>& g) {
         // [..., K, ...] -> [K, rest]: rows that embedding's backward adds up by index.
-        std::vector<std::int64_t> order(static_cast<std::size_t>(xs.rank()));
-        order[0] = d;
-        for (int k = 0, j = 1; k < xs.rank(); ++k) {
-          if (k != d) order[static_cast<std::size_t>(j++)] = k;
-        }
-        const Tensor<T> front = g.permute(Dims(order)).contiguous();
+        const Dims order = ops::moved_dimension(xs.rank(), d, 0);
+        const Tensor<T> front = g.permute(order).contiguous();
         const std::int64_t K = ix.numel();
         if (K == 0 || front.numel() == 0) return std::vector<Tensor<T>>{zeros<T>(xs, g.device())};
         const std::int64_t rest = front.numel() / K;
@@ -55,10 +51,8 @@ Var<T> index_select(const Var<T>& x, std::int64_t dim, const Tensor<std::int64_t
         moved[0] = xs[d];
         const Tensor<T> rows =
             ops::embedding_backward<T, Mode>(front.reshape(Shape{K, rest}), ix, xs[d], rest);
-        std::vector<std::int64_t> back(order.size());
-        for (std::size_t k = 0; k < order.size(); ++k)
-          back[static_cast<std::size_t>(order[k])] = static_cast<std::int64_t>(k);
-        return std::vector<Tensor<T>>{rows.reshape(moved).permute(Dims(back)).contiguous()};
+        return std::vector<Tensor<T>>{
+            rows.reshape(moved).permute(ops::inverse_permutation(order)).contiguous()};
       }));
 }
 
@@ -153,15 +147,13 @@ Var<T> repeat(const Var<T>& x, const std::vector<std::int64_t>& reps) {
 template <FloatingElement T, class Mode = exec::mode>
 Var<T> tril(const Var<T>& x, std::int64_t diagonal = 0) {
   EMBER_CHECK(x.defined(), "ember: tril: an undefined Var");
-  return ops::triangle<Var<T>, Var<T>, Mode>(x, x.shape(), x.value().device(), diagonal, true,
-                                             "tril");
+  return ops::triangle<Var<T>, Mode>(x, x.shape(), x.value().device(), diagonal, true, "tril");
 }
 
 template <FloatingElement T, class Mode = exec::mode>
 Var<T> triu(const Var<T>& x, std::int64_t diagonal = 0) {
   EMBER_CHECK(x.defined(), "ember: triu: an undefined Var");
-  return ops::triangle<Var<T>, Var<T>, Mode>(x, x.shape(), x.value().device(), diagonal, false,
-                                             "triu");
+  return ops::triangle<Var<T>, Mode>(x, x.shape(), x.value().device(), diagonal, false, "triu");
 }
 
 template <FloatingElement T, class Mode = exec::mode>

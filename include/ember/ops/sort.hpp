@@ -20,7 +20,6 @@
 #include <limits>
 #include <numeric>
 #include <type_traits>
-#include <vector>
 
 #include "../core/config.hpp"
 #include "../core/dtype.hpp"
@@ -110,23 +109,15 @@ void sort_lines(const Tensor<std::int64_t>& keys, Tensor<std::int64_t>& idx, std
 template <Storable T, class Mode = exec::mode>
 Tensor<std::int64_t> sort_indices(const Tensor<T>& t, int d, bool descending) {
   // Dimension d last, dense: each line is n consecutive keys.
-  std::vector<std::int64_t> order;
-  for (int k = 0; k < t.rank(); ++k) {
-    if (k != d) order.push_back(k);
-  }
-  order.push_back(d);
-  const Tensor<T> moved = t.permute(Dims(order)).contiguous();
+  const Dims order = moved_dimension(t.rank(), d, t.rank() - 1);
+  const Tensor<T> moved = t.permute(order).contiguous();
   const std::int64_t n = t.size(d), lines = n == 0 ? 0 : moved.numel() / n;
   Tensor<std::int64_t> keys = empty<std::int64_t>(moved.shape(), t.device());
   const SortKeys<T> f{moved.data(), keys.data(), descending};
   exec::for_each_index<decltype(f), Mode>(f, moved.numel(), 1, t.device());
   Tensor<std::int64_t> idx = empty<std::int64_t>(moved.shape(), t.device());
   sort_lines<Mode>(keys, idx, lines, n);
-  std::vector<std::int64_t> back(order.size());
-  for (std::size_t k = 0; k < order.size(); ++k) {
-    back[static_cast<std::size_t>(order[k])] = static_cast<std::int64_t>(k);
-  }
-  return idx.permute(Dims(back)).contiguous();
+  return idx.permute(inverse_permutation(order)).contiguous();
 }
 
 }  // namespace ops
