@@ -138,6 +138,12 @@ struct RemapSpec {
       : out_shape(s),
         edge(static_cast<std::size_t>(s.rank()), Edge::same),
         shift(static_cast<std::size_t>(s.rank()), 0) {}
+  /// Output dimension d, `extent` long, read through `e` with `shift_by`.
+  void set(int d, Edge e, std::int64_t shift_by, std::int64_t extent) {
+    edge[static_cast<std::size_t>(d)] = e;
+    shift[static_cast<std::size_t>(d)] = shift_by;
+    out_shape[d] = extent;
+  }
 };
 
 template <Storable T, class Mode = exec::mode>
@@ -233,9 +239,7 @@ std::vector<PadDim> pad_dims(const Tensor<T>& t, const std::vector<std::int64_t>
 template <Storable T, class Mode = exec::mode>
 Tensor<T> pad_one(const Tensor<T>& t, const PadDim& p, PadMode mode, double value) {
   RemapSpec spec(t.shape());
-  spec.out_shape[p.dim] = t.size(p.dim) + p.left + p.right;
-  spec.edge[static_cast<std::size_t>(p.dim)] = edge_of(mode);
-  spec.shift[static_cast<std::size_t>(p.dim)] = p.left;
+  spec.set(p.dim, edge_of(mode), p.left, t.size(p.dim) + p.left + p.right);
   return remap<T, Mode>(t, spec, value);
 }
 
@@ -271,18 +275,17 @@ Tensor<bool> triangle_mask(const Shape& shape, Device device, std::int64_t diago
 }
 
 /// x (a Tensor or a Var, of `shape` on `device`) with zeros outside the triangle that tril
-/// (lower) or triu keeps, as an R.
-template <class R, class X, class Mode = exec::mode>
-R triangle(const X& x, const Shape& shape, Device device, std::int64_t diagonal, bool lower,
+/// (lower) or triu keeps.
+template <class X, class Mode = exec::mode>
+X triangle(const X& x, const Shape& shape, Device device, std::int64_t diagonal, bool lower,
            const char* name) {
-  return R(where(triangle_mask<Mode>(shape, device, diagonal, lower, name), x, std::int64_t{0}));
+  return X(where(triangle_mask<Mode>(shape, device, diagonal, lower, name), x, std::int64_t{0}));
 }
 
 /// repeat's view: t with leading size-1 dimensions to reps' length, each dimension k split into
 /// (reps[k], size) by an expanded (stride-0) axis: copying it and merging the pairs tiles t.
 struct RepeatShapes {
-  Shape lead;      // t's shape with leading 1s
-  Shape paired;    // (1, s0, 1, s1, ...)
+  Shape paired;    // (1, s0, 1, s1, ...) over t's shape with leading 1s
   Shape expanded;  // (r0, s0, r1, s1, ...)
   Shape out;       // (r0 s0, r1 s1, ...)
 };
@@ -302,7 +305,6 @@ inline RepeatShapes repeat_shapes(const Shape& shape, const std::vector<std::int
     expanded.insert(expanded.end(), {n, e});
     out.push_back(n * e);
   }
-  s.lead = Shape(lead);
   s.paired = Shape(paired);
   s.expanded = Shape(expanded);
   s.out = Shape(out);
@@ -361,9 +363,9 @@ Tensor<T> flip(const Tensor<T>& t, const std::vector<std::int64_t>& dims) {
   ops::RemapSpec spec(t.shape());
   for (const std::int64_t dim : dims) {
     const int d = normalize_axis(dim, t.rank(), "flip");
-    auto& e = spec.edge[static_cast<std::size_t>(d)];
-    EMBER_CHECK(e == ops::Edge::same, "ember: flip: dimension ", d, " is listed twice");
-    e = ops::Edge::flip;
+    EMBER_CHECK(spec.edge[static_cast<std::size_t>(d)] == ops::Edge::same,
+                "ember: flip: dimension ", d, " is listed twice");
+    spec.set(d, ops::Edge::flip, 0, t.size(d));
   }
   return ops::remap<T, Mode>(t, spec);
 }
@@ -374,8 +376,7 @@ Tensor<T> roll(const Tensor<T>& t, std::int64_t shift, std::int64_t dim) {
   EMBER_CHECK(t.defined(), "ember: roll: an undefined tensor");
   const int d = normalize_axis(dim, t.rank(), "roll");
   ops::RemapSpec spec(t.shape());
-  spec.edge[static_cast<std::size_t>(d)] = ops::Edge::roll;
-  spec.shift[static_cast<std::size_t>(d)] = ops::roll_shift(shift, t.size(d));
+  spec.set(d, ops::Edge::roll, ops::roll_shift(shift, t.size(d)), t.size(d));
   return ops::remap<T, Mode>(t, spec);
 }
 
@@ -387,9 +388,7 @@ Tensor<T> pad(const Tensor<T>& t, const std::vector<std::int64_t>& pads,
   if (mode == PadMode::constant) {  // one pass for every dimension
     ops::RemapSpec spec(t.shape());
     for (const ops::PadDim& p : dims) {
-      spec.out_shape[p.dim] = t.size(p.dim) + p.left + p.right;
-      spec.edge[static_cast<std::size_t>(p.dim)] = ops::Edge::constant;
-      spec.shift[static_cast<std::size_t>(p.dim)] = p.left;
+      spec.set(p.dim, ops::Edge::constant, p.left, t.size(p.dim) + p.left + p.right);
     }
     return ops::remap<T, Mode>(t, spec, value);
   }
@@ -410,16 +409,14 @@ Tensor<T> repeat(const Tensor<T>& t, const std::vector<std::int64_t>& reps) {
 template <Storable T, class Mode = exec::mode>
 Tensor<T> tril(const Tensor<T>& t, std::int64_t diagonal = 0) {
   EMBER_CHECK(t.defined(), "ember: tril: an undefined tensor");
-  return ops::triangle<Tensor<T>, Tensor<T>, Mode>(t, t.shape(), t.device(), diagonal, true,
-                                                   "tril");
+  return ops::triangle<Tensor<T>, Mode>(t, t.shape(), t.device(), diagonal, true, "tril");
 }
 
 /// The upper triangle of the last two dimensions, from diagonal k (0: the main one) up.
 template <Storable T, class Mode = exec::mode>
 Tensor<T> triu(const Tensor<T>& t, std::int64_t diagonal = 0) {
   EMBER_CHECK(t.defined(), "ember: triu: an undefined tensor");
-  return ops::triangle<Tensor<T>, Tensor<T>, Mode>(t, t.shape(), t.device(), diagonal, false,
-                                                   "triu");
+  return ops::triangle<Tensor<T>, Mode>(t, t.shape(), t.device(), diagonal, false, "triu");
 }
 
 /// Running sums along `dim`: out[..., j, ...] = sum of t[..., 0..j, ...], in the compute type
