@@ -142,6 +142,18 @@ Accuracy evaluate(ResNet<T>& model, ImageSource& data, Device device, MemoryForm
 
 // ---- The model ----------------------------------------------------------------------------------
 
+// Channels-last on both devices: cuDNN's NHWC tensor-core kernels on a GPU; on the CPU,
+// oneDNN's brgconv kernels read and write NHWC with no reorders (docs/benchmarks.md).
+inline constexpr MemoryFormat kFormat = MemoryFormat::channels_last;
+
+/// Where a run keeps its checkpoint, and the one --resume names ("auto": that one).
+inline std::filesystem::path last_checkpoint(const Config& c) {
+  return std::filesystem::path(c.out) / "ckpt-last.safetensors";
+}
+inline std::filesystem::path resume_path(const Config& c) {
+  return c.resume == "auto" ? last_checkpoint(c) : std::filesystem::path(c.resume);
+}
+
 /// The architecture for this run's data and device.
 inline ResNetOptions model_options(const Config& c, const ImageSource& data, Device device,
                                    MemoryFormat format) {
@@ -160,19 +172,16 @@ inline ResNetOptions model_options(const Config& c, const ImageSource& data, Dev
 /// Top-1 and top-5 of the weights named by --init-checkpoint or --resume (--eval-only).
 template <class T>
 Accuracy evaluate_checkpoint(const Config& c, ImageSource& data, Device device) {
-  const MemoryFormat format = MemoryFormat::channels_last;
-  ResNet<T> model(model_options(c, data, device, format));
+  ResNet<T> model(model_options(c, data, device, kFormat));
   if (!c.init_checkpoint.empty()) {
     load_weights(model, c.init_checkpoint);
   } else {
-    const std::filesystem::path from = c.resume == "auto"
-                                           ? std::filesystem::path(c.out) / "ckpt-last.safetensors"
-                                           : std::filesystem::path(c.resume);
+    const std::filesystem::path from = resume_path(c);
     EMBER_CHECK(std::filesystem::exists(from), "resnet50: --resume: no checkpoint at '",
                 from.string(), "'");
     load_weights(model, from);
   }
-  return evaluate(model, data, device, format);
+  return evaluate(model, data, device, kFormat);
 }
 
 // ---- Training -----------------------------------------------------------------------------------
@@ -223,12 +232,9 @@ Recipe<Opt> make_recipe(const Config& c, std::int64_t steps_per_epoch) {
 
 template <class T, class Opt>
 RunResult train(const Config& c, ImageSource& data, Device device, bool quiet = false) {
-  // Channels-last on both devices: cuDNN's NHWC tensor-core kernels on a GPU; on the CPU,
-  // oneDNN's brgconv kernels read and write NHWC with no reorders (docs/benchmarks.md).
-  const MemoryFormat format = MemoryFormat::channels_last;
   const std::filesystem::path out = c.out;
   std::filesystem::create_directories(out);
-  const std::filesystem::path ckpt = out / "ckpt-last.safetensors";
+  const std::filesystem::path ckpt = last_checkpoint(c);
   std::ofstream mllog_file(out / "mllog.txt", std::ios::app);
   io::MlLoggerOptions mllog_options;
   mllog_options.root_dir = EMBER_SOURCE_DIR;  // file names relative to the repository
@@ -240,7 +246,7 @@ RunResult train(const Config& c, ImageSource& data, Device device, bool quiet = 
 
   // The model, in the compute type T, on the device.
   nn::manual_seed(c.seed);
-  ResNet<T> model(model_options(c, data, device, format));
+  ResNet<T> model(model_options(c, data, device, kFormat));
   if (!c.init_checkpoint.empty()) load_weights(model, c.init_checkpoint);
 
   // Optimizer and schedule: SGD with warmup + cosine, or MLPerf's LARS with warmup + poly(2).
@@ -251,7 +257,7 @@ RunResult train(const Config& c, ImageSource& data, Device device, bool quiet = 
 
   std::int64_t step = 0, first_epoch = 0;
   if (!c.resume.empty()) {
-    const std::filesystem::path from = c.resume == "auto" ? ckpt : std::filesystem::path(c.resume);
+    const std::filesystem::path from = resume_path(c);
     if (std::filesystem::exists(from)) {
       const io::TrainingProgress p = io::load_training_checkpoint(from, model, opt);
       step = p.step;
@@ -298,7 +304,7 @@ RunResult train(const Config& c, ImageSource& data, Device device, bool quiet = 
       const Batch batch = data.train_batch(epoch, b);
       // Pinned batches (every source but synthetic, on a GPU) are copied without the host waiting.
       const Var<T> x(
-          Tensor<T>(cast<T>(batch.images.to(device, /*non_blocking=*/true).contiguous(format))));
+          Tensor<T>(cast<T>(batch.images.to(device, /*non_blocking=*/true).contiguous(kFormat))));
       const Tensor<std::int64_t> y = batch.labels.to(device, /*non_blocking=*/true);
       Var<T> loss = cross_entropy(model.forward(x), y, loss_options);
       loss.backward();
@@ -323,7 +329,7 @@ RunResult train(const Config& c, ImageSource& data, Device device, bool quiet = 
     mllog.end(io::mllog::kEpochStop, nullptr, {{"epoch_num", epoch + 1}});
 
     mllog.start(io::mllog::kEvalStart, nullptr, {{"epoch_num", epoch + 1}});
-    const Accuracy acc = evaluate(model, data, device, format);
+    const Accuracy acc = evaluate(model, data, device, kFormat);
     const double elapsed = seconds_since(run_start);
     mllog.event(io::mllog::kEvalAccuracy, acc.top1, {{"epoch_num", epoch + 1}});
     mllog.end(io::mllog::kEvalStop, nullptr, {{"epoch_num", epoch + 1}});
