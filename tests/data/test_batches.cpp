@@ -235,3 +235,34 @@ TEST_CASE("a training loop over Batches and gather_rows sees every sample once p
     CHECK(seen == ids);
   }
 }
+
+TEST_CASE("Batches::shard: the ranks' parts of each batch are disjoint, in order, and whole",
+          "[data]") {
+  for (const bool drop_last : {false, true}) {
+    for (const int ranks : {1, 2, 3, 4}) {
+      const data::Batches whole(50, 12, true, 3, drop_last);
+      std::vector<data::Batches> parts(static_cast<std::size_t>(ranks), whole);
+      for (int r = 0; r < ranks; ++r) {
+        parts[static_cast<std::size_t>(r)].shard(r, ranks);
+        CHECK(parts[static_cast<std::size_t>(r)].local_batch_size() == 12 / ranks);
+        CHECK(parts[static_cast<std::size_t>(r)].batches_per_epoch() == whole.batches_per_epoch());
+      }
+      for (std::int64_t epoch = 0; epoch < 2; ++epoch) {
+        for (std::int64_t b = 0; b < whole.batches_per_epoch(); ++b) {
+          std::vector<std::int64_t> joined;
+          for (const auto& p : parts) {
+            const auto mine = p.batch(epoch, b);
+            // Full batches split evenly; the last partial one (50 = 4 * 12 + 2) as evenly as it
+            // goes.
+            if (b < 4) CHECK(static_cast<int>(mine.size()) == 12 / ranks);
+            joined.insert(joined.end(), mine.begin(), mine.end());
+          }
+          CHECK(joined == whole.batch(epoch, b));
+        }
+      }
+    }
+  }
+  data::Batches b(48, 12);
+  CHECK_THROWS_WITH(b.shard(0, 5), Contains("does not split into 5 equal parts"));
+  CHECK_THROWS_WITH(b.shard(2, 2), Contains("shard 2 of 2 is not a rank"));
+}

@@ -206,7 +206,9 @@ struct ScaledRule {
   void saved(std::vector<const Storage*>&) const {}
 };
 
-namespace detail {
+// (Not `detail`: a namespace of that name inside this inline namespace would make every
+// `detail::` in ember::autograd ambiguous once this header is included.)
+namespace rule_detail {
 // Sum over `axes` (kept) of `x`, in A.
 template <class A, class X>
 Tensor<A> kept_sum(const X& x, const Dims& axes, const char* name) {
@@ -221,7 +223,7 @@ Tensor<A> tie_count(const X& x, const Tensor<V>& r, const Dims& axes, const char
                          x == rl, ember::logical_and(ember::isnan(x), ember::isnan(rl)))),
                      axes, name);
 }
-}  // namespace detail
+}  // namespace rule_detail
 
 template <Storable V>
 struct ExtremumRule {
@@ -231,7 +233,7 @@ struct ExtremumRule {
   template <class E>
   auto operands(const E& e) const {
     using A = acc_t<V>;
-    return std::tuple{r, detail::tie_count<A>(ember::cast<V>(e), r, axes, name)};
+    return std::tuple{r, rule_detail::tie_count<A>(ember::cast<V>(e), r, axes, name)};
   }
   template <class A, Storable G>
   ExtremumSeed<A, G, V> seed(SeedOperand<G> up, SeedOperand<V> rp, SeedOperand<A> count) const {
@@ -268,8 +270,8 @@ struct NormRule {
     using A = acc_t<V>;
     Tensor<A> count;  // undefined (a null plan) unless p = inf
     if (p == std::numeric_limits<double>::infinity()) {
-      count = detail::tie_count<A>(ember::cast<V>(ember::abs(e)), Tensor<V>(ember::cast<V>(r)),
-                                   axes, name);
+      count = rule_detail::tie_count<A>(ember::cast<V>(ember::abs(e)), Tensor<V>(ember::cast<V>(r)),
+                                        axes, name);
     }
     return std::tuple{r, count};
   }
@@ -305,7 +307,7 @@ struct ProdRule {
   template <class E>
   auto operands(const E& e) const {
     using A = acc_t<V>;
-    Tensor<A> zeros = detail::kept_sum<A>(ember::cast<A>(e == 0.0), axes, name);
+    Tensor<A> zeros = rule_detail::kept_sum<A>(ember::cast<A>(e == 0.0), axes, name);
     Tensor<A> nonzero = exec::reduce_expression<A>(
         ember::where(e == 0.0, 1.0, e), reduce::Bound<reduce::Prod<A>>{}, name, axes, true, true);
     return std::tuple{zeros, nonzero};

@@ -5,13 +5,23 @@
 // tensors and input Vars by value). backward() collects the nodes reachable from the root with
 // an explicit stack, runs them in decreasing sequence order (a valid reverse topological order:
 // a node's inputs were all created before it), and then releases them unless asked to retain.
+//
+// Two ways to act during a backward (ember::dist's DistributedDataParallel uses both):
+// - a leaf's post-accumulate-grad hooks run once per backward, right after the last node that
+//   feeds that leaf has run, so its gradient for this backward is complete
+//   (Var::register_post_accumulate_grad_hook);
+// - autograd::queue_callback(f), called from such a hook, runs f once after every node of the
+//   current backward has run, before backward() returns.
 #pragma once
 
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "../core/error.hpp"
@@ -64,6 +74,8 @@ inline void defer_release(std::shared_ptr<TapeNode> p) {
 
 struct VarNodeBase {
   bool requires_grad = false;
+  // Run once per backward that reaches this leaf, after its last gradient contribution.
+  std::vector<std::pair<std::uint64_t, std::function<void()>>> grad_ready_hooks;
   // The gradient is an implicit 1 everywhere (loss.backward() on a computed one-element Var):
   // the node that reads it folds the 1 into its own launch instead of reading a filled tensor.
   bool unit_grad = false;
@@ -80,13 +92,79 @@ struct VarNodeBase {
   virtual void drop_grad() = 0;
 };
 
+/// Removes a hook it was returned for; does nothing once the Var is gone or after remove().
+class HookHandle {
+ public:
+  HookHandle() = default;
+  HookHandle(std::weak_ptr<VarNodeBase> node, std::uint64_t id) : node_(std::move(node)), id_(id) {}
+  /// A fresh hook id (the number a hook is registered and removed under).
+  static std::uint64_t next_id() {
+    static std::atomic<std::uint64_t> counter{0};
+    return counter.fetch_add(1, std::memory_order_relaxed) + 1;
+  }
+  void remove() {
+    if (auto n = node_.lock()) {
+      std::erase_if(n->grad_ready_hooks, [&](const auto& h) { return h.first == id_; });
+    }
+    node_.reset();
+  }
+
+ private:
+  std::weak_ptr<VarNodeBase> node_;
+  std::uint64_t id_ = 0;
+};
+
+namespace detail {
+// The callbacks queued during the backward running on this thread (null outside one).
+inline thread_local std::vector<std::function<void()>>* queued_callbacks = nullptr;
+
+inline void run_grad_ready_hooks(VarNodeBase& leaf) {
+  // A copy: a hook may remove itself or register another.
+  const auto hooks = leaf.grad_ready_hooks;
+  for (const auto& [id, hook] : hooks) hook();
+}
+}  // namespace detail
+
+/// Runs `f` once after every node of the backward now running on this thread has run, before
+/// backward() returns; callbacks run in the order queued. Only during a backward (from a hook).
+inline void queue_callback(std::function<void()> f) {
+  EMBER_CHECK(detail::queued_callbacks != nullptr,
+              "ember: autograd::queue_callback outside a backward: call it from a gradient hook");
+  detail::queued_callbacks->push_back(std::move(f));
+}
+
 /// Runs backward from `root` (whose gradient is already seeded).
 inline void run_backward(VarNodeBase& root, bool retain_graph) {
-  if (!root.grad_fn) return;
+  std::vector<std::function<void()>> callbacks;
+  struct CallbackScope {
+    std::vector<std::function<void()>>* previous;
+    explicit CallbackScope(std::vector<std::function<void()>>* mine)
+        : previous(std::exchange(detail::queued_callbacks, mine)) {}
+    ~CallbackScope() { detail::queued_callbacks = previous; }
+  } scope(&callbacks);
+  const auto run_callbacks = [&] {
+    for (std::size_t i = 0; i < callbacks.size(); ++i) {
+      auto f = std::move(callbacks[i]);  // f may queue more, growing `callbacks`
+      f();
+    }
+  };
+  if (!root.grad_fn) {
+    if (!root.grad_ready_hooks.empty()) detail::run_grad_ready_hooks(root);
+    run_callbacks();
+    return;
+  }
   std::vector<std::shared_ptr<TapeNode>> nodes;
   std::unordered_set<const TapeNode*> seen;
   std::vector<TapeNode*> stack;
   std::vector<VarNodeBase*> ins;
+  // Leaves with hooks: how many of the nodes to run still feed each.
+  std::unordered_map<VarNodeBase*, int> feeds;
+  const auto leaf_inputs = [&](TapeNode& n) {
+    ins.clear();
+    n.inputs(ins);
+    std::sort(ins.begin(), ins.end());
+    ins.erase(std::unique(ins.begin(), ins.end()), ins.end());
+  };
   nodes.push_back(root.grad_fn);
   seen.insert(root.grad_fn.get());
   stack.push_back(root.grad_fn.get());
@@ -98,18 +176,27 @@ inline void run_backward(VarNodeBase& root, bool retain_graph) {
            " a second time: its saved tensors were released after the first backward; call "
            "backward(retain_graph=true) the first time");
     }
-    ins.clear();
-    n->inputs(ins);
+    leaf_inputs(*n);
     for (VarNodeBase* v : ins) {
       if (v->grad_fn && seen.insert(v->grad_fn.get()).second) {
         nodes.push_back(v->grad_fn);
         stack.push_back(v->grad_fn.get());
       }
+      if (!v->grad_fn && !v->grad_ready_hooks.empty()) ++feeds[v];
     }
   }
   std::sort(nodes.begin(), nodes.end(),
             [](const auto& a, const auto& b) { return a->seq > b->seq; });
-  for (const auto& n : nodes) n->backward();
+  for (const auto& n : nodes) {
+    n->backward();
+    if (feeds.empty()) continue;
+    leaf_inputs(*n);
+    for (VarNodeBase* v : ins) {
+      const auto it = feeds.find(v);
+      if (it != feeds.end() && --it->second == 0) detail::run_grad_ready_hooks(*v);
+    }
+  }
+  run_callbacks();
   if (!retain_graph) {
     for (const auto& n : nodes) {
       n->release();

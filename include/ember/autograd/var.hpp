@@ -8,6 +8,8 @@
 // rules (reductions.hpp); users add operations with ember::apply (function.hpp).
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <type_traits>
 #include <utility>
@@ -99,6 +101,24 @@ class Var {
   }
   /// Forgets the accumulated gradient.
   void zero_grad() const { node_ref().drop_grad(); }
+  /// Calls `hook(grad())` in every backward that reaches this leaf, right after the last
+  /// gradient of that backward has been accumulated into it (PyTorch's hook of the same name;
+  /// the backward goes on when the hook returns). Hooks run in the order registered; the
+  /// handle's remove() unregisters this one. Only on leaves that require grad.
+  autograd::HookHandle register_post_accumulate_grad_hook(
+      std::function<void(const Tensor<T>&)> hook) const {
+    EMBER_CHECK(is_leaf() && requires_grad(),
+                "ember: register_post_accumulate_grad_hook on a Var that is ",
+                is_leaf() ? "a leaf that does not require grad" : "not a leaf",
+                ": gradients are accumulated only into leaves that require grad");
+    EMBER_CHECK(hook != nullptr, "ember: register_post_accumulate_grad_hook: empty hook");
+    autograd::VarNode<T>* n = n_.get();  // the hook lives in the node: no owning pointer back
+    const std::uint64_t id = autograd::HookHandle::next_id();
+    n->grad_ready_hooks.emplace_back(id, [n, hook = std::move(hook)] {
+      if (n->grad.defined()) hook(n->grad);
+    });
+    return autograd::HookHandle(n_, id);
+  }
   /// The same value, cut from the graph: does not require grad.
   Var detach() const { return Var(value(), false); }
 

@@ -115,11 +115,39 @@ class Batches {
     EMBER_CHECK(index >= 0 && index < batches_per_epoch(), "ember: Batches: batch ", index,
                 " is outside [0, ", batches_per_epoch(), ")");
     const std::vector<std::int64_t>& order = order_for(epoch);
-    const auto begin = static_cast<std::size_t>(index * batch_size_);
-    const auto end = static_cast<std::size_t>(std::min(n_, (index + 1) * batch_size_));
+    std::int64_t begin = index * batch_size_;
+    std::int64_t end = std::min(n_, (index + 1) * batch_size_);
+    if (shards_ > 1) {  // this rank's part of the batch
+      const std::int64_t m = end - begin;
+      end = begin + (shard_ + 1) * m / shards_;
+      begin += shard_ * m / shards_;
+    }
     return {order.begin() + static_cast<std::ptrdiff_t>(begin),
             order.begin() + static_cast<std::ptrdiff_t>(end)};
   }
+
+  // ---- data parallelism ----
+  /// From now on batch() and next() give only rank `rank`'s part of each batch, for
+  /// data-parallel training on `ranks` processes: every rank draws the same seeded order, each
+  /// batch of batch_size() (the global batch) is split into `ranks` contiguous parts of
+  /// batch_size() / ranks, and rank r takes part r. So the ranks' parts are disjoint, cover the
+  /// epoch, and together are exactly the batch one process would draw (PyTorch's
+  /// DistributedSampler gives the same guarantees). A last partial batch (without drop_last) is
+  /// split as evenly as it goes, some parts one sample shorter, possibly empty.
+  void shard(int rank, int ranks) {
+    EMBER_CHECK(ranks >= 1 && rank >= 0 && rank < ranks, "ember: Batches: shard ", rank, " of ",
+                ranks, " is not a rank of the world");
+    EMBER_CHECK(batch_size_ % ranks == 0, "ember: Batches: the global batch of ", batch_size_,
+                " does not split into ", ranks, " equal parts; choose a batch size divisible by ",
+                ranks);
+    shard_ = rank;
+    shards_ = ranks;
+  }
+  /// This object's rank and the number of ranks (0 and 1 unless shard() was called).
+  int shard_rank() const { return shard_; }
+  int shard_count() const { return shards_; }
+  /// The samples of this rank's part of a full batch: batch_size() / shard_count().
+  std::int64_t local_batch_size() const { return batch_size_ / shards_; }
 
   // ---- the cursor ----
 
@@ -171,6 +199,8 @@ class Batches {
   bool drop_last_;
   std::int64_t epoch_ = 0;
   std::int64_t position_ = 0;
+  int shard_ = 0;   // this rank's part of each batch
+  int shards_ = 1;  // in how many parts
   mutable std::vector<std::int64_t> cached_;
   mutable std::int64_t cached_epoch_ = -1;
 };

@@ -1,0 +1,12 @@
+// ember::dist: data-parallel training on MPI (processes and hosts) and NCCL (GPUs). See
+// docs/distributed.md. Its CMake target, ember::dist, carries MPI (Debian: libopenmpi-dev);
+// built without MPI it still gives a world of one.
+//
+//   world.hpp        dist::init(argc, argv) -> World: rank, size, local rank, timeouts
+//   collectives.hpp  all_reduce, broadcast, all_gather, reduce_scatter, barrier (and *_async)
+//   ddp.hpp          DistributedDataParallel: bucketed gradient all-reduce overlapped with backward
+#pragma once
+
+#include "collectives.hpp"
+#include "ddp.hpp"
+#include "world.hpp"
