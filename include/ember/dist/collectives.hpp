@@ -80,7 +80,7 @@ class Work {
       requests_ = std::move(other.requests_);
 #endif
       finish_ = std::move(other.finish_);
-      what_ = std::move(other.what_);
+      label_ = other.label_;
       other.finish_ = nullptr;
     }
     return *this;
@@ -90,7 +90,8 @@ class Work {
   void wait() {
 #if defined(EMBER_WITH_MPI)
     if (!requests_.empty()) {
-      detail::wait_all(static_cast<int>(requests_.size()), requests_.data(), what_);
+      detail::wait_all(static_cast<int>(requests_.size()), requests_.data(),
+                       [this] { return label_.str(); });
       requests_.clear();
     }
 #endif
@@ -103,7 +104,7 @@ class Work {
       int done = 0;
       detail::check_mpi(MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &done,
                                     MPI_STATUSES_IGNORE),
-                        what_.c_str());
+                        "MPI_Testall");
       if (!done) return false;
       requests_.clear();
     }
@@ -115,9 +116,24 @@ class Work {
 #if defined(EMBER_WITH_MPI)
   void add_request(MPI_Request r) { requests_.push_back(r); }
 #endif
-  /// What the collective is (for the timeout's message) and what to run once it completed.
-  void then(std::string what, std::function<void()> finish) {
-    what_ = std::move(what);
+  /// What the collective is, for a timeout's message (built only then).
+  struct Label {
+    const char* collective = "collective";
+    const char* op = nullptr;  // the reduction, if any
+    std::int64_t numel = 0;
+    std::string_view dtype;
+    int root = -1;
+    std::string str() const {
+      std::string text = ember::detail::concat(collective);
+      if (op != nullptr) text += ember::detail::concat(" (", op, ")");
+      text += ember::detail::concat(" of ", numel, " ", dtype, " elements");
+      if (root >= 0) text += ember::detail::concat(" from rank ", root);
+      return text;
+    }
+  };
+  /// Names the collective and gives what to run once it completed.
+  void then(Label label, std::function<void()> finish) {
+    label_ = label;
     finish_ = std::move(finish);
   }
 
@@ -134,7 +150,7 @@ class Work {
   std::vector<MPI_Request> requests_;
 #endif
   std::function<void()> finish_;  // after completion: scale, convert, copy back
-  std::string what_;
+  Label label_;
 };
 
 namespace detail {
@@ -233,7 +249,9 @@ inline void check_signature(Collective c, DType dtype, std::int64_t numel, std::
   MPI_Request r = MPI_REQUEST_NULL;
   check_mpi(MPI_Iallgather(mine.data(), 4, MPI_INT64_T, all.data(), 4, MPI_INT64_T, s.comm, &r),
             "MPI_Iallgather");
-  wait(r, describe(c, ember::name_of(dtype), numel) + " (checking the ranks agree)");
+  wait_all(1, &r, [&] {
+    return describe(c, ember::name_of(dtype), numel) + " (checking that the ranks agree)";
+  });
   const auto said = [&](int rank) {
     const std::int64_t* v = &all[4 * static_cast<std::size_t>(rank)];
     std::string text =
@@ -368,14 +386,12 @@ Work all_reduce_async(const Tensor<T>& t, ReduceOp op = ReduceOp::sum) {
     work.add_request(r);
   }
   const int size = s.size;
-  work.then(ember::detail::concat("all_reduce (", name_of(op), ") of ", t.numel(), " ",
-                                  dtype_name<T>, " elements"),
-            [t, buf, op, size]() mutable {
-              if constexpr (FloatingElement<W>) {  // avg of integers is refused up front
-                if (op == ReduceOp::avg) buf = expr::Leaf<W>(buf) / static_cast<double>(size);
-              }
-              detail::write_back<Mode>(t, buf);
-            });
+  work.then({"all_reduce", name_of(op), t.numel(), dtype_name<T>}, [t, buf, op, size]() mutable {
+    if constexpr (FloatingElement<W>) {  // avg of integers is refused up front
+      if (op == ReduceOp::avg) buf = expr::Leaf<W>(buf) / static_cast<double>(size);
+    }
+    detail::write_back<Mode>(t, buf);
+  });
 #endif
   return work;
 }
@@ -415,11 +431,9 @@ Work broadcast_async(const Tensor<T>& t, int root = 0) {
     work.add_request(r);
   }
   const bool receives = s.rank != root;
-  work.then(ember::detail::concat("broadcast of ", t.numel(), " ", dtype_name<T>,
-                                  " elements from rank ", root),
-            [t, buf, receives] {
-              if (receives) detail::write_back<Mode>(t, buf);
-            });
+  work.then({"broadcast", nullptr, t.numel(), dtype_name<T>, root}, [t, buf, receives] {
+    if (receives) detail::write_back<Mode>(t, buf);
+  });
 #endif
   return work;
 }
@@ -471,9 +485,8 @@ Work all_gather_async(const Tensor<T>& out, const Tensor<T>& in) {
                     "MPI_Iallgather");
   work.add_request(r);
   // `src` is captured so that it lives until MPI is done reading it.
-  work.then(
-      ember::detail::concat("all_gather of ", in.numel(), " ", dtype_name<T>, " elements per rank"),
-      [out, buf, src] { detail::write_back<Mode>(out, buf); });
+  work.then({"all_gather", nullptr, in.numel(), dtype_name<T>},
+            [out, buf, src] { detail::write_back<Mode>(out, buf); });
 #endif
   return work;
 }
@@ -529,8 +542,7 @@ Work reduce_scatter_async(const Tensor<T>& out, const Tensor<T>& in, ReduceOp op
                     "MPI_Ireduce_scatter_block");
   work.add_request(r);
   const int size = s.size;
-  work.then(ember::detail::concat("reduce_scatter (", name_of(op), ") of ", in.numel(), " ",
-                                  dtype_name<T>, " elements"),
+  work.then({"reduce_scatter", name_of(op), in.numel(), dtype_name<T>},
             [out, buf, src, op, size]() mutable {
               if constexpr (FloatingElement<W>) {  // avg of integers is refused up front
                 if (op == ReduceOp::avg) buf = expr::Leaf<W>(buf) / static_cast<double>(size);

@@ -118,21 +118,23 @@ inline void check_mpi(int rc, const char* what) {
        " failed: ", std::string(text, static_cast<std::size_t>(length)));
 }
 
-/// Waits for `count` requests, polling until the World's timeout; then throws, naming `what`.
-inline void wait_all(int count, MPI_Request* requests, const std::string& what) {
+/// Waits for `count` requests, polling until the World's timeout; then throws, naming the
+/// operation (`what()` gives its description: built only when it is needed).
+template <class Describe>
+void wait_all(int count, MPI_Request* requests, const Describe& what) {
   WorldState& s = state();
   const auto start = std::chrono::steady_clock::now();
   for (unsigned polls = 0;; ++polls) {
     int done = 0;
-    check_mpi(MPI_Testall(count, requests, &done, MPI_STATUSES_IGNORE), what.c_str());
+    check_mpi(MPI_Testall(count, requests, &done, MPI_STATUSES_IGNORE), "MPI_Testall");
     if (done) return;
     if (polls % 64 == 63) {
       // Progress needs this thread's MPI calls; between them, let the ranks sharing a core run.
       std::this_thread::yield();
       if (std::chrono::steady_clock::now() - start > s.timeout) {
         s.failed = true;
-        fail("ember::dist: rank ", s.rank, " of ", s.size, ": ", what, " did not complete within ",
-             std::chrono::duration<double>(s.timeout).count(),
+        fail("ember::dist: rank ", s.rank, " of ", s.size, ": ", what(),
+             " did not complete within ", std::chrono::duration<double>(s.timeout).count(),
              " s: another rank has died, hangs, or called a different collective (the timeout "
              "is dist::Options::timeout or EMBER_DIST_TIMEOUT, in seconds)");
       }
@@ -140,7 +142,9 @@ inline void wait_all(int count, MPI_Request* requests, const std::string& what) 
   }
 }
 
-inline void wait(MPI_Request& request, const std::string& what) { wait_all(1, &request, what); }
+inline void wait(MPI_Request& request, const char* what) {
+  wait_all(1, &request, [what] { return std::string(what); });
+}
 #endif
 
 }  // namespace detail
@@ -212,6 +216,10 @@ inline World init(int& argc, char**& argv, Options options = {}) {
   MPI_Initialized(&initialised);
   if (launched || initialised) {
     if (!initialised) {
+      // OpenMPI's non-blocking all-reduce (libnbc, which ember's collectives use so that every wait
+      // is bounded) picks an algorithm 2-2.5x slower than its blocking one on one host from 64 KiB
+      // up; its ring is as fast or faster (docs/distributed.md). The user's choice stands.
+      setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "1", /*overwrite=*/0);
       // FUNNELED: only the thread that called init() calls MPI (OpenMP's workers never do).
       int provided = 0;
       const int rc = MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
