@@ -21,10 +21,12 @@
 // one "has a gradient" flag per parameter.
 //
 // ddp.no_sync() returns a scope during which backward accumulates locally and communicates
-// nothing (gradient accumulation): the first backward after the scope averages the sum.
+// nothing (gradient accumulation): the first backward after the scope averages the sum. In a
+// world of one DDP does nothing at all (no hooks, no copies): a trainer can always build one.
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <type_traits>
@@ -61,6 +63,30 @@ struct DDPStats {
 inline namespace EMBER_EXEC_NS {
 
 class DistributedDataParallel {
+#if defined(EMBER_WITH_CUDA)
+  // On a GPU a bucket's all-reduce runs on a second stream of its device, between two events:
+  // `packed` (recorded on ember's stream after the packing) and `reduced` (on the side stream,
+  // which ember's stream waits for before unpacking), so NCCL overlaps the backward's kernels.
+  struct SideEvents {
+    std::shared_ptr<CUevent_st> packed, reduced;
+  };
+  static std::shared_ptr<CUevent_st> make_event() {
+    cudaEvent_t e = nullptr;
+    cuda::check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+    return {e, [](cudaEvent_t x) { (void)cudaEventDestroy(x); }};
+  }
+  static cuda::stream_t side_stream(int device) {
+    static std::array<cuda::stream_t, cuda::detail::kMaxDevices> streams{};
+    cuda::stream_t& s = streams.at(static_cast<std::size_t>(device));
+    if (s == nullptr) {
+      cuda::DeviceGuard guard(device);
+      cuda::check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking),
+                  "cudaStreamCreateWithFlags");
+    }
+    return s;
+  }
+#endif
+
   template <FloatingElement T>
   struct Bucket {
     using W = detail::reduce_t<T>;  // bf16 and half are reduced in float, rounded once
@@ -69,6 +95,9 @@ class DistributedDataParallel {
     std::int64_t elements = 0;          // gradient elements; the flags follow them
     Tensor<W> buffer;
     Work work;
+#if defined(EMBER_WITH_CUDA)
+    SideEvents events;
+#endif
   };
   using AnyBucket = std::variant<Bucket<float>, Bucket<double>, Bucket<bf16>, Bucket<half>>;
 
@@ -90,15 +119,12 @@ class DistributedDataParallel {
                 "ember::dist::DistributedDataParallel: bucket_bytes must be positive, got ",
                 options.bucket_bytes);
     state_->size = s.size;
+    if (s.size == 1) return;  // alone, the local gradients are the averages: nothing to hook
     check_same_model(model);
     for (const auto& [name, p] : model.named_parameters()) {
       std::visit([](auto* v) { dist::broadcast(v->value(), 0); }, p);
     }
-    if (options.broadcast_buffers) {
-      for (const auto& [name, b] : model.named_buffers()) {
-        std::visit([](auto* t) { dist::broadcast(*t, 0); }, b);
-      }
-    }
+    if (options.broadcast_buffers) sync_buffers();
     build_buckets(model);
   }
   ~DistributedDataParallel() {
@@ -108,6 +134,15 @@ class DistributedDataParallel {
   DistributedDataParallel& operator=(const DistributedDataParallel&) = delete;
 
   nn::Module& module() const { return *model_; }
+  /// Copies rank 0's buffers (batch norm's running statistics, which each rank updates from its
+  /// own part of the batch) to every rank: before evaluating, so that every rank evaluates the
+  /// model rank 0 would save.
+  void sync_buffers() {
+    if (state_->size == 1) return;
+    for (const auto& [name, b] : model_->named_buffers()) {
+      std::visit([](auto* t) { dist::broadcast(*t, 0); }, b);
+    }
+  }
   /// The number of buckets the parameters were grouped into.
   int bucket_count() const { return static_cast<int>(state_->buckets.size()); }
   /// Buckets whose all-reduce the backward now running has started (0 outside a backward).
@@ -238,7 +273,23 @@ class DistributedDataParallel {
           Tensor<W> flag_slots =
               b.buffer.narrow(0, b.elements, static_cast<std::int64_t>(b.params.size()));
           flag_slots.copy_(from_vector<W>(flags));
+#if defined(EMBER_WITH_CUDA)
+          if (b.buffer.device().is_cuda()) {
+            const int device = b.buffer.device().index();
+            if (!b.events.packed) b.events = {make_event(), make_event()};
+            const cuda::stream_t side = side_stream(device);
+            cuda::check(cudaEventRecord(b.events.packed.get(), cuda::current_stream(device)),
+                        "cudaEventRecord");
+            cuda::check(cudaStreamWaitEvent(side, b.events.packed.get(), 0), "cudaStreamWaitEvent");
+            cuda::StreamGuard on_side(device, side);
+            b.work = dist::all_reduce_async(b.buffer, ReduceOp::sum);
+            cuda::check(cudaEventRecord(b.events.reduced.get(), side), "cudaEventRecord");
+          } else {
+            b.work = dist::all_reduce_async(b.buffer, ReduceOp::sum);
+          }
+#else
           b.work = dist::all_reduce_async(b.buffer, ReduceOp::sum);
+#endif
           s.stats.bytes += b.buffer.numel() * std::int64_t{sizeof(W)};
           ++s.stats.buckets;
         },
@@ -256,6 +307,14 @@ class DistributedDataParallel {
           [&](auto& b) {
             using W = typename std::remove_cvref_t<decltype(b)>::W;
             b.work.wait();
+#if defined(EMBER_WITH_CUDA)
+            if (b.buffer.device().is_cuda()) {
+              const int device = b.buffer.device().index();
+              cuda::check(
+                  cudaStreamWaitEvent(cuda::current_stream(device), b.events.reduced.get(), 0),
+                  "cudaStreamWaitEvent");
+            }
+#endif
             const std::vector<W> flags =
                 b.buffer.narrow(0, b.elements, static_cast<std::int64_t>(b.params.size()))
                     .to_vector();

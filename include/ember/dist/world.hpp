@@ -9,7 +9,8 @@
 // Intel MPI through PMI, PMIx), init() initialises MPI and gives the job's world. Started
 // plainly, it gives a world of one and leaves MPI alone, so a single-process run needs no
 // launcher and behaves as before. There is one World per process; the collectives
-// (collectives.hpp) and DistributedDataParallel (ddp.hpp) use it.
+// (collectives.hpp) and DistributedDataParallel (ddp.hpp) use it. A program that never calls
+// init() is a world of one as well (unless a launcher started it: that is an Error).
 //
 // Every wait on another rank is bounded (Options::timeout, or EMBER_DIST_TIMEOUT in seconds): a
 // rank that died or hangs makes the others throw an ember::Error naming the operation instead of
@@ -69,14 +70,6 @@ inline WorldState& state() {
   return s;
 }
 
-inline const WorldState& active_state(const char* what) {
-  const WorldState& s = state();
-  EMBER_CHECK(s.active, "ember::dist: ", what,
-              " before dist::init(argc, argv): create the World first (a program started without "
-              "mpirun gets a world of one)");
-  return s;
-}
-
 /// True when a process launcher (mpirun, mpiexec, srun with PMI/PMIx) started this process.
 inline bool started_by_launcher() {
   for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMI_RANK", "PMIX_RANK",
@@ -84,6 +77,17 @@ inline bool started_by_launcher() {
     if (std::getenv(name) != nullptr) return true;
   }
   return false;
+}
+
+// The World's state for a collective: a program that never called dist::init is a world of one
+// (library code, a test), unless a launcher started it: then N copies would each think they are
+// alone, so that is an Error.
+inline const WorldState& active_state(const char* what) {
+  const WorldState& s = state();
+  EMBER_CHECK(s.active || !started_by_launcher(), "ember::dist: ", what,
+              " in a program started by mpirun, before dist::init(argc, argv): create the World "
+              "first thing in main");
+  return s;
 }
 
 inline std::chrono::milliseconds timeout_from_environment(std::chrono::milliseconds fallback) {
