@@ -1,19 +1,23 @@
 // What both example trainers (examples/resnet50, examples/bert) need around their training loop:
-// OpenBLAS's idle threads put to sleep, the device from --device, waiting for it before reading a
-// clock, the rank of a label among scores, durations as h:mm:ss, and the curves drawn from the
-// JSONL metrics by scripts/plot_metrics.py.
+// OpenBLAS's idle threads put to sleep, the device from --device, printing on rank 0 only,
+// waiting for the device before reading a clock, the rank of a label among scores, durations as
+// h:mm:ss, and the curves drawn from the JSONL metrics by scripts/plot_metrics.py.
 #pragma once
 
 #include <chrono>
 #include <cmath>
+#include <cstdarg>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <ostream>
 #include <string>
 
 #include <unistd.h>
 
+#include <ember/dist/collectives.hpp>
+#include <ember/dist/world.hpp>
 #include <ember/ember.hpp>
 
 namespace trainer {
@@ -33,17 +37,44 @@ inline void quiet_blas_threads([[maybe_unused]] char** argv) {
 #endif
 }
 
-/// The device `choice` names: cpu, cuda, or auto (the first GPU when one is usable).
-/// `program` names the caller in the error.
-inline ember::Device pick_device(const std::string& choice, const char* program) {
+/// The device `choice` names: cpu, cuda, or auto (a GPU when one is usable). With several
+/// processes on a host, each takes the GPU of its local rank. `program` names the caller in the
+/// error.
+inline ember::Device pick_device(const std::string& choice, const char* program,
+                                 int local_rank = 0) {
   if (choice == "cpu") return ember::Device::cpu();
-  if (choice == "cuda") return ember::Device::cuda(0);
+  if (choice == "cuda") return ember::Device::cuda(local_rank);
   EMBER_CHECK(choice == "auto", program, ": --device must be cpu, cuda or auto, got '", choice,
               "'");
 #if defined(EMBER_CUDA_KERNELS)
-  if (ember::cuda::available()) return ember::Device::cuda(0);
+  if (ember::cuda::available()) return ember::Device::cuda(local_rank);
 #endif
   return ember::Device::cpu();
+}
+
+/// printf on rank 0 only (llm.c's printf0): the other ranks of a data-parallel run stay quiet.
+[[gnu::format(printf, 1, 2)]] inline void printf0(const char* format, ...) {
+  if (ember::dist::rank() != 0) return;
+  std::va_list args;
+  va_start(args, format);
+  std::vprintf(format, args);
+  va_end(args);
+  std::fflush(stdout);
+}
+
+/// A stream that discards what is written to it: the progress bar and the MLPerf log of the
+/// ranks other than 0.
+inline std::ostream& nowhere() {
+  static std::ostream discard(nullptr);
+  return discard;
+}
+
+/// The mean of `x` over the ranks (x itself in a world of one): the loss every rank reports.
+inline double mean_over_ranks(double x) {
+  if (ember::dist::world_size() == 1) return x;
+  const ember::Tensor<double> t = ember::from_vector<double>({x});
+  ember::dist::all_reduce(t, ember::dist::ReduceOp::avg);
+  return t.item();
 }
 
 /// Waits for the device's queued work (a clock read after it measures the work).

@@ -6,7 +6,8 @@
 //   imagefolder=DIR    DIR/train/<class>/*.JPEG and DIR/val/<class>/*.JPEG, decoded on threads
 //
 // Batches come in a fixed order for a given seed and epoch (data::Batches), so a resumed run
-// sees exactly the batches the uninterrupted one would have.
+// sees exactly the batches the uninterrupted one would have. In a data-parallel run every source
+// serves this rank's part of each (global) batch, training and evaluation alike (Shard).
 #pragma once
 
 #include <cstdint>
@@ -28,6 +29,12 @@ namespace resnet {
 struct Batch {
   ember::Tensor<float> images;         // [B, C, S, S], on the CPU (synthetic: on the device)
   ember::Tensor<std::int64_t> labels;  // [B]
+};
+
+/// This process's part of the data: rank `rank` of `ranks` (one process: 0 of 1).
+struct Shard {
+  int rank = 0;
+  int ranks = 1;
 };
 
 class ImageSource {
@@ -58,8 +65,9 @@ class InMemorySource : public ImageSource {
   InMemorySource(std::string name, ember::Tensor<float> train_x,
                  ember::Tensor<std::int64_t> train_y, ember::Tensor<float> eval_x,
                  ember::Tensor<std::int64_t> eval_y, std::int64_t classes, std::int64_t batch,
-                 std::uint64_t seed, bool pin_memory = false)
+                 std::uint64_t seed, bool pin_memory = false, Shard shard = {})
       : pin_memory_(pin_memory),
+        shard_(shard),
         name_(std::move(name)),
         train_x_(std::move(train_x)),
         train_y_(std::move(train_y)),
@@ -70,6 +78,7 @@ class InMemorySource : public ImageSource {
         order_(train_y_.numel(), batch, /*shuffle=*/true, seed, /*drop_last=*/true) {
     EMBER_CHECK(order_.batches_per_epoch() > 0, "resnet50: ", name_, " has ", train_y_.numel(),
                 " training images, fewer than one batch of ", batch);
+    order_.shard(shard.rank, shard.ranks);
   }
   std::string name() const override { return name_; }
   std::int64_t channels() const override { return train_x_.size(1); }
@@ -85,12 +94,16 @@ class InMemorySource : public ImageSource {
   }
   std::int64_t eval_batches() const override { return (eval_size() + batch_ - 1) / batch_; }
   Batch eval_batch(std::int64_t index) override {
-    const std::int64_t b = index * batch_, e = std::min(eval_size(), b + batch_);
+    const std::int64_t begin = index * batch_, m = std::min(eval_size(), begin + batch_) - begin;
+    // This rank's part of the batch, split as Batches::shard splits one.
+    const std::int64_t b = begin + shard_.rank * m / shard_.ranks;
+    const std::int64_t e = begin + (shard_.rank + 1) * m / shard_.ranks;
     return {eval_x_.slice(0, b, e).contiguous(), eval_y_.slice(0, b, e).contiguous()};
   }
 
  private:
   bool pin_memory_;
+  Shard shard_;
   std::string name_;
   ember::Tensor<float> train_x_;
   ember::Tensor<std::int64_t> train_y_;
@@ -132,23 +145,23 @@ class SyntheticSource : public ImageSource {
 
 /// Fashion-MNIST (Debian's dataset-fashion-mnist), normalised with its mean and std.
 inline std::unique_ptr<ImageSource> fashion_mnist(std::int64_t batch, std::uint64_t seed,
-                                                  bool pin_memory) {
+                                                  bool pin_memory, Shard shard = {}) {
   using ember::data::FashionMnist;
   const FashionMnist train(ember::data::Split::train, FashionMnist::kMean, FashionMnist::kStd);
   const FashionMnist test(ember::data::Split::test, FashionMnist::kMean, FashionMnist::kStd);
   return std::make_unique<InMemorySource>("fashion-mnist", train.images(), train.labels(),
-                                          test.images(), test.labels(), 10, batch, seed,
-                                          pin_memory);
+                                          test.images(), test.labels(), 10, batch, seed, pin_memory,
+                                          shard);
 }
 
 /// CIFAR-10 from its binary files in `dir`, normalised per channel.
 inline std::unique_ptr<ImageSource> cifar10(const std::string& dir, std::int64_t batch,
-                                            std::uint64_t seed, bool pin_memory) {
+                                            std::uint64_t seed, bool pin_memory, Shard shard = {}) {
   using ember::data::Cifar10;
   const Cifar10 train(dir, ember::data::Split::train, Cifar10::kMean, Cifar10::kStd);
   const Cifar10 test(dir, ember::data::Split::test, Cifar10::kMean, Cifar10::kStd);
   return std::make_unique<InMemorySource>("cifar10", train.images(), train.labels(), test.images(),
-                                          test.labels(), 10, batch, seed, pin_memory);
+                                          test.labels(), 10, batch, seed, pin_memory, shard);
 }
 
 /// ImageNet's layout: DIR/train/<class>/*.JPEG and DIR/val/<class>/*.JPEG, decoded by worker
@@ -159,7 +172,7 @@ inline std::unique_ptr<ImageSource> cifar10(const std::string& dir, std::int64_t
 class ImageFolderSource : public ImageSource {
  public:
   ImageFolderSource(const std::filesystem::path& dir, std::int64_t batch, std::int64_t size,
-                    std::uint64_t seed, int workers, bool pin_memory)
+                    std::uint64_t seed, int workers, bool pin_memory, Shard shard = {})
       : classes_(0), batch_(batch) {
     using namespace ember::data;
     ImageFolder train(dir / "train"), val(dir / "val");
@@ -169,12 +182,16 @@ class ImageFolderSource : public ImageSource {
     train_size_ = train.size();
     eval_size_ = val.size();
     const int threads = workers > 0 ? workers : -1;
+    Batches train_order(train_size_, batch, true, seed, true),
+        eval_order(eval_size_, batch, false, 0, false);
+    train_order.shard(shard.rank, shard.ranks);
+    eval_order.shard(shard.rank, shard.ranks);
     train_ = std::make_unique<ImageFolderLoader>(
-        std::move(train), Batches(train_size_, batch, true, seed, true),
+        std::move(train), train_order,
         LoaderOptions{ImageTransform::training(static_cast<int>(size)), threads, 3, seed,
                       pin_memory});
     eval_ = std::make_unique<ImageFolderLoader>(
-        std::move(val), Batches(eval_size_, batch, false, 0, false),
+        std::move(val), eval_order,
         LoaderOptions{ImageTransform::evaluation(static_cast<int>(size)), threads, 3, seed,
                       pin_memory});
     size_ = size;
@@ -212,8 +229,8 @@ class ImageFolderSource : public ImageSource {
 
 inline std::unique_ptr<ImageSource> image_folder(const std::string& dir, std::int64_t batch,
                                                  std::int64_t size, std::uint64_t seed, int workers,
-                                                 bool pin_memory) {
-  return std::make_unique<ImageFolderSource>(dir, batch, size, seed, workers, pin_memory);
+                                                 bool pin_memory, Shard shard = {}) {
+  return std::make_unique<ImageFolderSource>(dir, batch, size, seed, workers, pin_memory, shard);
 }
 
 }  // namespace resnet

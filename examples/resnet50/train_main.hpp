@@ -11,9 +11,13 @@
 //   resnet50_train --summary --arch resnet18
 //   resnet50_train --data imagefolder=/data/imagenet --init-checkpoint resnet50.safetensors
 //                  --eval-only                         torchvision's weights, evaluated
+//   mpirun -np 4 resnet50_train --data imagefolder=/data/imagenet --batch-size 1024
+//                  data-parallel on 4 processes (one GPU each): 256 images per rank per step
 //
 // Outputs go to --out (default runs/resnet): metrics.jsonl, mllog.txt, curves.png (when python3
-// with matplotlib is present) and the checkpoints ckpt-last.safetensors.
+// with matplotlib is present) and the checkpoints ckpt-last.safetensors. Under mpirun each rank
+// trains on its part of every global batch (DistributedDataParallel averages the gradients);
+// rank 0 alone prints and writes those files (docs/distributed.md).
 #pragma once
 
 #include <algorithm>
@@ -33,6 +37,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <ember/dist/dist.hpp>
 #include <ember/ember.hpp>
 #include <ember/io/checkpoint.hpp>
 #include <ember/io/metrics_log.hpp>
@@ -50,6 +55,7 @@
 namespace resnet {
 
 using trainer::hms;
+using trainer::printf0;
 using trainer::seconds_since;
 using trainer::wait_for_device;
 
@@ -91,19 +97,21 @@ struct Config {
 
 // ---- Data ---------------------------------------------------------------------------------------
 
+/// This rank's part of the data (--batch-size is the global batch).
 inline std::unique_ptr<ImageSource> open_data(const Config& c, Device device) {
   const std::string& d = c.data;
+  const Shard shard{dist::rank(), dist::world_size()};
   if (d == "synthetic") {
-    return std::make_unique<SyntheticSource>(c.batch, c.image_size, 1000,
+    return std::make_unique<SyntheticSource>(c.batch / shard.ranks, c.image_size, 1000,
                                              c.steps_per_epoch > 0 ? c.steps_per_epoch : 50, device,
                                              c.seed);
   }
   // On a GPU the host-side batches are page-locked, so their copies do not block the step.
   const bool pin = device.is_cuda();
-  if (d == "fashion-mnist") return fashion_mnist(c.batch, c.seed, pin);
-  if (d.rfind("cifar10=", 0) == 0) return cifar10(d.substr(8), c.batch, c.seed, pin);
+  if (d == "fashion-mnist") return fashion_mnist(c.batch, c.seed, pin, shard);
+  if (d.rfind("cifar10=", 0) == 0) return cifar10(d.substr(8), c.batch, c.seed, pin, shard);
   if (d.rfind("imagefolder=", 0) == 0) {
-    return image_folder(d.substr(12), c.batch, c.image_size, c.seed, c.workers, pin);
+    return image_folder(d.substr(12), c.batch, c.image_size, c.seed, c.workers, pin, shard);
   }
   fail("resnet50: --data must be synthetic, fashion-mnist, cifar10=DIR or imagefolder=DIR, got '",
        d, "'");
@@ -115,7 +123,8 @@ struct Accuracy {
   double top1 = 0, top5 = 0;
 };
 
-/// Top-1 and top-5 accuracy over the evaluation set, in eval mode, without recording.
+/// Top-1 and top-5 accuracy over the evaluation set, in eval mode, without recording (each rank
+/// counts its part of every batch; the counts are summed over the ranks).
 template <class T>
 Accuracy evaluate(ResNet<T>& model, ImageSource& data, Device device, MemoryFormat format) {
   model.eval();
@@ -137,7 +146,10 @@ Accuracy evaluate(ResNet<T>& model, ImageSource& data, Device device, MemoryForm
     n += static_cast<double>(rows);
   }
   model.train();
-  return {top1 / n, top5 / n};
+  const Tensor<double> counts = from_vector<double>({top1, top5, n});
+  dist::all_reduce(counts);
+  const std::vector<double> total = counts.to_vector();
+  return {total[0] / total[2], total[1] / total[2]};
 }
 
 // ---- The model ----------------------------------------------------------------------------------
@@ -232,14 +244,19 @@ Recipe<Opt> make_recipe(const Config& c, std::int64_t steps_per_epoch) {
 
 template <class T, class Opt>
 RunResult train(const Config& c, ImageSource& data, Device device, bool quiet = false) {
+  // Rank 0 alone writes the logs and checkpoints; the others' logger writes nowhere.
+  const bool lead = dist::rank() == 0;
   const std::filesystem::path out = c.out;
-  std::filesystem::create_directories(out);
+  if (lead) std::filesystem::create_directories(out);
   const std::filesystem::path ckpt = last_checkpoint(c);
-  std::ofstream mllog_file(out / "mllog.txt", std::ios::app);
+  std::ofstream mllog_file;
+  if (lead) mllog_file.open(out / "mllog.txt", std::ios::app);
   io::MlLoggerOptions mllog_options;
   mllog_options.root_dir = EMBER_SOURCE_DIR;  // file names relative to the repository
-  io::MlLogger mllog(mllog_file, mllog_options);
-  io::JsonlWriter metrics(out / "metrics.jsonl");
+  io::MlLogger mllog(lead ? static_cast<std::ostream&>(mllog_file) : trainer::nowhere(),
+                     mllog_options);
+  std::optional<io::JsonlWriter> metrics;
+  if (lead) metrics.emplace(out / "metrics.jsonl");
 
   mllog.event(io::mllog::kSubmissionBenchmark, std::string(io::mllog::kResnet));
   mllog.start(io::mllog::kInitStart);
@@ -262,13 +279,18 @@ RunResult train(const Config& c, ImageSource& data, Device device, bool quiet = 
       const io::TrainingProgress p = io::load_training_checkpoint(from, model, opt);
       step = p.step;
       first_epoch = p.epoch;
-      std::printf("resumed from %s at epoch %lld, step %lld\n", from.string().c_str(),
-                  static_cast<long long>(first_epoch), static_cast<long long>(step));
+      printf0("resumed from %s at epoch %lld, step %lld\n", from.string().c_str(),
+              static_cast<long long>(first_epoch), static_cast<long long>(step));
     } else {
       EMBER_CHECK(c.resume == "auto", "resnet50: --resume: no checkpoint at '", from.string(), "'");
     }
   }
 
+  // Every rank starts from rank 0's weights and averages its gradients with the others'.
+  dist::DistributedDataParallel ddp(model);
+
+  mllog.event(io::mllog::kSubmissionPlatform,
+              std::to_string(dist::world_size()) + "x" + device.str());
   mllog.event(io::mllog::kGlobalBatchSize, c.batch);
   mllog.event(io::mllog::kOptName, std::is_same_v<Opt, optim::LARS> ? "lars" : "sgd");
   mllog.event(io::mllog::kOptBaseLearningRate, c.lr);
@@ -292,8 +314,8 @@ RunResult train(const Config& c, ImageSource& data, Device device, bool quiet = 
     mllog.start(io::mllog::kEpochStart, nullptr, {{"epoch_num", epoch + 1}});
     io::ProgressOptions bar_options;
     if (quiet) bar_options.terminal = false;
-    io::ProgressBar bar(steps_per_epoch, "epoch " + std::to_string(epoch + 1), std::cerr,
-                        bar_options);
+    io::ProgressBar bar(steps_per_epoch, "epoch " + std::to_string(epoch + 1),
+                        lead ? std::cerr : trainer::nowhere(), bar_options);
     double loss_sum = 0;
     std::int64_t loss_count = 0;
     for (std::int64_t b = 0; b < steps_per_epoch; ++b, ++step) {
@@ -314,10 +336,11 @@ RunResult train(const Config& c, ImageSource& data, Device device, bool quiet = 
       if (timed_from) timed_images += batch.labels.numel();
       if ((b + 1) % c.log_every == 0 || b + 1 == steps_per_epoch) {
         // Reading the loss waits for the device: only every log_every steps.
-        const double l = static_cast<double>(loss.value().item());
+        const double l = trainer::mean_over_ranks(static_cast<double>(loss.value().item()));
         loss_sum += l;
         ++loss_count;
-        metrics.log(step + 1, {{"epoch", epoch + 1}, {"loss", l}, {"lr", schedule(step)}});
+        if (metrics)
+          metrics->log(step + 1, {{"epoch", epoch + 1}, {"loss", l}, {"lr", schedule(step)}});
         bar.update(b + 1, {{"loss", l}, {"lr", schedule(step)}});
       }
     }
@@ -329,41 +352,45 @@ RunResult train(const Config& c, ImageSource& data, Device device, bool quiet = 
     mllog.end(io::mllog::kEpochStop, nullptr, {{"epoch_num", epoch + 1}});
 
     mllog.start(io::mllog::kEvalStart, nullptr, {{"epoch_num", epoch + 1}});
+    ddp.sync_buffers();  // every rank evaluates rank 0's running statistics, the ones it saves
     const Accuracy acc = evaluate(model, data, device, kFormat);
     const double elapsed = seconds_since(run_start);
     mllog.event(io::mllog::kEvalAccuracy, acc.top1, {{"epoch_num", epoch + 1}});
     mllog.end(io::mllog::kEvalStop, nullptr, {{"epoch_num", epoch + 1}});
-    metrics.log(step, {{"epoch", epoch + 1},
-                       {"train_loss", loss_count ? loss_sum / loss_count : NAN},
-                       {"eval_accuracy", acc.top1},
-                       {"eval_top5_accuracy", acc.top5},
-                       {"time_s", elapsed}});
-    std::printf("epoch %lld: top-1 %.2f%%, top-5 %.2f%%, %s elapsed\n",
-                static_cast<long long>(epoch + 1), 100 * acc.top1, 100 * acc.top5,
-                hms(elapsed).c_str());
-    std::fflush(stdout);
+    if (metrics) {
+      metrics->log(step, {{"epoch", epoch + 1},
+                          {"train_loss", loss_count ? loss_sum / loss_count : NAN},
+                          {"eval_accuracy", acc.top1},
+                          {"eval_top5_accuracy", acc.top5},
+                          {"time_s", elapsed}});
+    }
+    printf0("epoch %lld: top-1 %.2f%%, top-5 %.2f%%, %s elapsed\n",
+            static_cast<long long>(epoch + 1), 100 * acc.top1, 100 * acc.top5,
+            hms(elapsed).c_str());
     result.best_top1 = std::max(result.best_top1, acc.top1);
 
     io::TrainingProgress progress;
     progress.step = step;
     progress.epoch = epoch + 1;
-    io::save_training_checkpoint(ckpt, model, opt, progress);
+    if (lead) io::save_training_checkpoint(ckpt, model, opt, progress);
     if (c.target_accuracy > 0 && acc.top1 >= c.target_accuracy && result.seconds_to_target < 0) {
       result.seconds_to_target = elapsed;
-      std::printf("target top-1 %.2f%% reached after %s\n", 100 * c.target_accuracy,
-                  hms(elapsed).c_str());
+      printf0("target top-1 %.2f%% reached after %s\n", 100 * c.target_accuracy,
+              hms(elapsed).c_str());
       if (c.stop_at_target) break;
     }
     if (c.stop_after > 0 && epoch + 1 >= c.stop_after) break;
   }
   result.train_seconds = seconds_since(run_start);
-  result.images_per_second = timed_seconds > 0 ? timed_images / timed_seconds : 0;
+  // Every rank trained on as many images as this one: the global rate.
+  result.images_per_second =
+      timed_seconds > 0 ? timed_images * dist::world_size() / timed_seconds : 0;
   mllog.end(io::mllog::kRunStop, nullptr,
             {{"status", c.target_accuracy <= 0 || result.seconds_to_target >= 0
                             ? std::string(io::mllog::kSuccess)
                             : std::string(io::mllog::kAborted)}});
   if (data.skipped() > 0) {
-    std::printf("skipped %lld unreadable images\n", static_cast<long long>(data.skipped()));
+    printf0("skipped %lld unreadable images\n", static_cast<long long>(data.skipped()));
   }
   return result;
 }
@@ -406,6 +433,10 @@ inline void validate_options(const Config& c) {
               "resnet50: --precision must be float, bf16 or auto, got '", c.precision, "'");
   EMBER_CHECK(c.epochs > 0, "resnet50: --epochs must be positive, got ", c.epochs);
   EMBER_CHECK(c.batch > 0, "resnet50: --batch-size must be positive, got ", c.batch);
+  const int ranks = dist::world_size();
+  EMBER_CHECK(c.batch % ranks == 0, "resnet50: --batch-size ", c.batch,
+              " (the global batch) does not split over ", ranks, " ranks: choose a multiple of ",
+              ranks);
   EMBER_CHECK(c.width > 0, "resnet50: --width must be positive, got ", c.width);
   EMBER_CHECK(c.image_size == 0 || c.image_size >= 8,
               "resnet50: --image-size must be at least 8, got ", c.image_size);
@@ -427,7 +458,9 @@ inline void validate_options(const Config& c) {
   EMBER_CHECK(c.workers >= 0, "resnet50: --workers must be >= 0, got ", c.workers);
   EMBER_CHECK(c.log_every > 0, "resnet50: --log-every must be positive, got ", c.log_every);
   for (const std::int64_t b : c.sweep_batch) {
-    EMBER_CHECK(b > 0, "resnet50: --sweep-batch sizes must be positive, got ", b);
+    EMBER_CHECK(b > 0 && b % ranks == 0,
+                "resnet50: --sweep-batch sizes must be positive multiples of ", ranks,
+                " (the ranks), got ", b);
   }
   EMBER_CHECK(c.init_checkpoint.empty() || std::filesystem::exists(c.init_checkpoint),
               "resnet50: --init-checkpoint: no file '", c.init_checkpoint, "'");
@@ -453,6 +486,8 @@ inline RunResult run(const Config& c, ImageSource& data, Device device, bool qui
 }
 
 inline int main(int argc, char** argv) {
+  // First: under mpirun this joins the other ranks (MPI may take its own arguments out of argv).
+  dist::World world = dist::init(argc, argv);
   Config c;
   CLI::App app{"ember's ResNet trainer (MLPerf's image-classification workload)", "resnet50_train"};
   app.add_option("--arch", c.arch, "resnet18|34|50|101|152 (auto: resnet18 for 28-32 px data)");
@@ -497,7 +532,7 @@ inline int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   try {
-    const Device device = trainer::pick_device(c.device, "resnet50");
+    const Device device = trainer::pick_device(c.device, "resnet50", world.local_rank());
     settle_defaults(c, device);
     validate_options(c);
     if (c.summary) {
@@ -509,65 +544,70 @@ inline int main(int argc, char** argv) {
       mo.small_stem = c.image_size == 0 || c.image_size <= 32;
       const ResNet<float> model(mo);
       const std::int64_t side = c.image_size > 0 ? c.image_size : (mo.small_stem ? 28 : 224);
-      std::cout << summary(model, Shape{1, mo.in_channels, side, side});
+      if (world.is_main()) std::cout << summary(model, Shape{1, mo.in_channels, side, side});
       return 0;
     }
-    std::printf("ember ResNet trainer: %s (width %lld), %s, batch %lld, %s, %s on %s\n",
-                c.arch.c_str(), static_cast<long long>(c.width), c.data.c_str(),
-                static_cast<long long>(c.batch), c.optimizer.c_str(), c.precision.c_str(),
-                device.str().c_str());
-    std::fflush(stdout);
+    printf0("ember ResNet trainer: %s (width %lld), %s, batch %lld, %s, %s on %s\n", c.arch.c_str(),
+            static_cast<long long>(c.width), c.data.c_str(), static_cast<long long>(c.batch),
+            c.optimizer.c_str(), c.precision.c_str(), device.str().c_str());
+    if (world.size() > 1) {
+      printf0("data-parallel: %d ranks, %lld images per rank per step\n", world.size(),
+              static_cast<long long>(c.batch / world.size()));
+    }
 
     if (!c.sweep_batch.empty()) {
       EMBER_CHECK(c.data == "synthetic", "resnet50: --sweep-batch needs --data synthetic");
-      std::printf("%10s %14s\n", "batch", "images/s");
+      printf0("%10s %14s\n", "batch", "images/s");
       for (const std::int64_t b : c.sweep_batch) {
         Config one = c;
         one.batch = b;
         one.epochs = 1;
         one.out = c.out + "/sweep-" + std::to_string(b);
-        SyntheticSource data(b, c.image_size, 1000, c.steps_per_epoch > 0 ? c.steps_per_epoch : 30,
-                             device, c.seed);
+        SyntheticSource data(b / world.size(), c.image_size, 1000,
+                             c.steps_per_epoch > 0 ? c.steps_per_epoch : 30, device, c.seed);
         const RunResult r = run(one, data, device, true);
-        std::printf("%10lld %14.1f\n", static_cast<long long>(b), r.images_per_second);
-        std::fflush(stdout);
+        printf0("%10lld %14.1f\n", static_cast<long long>(b), r.images_per_second);
       }
       return 0;
     }
 
     std::unique_ptr<ImageSource> data = open_data(c, device);
-    std::printf(
-        "data: %lld training and %lld evaluation images of %lldx%lld, %lld classes\n",
-        static_cast<long long>(data->train_size()), static_cast<long long>(data->eval_size()),
-        static_cast<long long>(data->image_size()), static_cast<long long>(data->image_size()),
-        static_cast<long long>(data->classes()));
-    std::fflush(stdout);
+    printf0("data: %lld training and %lld evaluation images of %lldx%lld, %lld classes\n",
+            static_cast<long long>(data->train_size()), static_cast<long long>(data->eval_size()),
+            static_cast<long long>(data->image_size()), static_cast<long long>(data->image_size()),
+            static_cast<long long>(data->classes()));
     if (c.eval_only) {
       const Accuracy a = c.precision == "bf16" ? evaluate_checkpoint<bf16>(c, *data, device)
                                                : evaluate_checkpoint<float>(c, *data, device);
-      std::printf("\n== evaluation ==\n");
-      std::printf("top-1 accuracy: %.2f%%\ntop-5 accuracy: %.2f%%\n", 100 * a.top1, 100 * a.top5);
+      printf0("\n== evaluation ==\n");
+      printf0("top-1 accuracy: %.2f%%\ntop-5 accuracy: %.2f%%\n", 100 * a.top1, 100 * a.top5);
       return 0;
     }
     const RunResult r = run(c, *data, device);
-    std::printf("\n== results ==\n");
-    std::printf("training throughput: %.1f images/s (after warm-up)\n", r.images_per_second);
-    std::printf("best top-1 accuracy: %.2f%%\n", 100 * r.best_top1);
-    std::printf("training time: %s\n", hms(r.train_seconds).c_str());
+    printf0("\n== results ==\n");
+    printf0("training throughput: %.1f images/s (after warm-up)\n", r.images_per_second);
+    if (world.size() > 1) {
+      printf0("per rank: %.1f images/s (%d ranks)\n", r.images_per_second / world.size(),
+              world.size());
+    }
+    printf0("best top-1 accuracy: %.2f%%\n", 100 * r.best_top1);
+    printf0("training time: %s\n", hms(r.train_seconds).c_str());
     if (c.target_accuracy > 0) {
       if (r.seconds_to_target >= 0) {
-        std::printf("time to %.2f%% top-1: %s\n", 100 * c.target_accuracy,
-                    hms(r.seconds_to_target).c_str());
+        printf0("time to %.2f%% top-1: %s\n", 100 * c.target_accuracy,
+                hms(r.seconds_to_target).c_str());
         if (c.cost_per_hour > 0) {
-          std::printf("cost to %.2f%% top-1: %.2f (at %.2f per hour)\n", 100 * c.target_accuracy,
-                      r.seconds_to_target / 3600 * c.cost_per_hour, c.cost_per_hour);
+          printf0("cost to %.2f%% top-1: %.2f (at %.2f per hour)\n", 100 * c.target_accuracy,
+                  r.seconds_to_target / 3600 * c.cost_per_hour, c.cost_per_hour);
         }
       } else {
-        std::printf("target %.2f%% top-1 not reached\n", 100 * c.target_accuracy);
+        printf0("target %.2f%% top-1 not reached\n", 100 * c.target_accuracy);
       }
     }
-    trainer::plot_curves(std::filesystem::path(c.out) / "metrics.jsonl",
-                         std::filesystem::path(c.out) / "curves.png", "ResNet training");
+    if (world.is_main()) {
+      trainer::plot_curves(std::filesystem::path(c.out) / "metrics.jsonl",
+                           std::filesystem::path(c.out) / "curves.png", "ResNet training");
+    }
     return c.target_accuracy > 0 && r.seconds_to_target < 0 ? 3 : 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s\n", e.what());
