@@ -20,6 +20,11 @@
 // next-sentence accuracy on the evaluation set next to the unigram baseline (always guessing the
 // most frequent masked token), the time to --target-mlm-accuracy; metrics.jsonl, MLPerf-style
 // mllog.txt and curves.png under --out; a checkpoint at every evaluation (--resume auto).
+//
+// Data-parallel under mpirun (`mpirun -np 4 bert_pretrain ...`): --batch-size is the global
+// micro-batch, each rank takes its part of it, DistributedDataParallel averages the gradients
+// (once per step: the micro-batches before the last accumulate locally), evaluation is sharded
+// and its counts summed; rank 0 alone prints and writes the files (docs/distributed.md).
 #pragma once
 
 #include <algorithm>
@@ -41,6 +46,7 @@
 
 #include <ember/data/batches.hpp>
 #include <ember/data/wordpiece.hpp>
+#include <ember/dist/dist.hpp>
 #include <ember/ember.hpp>
 #include <ember/io/checkpoint.hpp>
 #include <ember/io/metrics_log.hpp>
@@ -59,6 +65,7 @@ namespace bert {
 
 using namespace ember;
 using trainer::hms;
+using trainer::printf0;
 using trainer::seconds_since;
 using trainer::wait_for_device;
 
@@ -236,8 +243,8 @@ inline PretrainData open_pretrain_data(const PretrainConfig& c,
         if (most > 0 && static_cast<std::int64_t>(docs.size()) > most) docs.resize(most);
       }
       DocumentSplit split = split_documents(std::move(docs), 0.02, c.seed);
-      std::printf("corpus: %zu training and %zu evaluation documents\n", split.train.size(),
-                  split.eval.size());
+      printf0("corpus: %zu training and %zu evaluation documents\n", split.train.size(),
+              split.eval.size());
       return eval ? std::move(split.eval) : std::move(split.train);
     };
     for (const bool eval : {false, true}) {
@@ -247,16 +254,15 @@ inline PretrainData open_pretrain_data(const PretrainConfig& c,
           corpus_identity(files, c.corpus + (eval ? " eval" : " train") +
                                      " max_documents=" + std::to_string(c.max_documents)),
           tokenizer, po, [&] { return read_split(eval); }, &cache);
-      std::printf("%s instances %s %s\n", eval ? "evaluation" : "training",
-                  cache.loaded ? "loaded from" : "made and cached in", cache.file.string().c_str());
+      printf0("%s instances %s %s\n", eval ? "evaluation" : "training",
+              cache.loaded ? "loaded from" : "made and cached in", cache.file.string().c_str());
       (eval ? d.eval : d.train) = std::move(part);
     }
     if (static_cast<std::int64_t>(d.eval.size()) > c.eval_sequences)
       d.eval.resize(c.eval_sequences);
   }
-  std::printf(
-      "instances: %zu training and %zu evaluation sequences of up to %lld tokens (%.1f s)\n",
-      d.train.size(), d.eval.size(), static_cast<long long>(c.seq_len), seconds_since(t0));
+  printf0("instances: %zu training and %zu evaluation sequences of up to %lld tokens (%.1f s)\n",
+          d.train.size(), d.eval.size(), static_cast<long long>(c.seq_len), seconds_since(t0));
   EMBER_CHECK(static_cast<std::int64_t>(d.train.size()) >= c.batch && !d.eval.empty(),
               "bert_pretrain: the corpus gave ", d.train.size(), " training and ", d.eval.size(),
               " evaluation sequences: too few for batches of ", c.batch);
@@ -310,9 +316,13 @@ PretrainEval evaluate(BertForPreTraining<T>& model, const std::vector<Instance>&
   no_grad guard;
   PretrainEval r;
   double mlm_hits = 0, mlm_count = 0, nsp_hits = 0, nsp_count = 0, batches = 0;
-  for (std::int64_t from = 0; from < static_cast<std::int64_t>(eval.size()); from += batch) {
-    const std::int64_t n =
-        std::min<std::int64_t>(batch, static_cast<std::int64_t>(eval.size()) - from);
+  const std::int64_t rank = dist::rank(), ranks = dist::world_size();
+  for (std::int64_t start = 0; start < static_cast<std::int64_t>(eval.size()); start += batch) {
+    // This rank's part of the batch (as Batches::shard splits one); the counts are summed below.
+    const std::int64_t m =
+        std::min<std::int64_t>(batch, static_cast<std::int64_t>(eval.size()) - start);
+    const std::int64_t from = start + rank * m / ranks, n = start + (rank + 1) * m / ranks - from;
+    if (n == 0) continue;
     std::vector<std::int64_t> idx(static_cast<std::size_t>(n));
     std::iota(idx.begin(), idx.end(), from);
     const PretrainingBatch b = batch_on(eval, idx, c, device);
@@ -341,10 +351,14 @@ PretrainEval evaluate(BertForPreTraining<T>& model, const std::vector<Instance>&
     }
   }
   model.train();
-  r.mlm_accuracy = mlm_count > 0 ? mlm_hits / mlm_count : 0;
-  r.nsp_accuracy = nsp_count > 0 ? nsp_hits / nsp_count : 0;
-  r.mlm_loss /= std::max(batches, 1.0);
-  r.nsp_loss /= std::max(batches, 1.0);
+  const Tensor<double> sums = from_vector<double>(
+      {mlm_hits, mlm_count, nsp_hits, nsp_count, r.mlm_loss, r.nsp_loss, batches});
+  dist::all_reduce(sums);
+  const std::vector<double> t = sums.to_vector();
+  r.mlm_accuracy = t[1] > 0 ? t[0] / t[1] : 0;
+  r.nsp_accuracy = t[3] > 0 ? t[2] / t[3] : 0;
+  r.mlm_loss = t[4] / std::max(t[6], 1.0);  // the mean over the ranks' parts of the batches
+  r.nsp_loss = t[5] / std::max(t[6], 1.0);
   return r;
 }
 
@@ -371,8 +385,8 @@ void load_hugging_face(BertForPreTraining<T>& model, const std::filesystem::path
   } else {
     io::load_state_dict(model.bert, tensors, {.allow_unexpected = true});
   }
-  std::printf("loaded %s weights from %s\n", whole ? "BertForPreTraining" : "BertModel (encoder)",
-              path.string().c_str());
+  printf0("loaded %s weights from %s\n", whole ? "BertForPreTraining" : "BertModel (encoder)",
+          path.string().c_str());
 }
 
 template <class T, class Opt>
@@ -380,14 +394,19 @@ PretrainResult pretrain(const PretrainConfig& c, const PretrainData& data,
                         const data::WordPieceTokenizer& tokenizer, Device device,
                         bool quiet = false) {
   namespace fs = std::filesystem;
+  // Rank 0 alone writes the logs and checkpoints; the others' logger writes nowhere.
+  const bool lead = dist::rank() == 0;
   const fs::path out = c.out;
-  fs::create_directories(out);
+  if (lead) fs::create_directories(out);
   const fs::path ckpt = out / "ckpt-last.safetensors";
-  std::ofstream mllog_file(out / "mllog.txt", std::ios::app);
+  std::ofstream mllog_file;
+  if (lead) mllog_file.open(out / "mllog.txt", std::ios::app);
   io::MlLoggerOptions mllog_options;
   mllog_options.root_dir = EMBER_SOURCE_DIR;
-  io::MlLogger mllog(mllog_file, mllog_options);
-  io::JsonlWriter metrics(out / "metrics.jsonl");
+  io::MlLogger mllog(lead ? static_cast<std::ostream&>(mllog_file) : trainer::nowhere(),
+                     mllog_options);
+  std::optional<io::JsonlWriter> metrics;
+  if (lead) metrics.emplace(out / "metrics.jsonl");
   mllog.event(io::mllog::kSubmissionBenchmark, std::string("bert"));
   mllog.start(io::mllog::kInitStart);
 
@@ -417,6 +436,7 @@ PretrainResult pretrain(const PretrainConfig& c, const PretrainData& data,
       optim::warmup(warmup_steps, optim::PolynomialDecay(c.lr, 0.0, c.steps - warmup_steps, 1.0));
 
   data::Batches order(static_cast<std::int64_t>(data.train.size()), c.batch, true, c.seed, true);
+  order.shard(dist::rank(), dist::world_size());  // this rank's part of every batch
   std::int64_t step = 0;
   if (!c.resume.empty()) {
     const fs::path from = c.resume == "auto" ? ckpt : fs::path(c.resume);
@@ -427,8 +447,8 @@ PretrainResult pretrain(const PretrainConfig& c, const PretrainData& data,
       EMBER_CHECK(position != p.extra.end(), "bert_pretrain: '", from.string(),
                   "' is not a bert_pretrain checkpoint (it has no batch_position)");
       order.restore(p.epoch, std::stoll(position->second));
-      std::printf("resumed from %s at step %lld\n", from.string().c_str(),
-                  static_cast<long long>(step));
+      printf0("resumed from %s at step %lld\n", from.string().c_str(),
+              static_cast<long long>(step));
     } else {
       EMBER_CHECK(c.resume == "auto" && !c.eval_only, "bert_pretrain: --resume: no checkpoint at '",
                   from.string(), "'");
@@ -443,6 +463,11 @@ PretrainResult pretrain(const PretrainConfig& c, const PretrainData& data,
     return result;
   }
 
+  // Every rank starts from rank 0's weights and averages its gradients with the others'.
+  dist::DistributedDataParallel ddp(model);
+
+  mllog.event(io::mllog::kSubmissionPlatform,
+              std::to_string(dist::world_size()) + "x" + device.str());
   mllog.event(io::mllog::kGlobalBatchSize, c.batch * c.accumulation);
   mllog.event(io::mllog::kOptName, std::is_same_v<Opt, optim::LAMB> ? "lamb" : "adamw");
   mllog.event(io::mllog::kOptBaseLearningRate, c.lr);
@@ -463,7 +488,7 @@ PretrainResult pretrain(const PretrainConfig& c, const PretrainData& data,
   double timed_seconds = 0;
   io::ProgressOptions bar_options;
   if (quiet) bar_options.terminal = false;
-  io::ProgressBar bar(c.steps, "bert", std::cerr, bar_options);
+  io::ProgressBar bar(c.steps, "bert", lead ? std::cerr : trainer::nowhere(), bar_options);
 
   const std::int64_t first_step = step;
   while (step < c.steps) {
@@ -480,6 +505,7 @@ PretrainResult pretrain(const PretrainConfig& c, const PretrainData& data,
       const PretrainingBatch b = batch_on(data.train, idx, c, device);
       out = model.forward(b.input_ids, b.token_type_ids, b.attention_mask, b.masked_positions,
                           b.masked_ids, b.next_sentence_labels);
+      ddp.set_grad_sync(micro + 1 == c.accumulation);  // one all-reduce per step, at the last
       out.loss.backward();
     }
     if (c.accumulation > 1) opt.scale_grads(1.0 / static_cast<double>(c.accumulation));
@@ -488,15 +514,17 @@ PretrainResult pretrain(const PretrainConfig& c, const PretrainData& data,
     opt.step();
     opt.zero_grad();
     ++step;
-    if (timed_from) timed_sequences += c.batch * c.accumulation;
+    if (timed_from) timed_sequences += c.batch * c.accumulation;  // global: every rank's part
 
     if (step % c.log_every == 0 || step == c.steps) {
       // Reading the loss waits for the device: only every log_every steps.
-      const double l = static_cast<double>(out.loss.value().item());
-      metrics.log(step, {{"loss", l},
-                         {"mlm_loss", static_cast<double>(out.mlm_loss.value().item())},
-                         {"nsp_loss", static_cast<double>(out.nsp_loss.value().item())},
-                         {"lr", schedule(step - 1)}});
+      const double l = trainer::mean_over_ranks(static_cast<double>(out.loss.value().item()));
+      const double mlm = trainer::mean_over_ranks(static_cast<double>(out.mlm_loss.value().item()));
+      const double nsp = trainer::mean_over_ranks(static_cast<double>(out.nsp_loss.value().item()));
+      if (metrics) {
+        metrics->log(
+            step, {{"loss", l}, {"mlm_loss", mlm}, {"nsp_loss", nsp}, {"lr", schedule(step - 1)}});
+      }
       bar.update(step, {{"loss", l}, {"lr", schedule(step - 1)}});
     }
     const bool last = step == c.steps || (c.stop_after > 0 && step >= c.stop_after);
@@ -510,14 +538,16 @@ PretrainResult pretrain(const PretrainConfig& c, const PretrainData& data,
       const double elapsed = seconds_since(run_start);
       mllog.event(io::mllog::kEvalAccuracy, result.last.mlm_accuracy, {{"step", step}});
       mllog.end(io::mllog::kEvalStop, nullptr, {{"step", step}});
-      metrics.log(step, {{"eval_mlm_accuracy", result.last.mlm_accuracy},
-                         {"eval_nsp_accuracy", result.last.nsp_accuracy},
-                         {"eval_mlm_loss", result.last.mlm_loss},
-                         {"eval_nsp_loss", result.last.nsp_loss},
-                         {"time_s", elapsed}});
+      if (metrics) {
+        metrics->log(step, {{"eval_mlm_accuracy", result.last.mlm_accuracy},
+                            {"eval_nsp_accuracy", result.last.nsp_accuracy},
+                            {"eval_mlm_loss", result.last.mlm_loss},
+                            {"eval_nsp_loss", result.last.nsp_loss},
+                            {"time_s", elapsed}});
+      }
       if (!quiet) {
-        std::fprintf(stderr, "\n");
-        std::printf(
+        if (lead) std::fprintf(stderr, "\n");
+        printf0(
             "step %lld: masked-LM accuracy %.2f%% (unigram baseline %.2f%%), next sentence "
             "%.2f%%, eval loss %.3f + %.3f, %s elapsed\n",
             static_cast<long long>(step), 100 * result.last.mlm_accuracy,
@@ -529,7 +559,7 @@ PretrainResult pretrain(const PretrainConfig& c, const PretrainData& data,
       progress.step = step;
       progress.epoch = order.epoch();
       progress.extra["batch_position"] = std::to_string(order.position());
-      io::save_training_checkpoint(ckpt, model, opt, progress);
+      if (lead) io::save_training_checkpoint(ckpt, model, opt, progress);
       if (c.target_mlm_accuracy > 0 && result.last.mlm_accuracy >= c.target_mlm_accuracy &&
           result.seconds_to_target < 0) {
         result.seconds_to_target = elapsed;
@@ -578,26 +608,28 @@ inline PretrainResult run_pretraining(const PretrainConfig& c, const PretrainDat
 /// The configuration's table: the modules with their parameter counts.
 inline void print_summary(const BertConfig& bc) {
   const BertForPreTraining<float> model(bc);
-  std::printf(
+  printf0(
       "BertForPreTraining: hidden %lld, layers %lld, heads %lld, intermediate %lld, "
       "vocab %lld\n",
       static_cast<long long>(bc.hidden), static_cast<long long>(bc.layers),
       static_cast<long long>(bc.heads), static_cast<long long>(bc.intermediate),
       static_cast<long long>(bc.vocab_size));
-  std::printf("%-44s %14s\n", "module", "parameters");
+  printf0("%-44s %14s\n", "module", "parameters");
   for (const auto& [name, m] : model.named_modules()) {
     // The first two levels below the heads, and each encoder layer once.
     const auto depth = std::count(name.begin(), name.end(), '.');
     if (depth > 2 || (name.rfind("bert.encoder.layer.", 0) == 0 && depth > 3)) continue;
-    std::printf("%-44s %14s\n", name.c_str(), trainer::thousands(m->parameter_count()).c_str());
+    printf0("%-44s %14s\n", name.c_str(), trainer::thousands(m->parameter_count()).c_str());
   }
-  std::printf("Encoder with pooler (BertModel): %s params\n",
-              trainer::thousands(model.bert.parameter_count()).c_str());
-  std::printf("Total params: %s\n", trainer::thousands(model.parameter_count()).c_str());
+  printf0("Encoder with pooler (BertModel): %s params\n",
+          trainer::thousands(model.bert.parameter_count()).c_str());
+  printf0("Total params: %s\n", trainer::thousands(model.parameter_count()).c_str());
 }
 
 inline int main(int argc, char** argv) {
   trainer::quiet_blas_threads(argv);
+  // Then: under mpirun this joins the other ranks (MPI may take its own arguments out of argv).
+  dist::World world = dist::init(argc, argv);
   PretrainConfig c;
   CLI::App app{"ember's BERT pretraining (MLPerf's language workload: masked LM + next sentence)",
                "bert_pretrain"};
@@ -649,52 +681,64 @@ inline int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   try {
-    const Device device = trainer::pick_device(c.device, "bert_pretrain");
+    const Device device = trainer::pick_device(c.device, "bert_pretrain", world.local_rank());
     settle_pretrain_defaults(c, device);
     validate_options(c);
+    EMBER_CHECK(c.batch % world.size() == 0, "bert_pretrain: --batch-size ", c.batch,
+                " (the global micro-batch) does not split over ", world.size(),
+                " ranks: choose a multiple of ", world.size());
     if (c.summary) {
       BertConfig bc = config_by_name(c.config);
-      print_summary(bc);
+      if (world.is_main()) print_summary(bc);
       return 0;
     }
     const data::WordPieceTokenizer tokenizer(c.vocab);
-    std::printf("ember BERT pretraining: %s, %s, batch %lld x %lld, seq %lld, %s, %s on %s\n",
-                c.config.c_str(), c.corpus.c_str(), static_cast<long long>(c.batch),
-                static_cast<long long>(c.accumulation), static_cast<long long>(c.seq_len),
-                c.optimizer.c_str(), c.precision.c_str(), device.str().c_str());
+    printf0("ember BERT pretraining: %s, %s, batch %lld x %lld, seq %lld, %s, %s on %s\n",
+            c.config.c_str(), c.corpus.c_str(), static_cast<long long>(c.batch),
+            static_cast<long long>(c.accumulation), static_cast<long long>(c.seq_len),
+            c.optimizer.c_str(), c.precision.c_str(), device.str().c_str());
     std::fflush(stdout);
+    // Rank 0 reads the corpus and caches its instances first; the others then load the cache.
+    if (!world.is_main()) dist::barrier();
     const PretrainData data = open_pretrain_data(c, tokenizer);
-    std::printf("data: %zu training and %zu evaluation sequences; unigram baseline %.2f%%\n",
-                data.train.size(), data.eval.size(), 100 * data.unigram_baseline);
+    if (world.is_main()) dist::barrier();
+    printf0("data: %zu training and %zu evaluation sequences; unigram baseline %.2f%%\n",
+            data.train.size(), data.eval.size(), 100 * data.unigram_baseline);
     std::fflush(stdout);
     const PretrainResult r = run_pretraining(c, data, tokenizer, device);
     if (c.eval_only) {
-      std::printf("\n== evaluation ==\n");
-      std::printf("masked-LM accuracy: %.2f%% (unigram baseline %.2f%%)\n",
-                  100 * r.last.mlm_accuracy, 100 * r.unigram_baseline);
-      std::printf(
+      printf0("\n== evaluation ==\n");
+      printf0("masked-LM accuracy: %.2f%% (unigram baseline %.2f%%)\n", 100 * r.last.mlm_accuracy,
+              100 * r.unigram_baseline);
+      printf0(
           "next-sentence accuracy: %.2f%%\neval loss: %.4f (masked LM) + %.4f (next "
           "sentence)\n",
           100 * r.last.nsp_accuracy, r.last.mlm_loss, r.last.nsp_loss);
       return 0;
     }
-    std::printf("\n== results ==\n");
-    std::printf("training throughput: %.1f sequences/s (after warm-up)\n", r.sequences_per_second);
-    std::printf("masked-LM accuracy: %.2f%% (unigram baseline %.2f%%)\n", 100 * r.last.mlm_accuracy,
-                100 * r.unigram_baseline);
-    std::printf("next-sentence accuracy: %.2f%%\n", 100 * r.last.nsp_accuracy);
-    std::printf("training time: %s for %lld steps\n", hms(r.train_seconds).c_str(),
-                static_cast<long long>(r.steps));
+    printf0("\n== results ==\n");
+    printf0("training throughput: %.1f sequences/s (after warm-up)\n", r.sequences_per_second);
+    if (world.size() > 1) {
+      printf0("per rank: %.1f sequences/s (%d ranks)\n", r.sequences_per_second / world.size(),
+              world.size());
+    }
+    printf0("masked-LM accuracy: %.2f%% (unigram baseline %.2f%%)\n", 100 * r.last.mlm_accuracy,
+            100 * r.unigram_baseline);
+    printf0("next-sentence accuracy: %.2f%%\n", 100 * r.last.nsp_accuracy);
+    printf0("training time: %s for %lld steps\n", hms(r.train_seconds).c_str(),
+            static_cast<long long>(r.steps));
     if (c.target_mlm_accuracy > 0) {
       if (r.seconds_to_target >= 0) {
-        std::printf("time to %.2f%% masked-LM accuracy: %s\n", 100 * c.target_mlm_accuracy,
-                    hms(r.seconds_to_target).c_str());
+        printf0("time to %.2f%% masked-LM accuracy: %s\n", 100 * c.target_mlm_accuracy,
+                hms(r.seconds_to_target).c_str());
       } else {
-        std::printf("target %.2f%% masked-LM accuracy not reached\n", 100 * c.target_mlm_accuracy);
+        printf0("target %.2f%% masked-LM accuracy not reached\n", 100 * c.target_mlm_accuracy);
       }
     }
-    trainer::plot_curves(std::filesystem::path(c.out) / "metrics.jsonl",
-                         std::filesystem::path(c.out) / "curves.png", "BERT pretraining");
+    if (world.is_main()) {
+      trainer::plot_curves(std::filesystem::path(c.out) / "metrics.jsonl",
+                           std::filesystem::path(c.out) / "curves.png", "BERT pretraining");
+    }
     return c.target_mlm_accuracy > 0 && r.seconds_to_target < 0 ? 3 : 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s\n", e.what());

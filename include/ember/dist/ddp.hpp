@@ -164,6 +164,9 @@ class DistributedDataParallel {
     bool previous_;
   };
   [[nodiscard]] NoSync no_sync() { return NoSync(state_); }
+  /// Whether the backwards that follow average the gradients (true) or accumulate locally
+  /// (false), as no_sync() does for a scope: `ddp.set_grad_sync(micro + 1 == micro_batches)`.
+  void set_grad_sync(bool on) { state_->sync = on; }
 
  private:
   // The ranks must hold the same model: the same number of parameters and elements.
