@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# All-reduce bus bandwidth on CPU ranks (bench/bench_dist_cpu.cpp): ember's dist::all_reduce
-# against MPI_Allreduce called directly, 1 KiB to 256 MiB of floats, on RANKS processes of this
-# machine (one OpenMP thread each), median of REPS repetitions. Writes
-# bench/results/cpu-dist-<date>-<commit>.json (Google Benchmark's JSON, rank 0's view).
+# Data parallelism on CPU ranks (bench/bench_dist_cpu.cpp), one OpenMP thread per rank, median
+# of REPS repetitions: all-reduce bus bandwidth (ember's dist::all_reduce against MPI_Allreduce
+# called directly, 1 KiB to 256 MiB of floats) on RANKS processes, and a ResNet-18/16 DDP step on
+# RANKS processes and on one (weak scaling: the same batch per rank). Writes
+# bench/results/cpu-dist-<date>-<commit>.json (RANKS ranks) and cpu-dist-1rank-*.json (Google
+# Benchmark's JSON, rank 0's view).
 #
 #   bench/dist_cpu.sh                 # 2 ranks
 #   RANKS=4 REPS=5 bench/dist_cpu.sh
@@ -23,4 +25,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_
 OMP_NUM_THREADS=1 mpirun -np "$ranks" "$build/bench/bench_dist_cpu" \
   --benchmark_repetitions="$reps" --benchmark_report_aggregates_only=true \
   --benchmark_out="$out" --benchmark_out_format=json
-echo "wrote $out"
+OMP_NUM_THREADS=1 mpirun -np 1 "$build/bench/bench_dist_cpu" --benchmark_filter=ddp_step \
+  --benchmark_repetitions="$reps" --benchmark_report_aggregates_only=true \
+  --benchmark_out="${out/cpu-dist-/cpu-dist-1rank-}" --benchmark_out_format=json
+echo "wrote $out and ${out/cpu-dist-/cpu-dist-1rank-}"

@@ -27,6 +27,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <type_traits>
@@ -57,6 +58,7 @@ struct DDPStats {
   int buckets = 0;                  // buckets all-reduced
   int started_during_backward = 0;  // of those, started by a hook, before the last node ran
   std::int64_t bytes = 0;           // bytes all-reduced (gradients and flags)
+  double exposed_seconds = 0;       // after the last node: starting the rest, waiting, unpacking
 };
 
 // In the translation unit's executor namespace: packing the buckets evaluates expressions.
@@ -301,6 +303,7 @@ class DistributedDataParallel {
 
   // After the backward's last node: start what is left, wait for everything, write the means.
   static void finish(State& s) {
+    const auto started = std::chrono::steady_clock::now();
     s.in_backward = false;
     const int count = static_cast<int>(s.buckets.size());
     while (s.next < count) start(s, s.next++);
@@ -334,6 +337,8 @@ class DistributedDataParallel {
           any);
     }
     s.next = 0;
+    s.stats.exposed_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   }
 
   nn::Module* model_;
