@@ -112,7 +112,7 @@ class Work {
     return true;
   }
 
-  // ---- for the calls that start a collective (here and in ddp.hpp) ----
+  // ---- for the *_async calls below, which start the collective ----
 #if defined(EMBER_WITH_MPI)
   void add_request(MPI_Request r) { requests_.push_back(r); }
 #endif
