@@ -157,13 +157,14 @@ inline void run_backward(VarNodeBase& root, bool retain_graph) {
   std::unordered_set<const TapeNode*> seen;
   std::vector<TapeNode*> stack;
   std::vector<VarNodeBase*> ins;
-  // Leaves with hooks: how many of the nodes to run still feed each.
+  // Leaves with hooks: how many of the nodes to run still feed each. A node that lists a leaf
+  // twice (x * x) feeds it once; only hooked leaves are checked for that, off the common path.
   std::unordered_map<VarNodeBase*, int> feeds;
-  const auto leaf_inputs = [&](TapeNode& n) {
-    ins.clear();
-    n.inputs(ins);
-    std::sort(ins.begin(), ins.end());
-    ins.erase(std::unique(ins.begin(), ins.end()), ins.end());
+  const auto hooked_leaf_first_seen = [&](std::size_t k) {
+    VarNodeBase* v = ins[k];
+    return !v->grad_fn && !v->grad_ready_hooks.empty() &&
+           std::find(ins.begin(), ins.begin() + static_cast<std::ptrdiff_t>(k), v) ==
+               ins.begin() + static_cast<std::ptrdiff_t>(k);
   };
   nodes.push_back(root.grad_fn);
   seen.insert(root.grad_fn.get());
@@ -176,13 +177,15 @@ inline void run_backward(VarNodeBase& root, bool retain_graph) {
            " a second time: its saved tensors were released after the first backward; call "
            "backward(retain_graph=true) the first time");
     }
-    leaf_inputs(*n);
-    for (VarNodeBase* v : ins) {
+    ins.clear();
+    n->inputs(ins);
+    for (std::size_t k = 0; k < ins.size(); ++k) {
+      VarNodeBase* v = ins[k];
       if (v->grad_fn && seen.insert(v->grad_fn.get()).second) {
         nodes.push_back(v->grad_fn);
         stack.push_back(v->grad_fn.get());
       }
-      if (!v->grad_fn && !v->grad_ready_hooks.empty()) ++feeds[v];
+      if (hooked_leaf_first_seen(k)) ++feeds[v];
     }
   }
   std::sort(nodes.begin(), nodes.end(),
@@ -190,10 +193,11 @@ inline void run_backward(VarNodeBase& root, bool retain_graph) {
   for (const auto& n : nodes) {
     n->backward();
     if (feeds.empty()) continue;
-    leaf_inputs(*n);
-    for (VarNodeBase* v : ins) {
-      const auto it = feeds.find(v);
-      if (it != feeds.end() && --it->second == 0) detail::run_grad_ready_hooks(*v);
+    ins.clear();
+    n->inputs(ins);
+    for (std::size_t k = 0; k < ins.size(); ++k) {
+      if (!hooked_leaf_first_seen(k)) continue;
+      if (--feeds[ins[k]] == 0) detail::run_grad_ready_hooks(*ins[k]);
     }
   }
   run_callbacks();
