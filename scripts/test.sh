@@ -11,7 +11,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 build="${EMBER_BUILD_DIR:-$EMBER_ROOT/build/test}"
 
 ember_apt_install "${EMBER_TEST_PACKAGES[@]}"
-ember_pip_install "${EMBER_TEST_PIP_PACKAGES[@]}"
+ember_pip_install --no-deps "${EMBER_TEST_PIP_PACKAGES[@]}"
 ember_configure "$build" -DEMBER_BUILD_TESTS=ON -DEMBER_BUILD_BENCHMARKS=ON -DEMBER_BUILD_EXAMPLES=ON
 
 ember_log "building everything with $(ember_jobs) jobs"
