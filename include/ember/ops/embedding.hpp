@@ -171,7 +171,7 @@ EmbeddingRuns embedding_runs(const Tensor<std::int64_t>& ids, std::int64_t V) {
     exec::require_runnable(device);
 #if defined(EMBER_CUDA_KERNELS)
     EmbeddingRuns r;
-    gpu::sort_runs(ids.data(), M, V, device.index(), r.order, r.start);
+    gpu::sort_runs<Mode>(ids.data(), M, V, device.index(), r.order, r.start);
     return r;
 #endif
   }

@@ -89,7 +89,7 @@ void sort_lines(const Tensor<std::int64_t>& keys, Tensor<std::int64_t>& idx, std
   if (keys.device().is_cuda()) {
     exec::require_runnable(keys.device());
 #if defined(EMBER_CUDA_KERNELS)
-    gpu::sort_lines(keys.data(), idx.data(), lines, n, keys.device().index());
+    gpu::sort_lines<Mode>(keys.data(), idx.data(), lines, n, keys.device().index());
 #endif
     return;
   }
