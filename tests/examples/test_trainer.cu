@@ -1,3 +1,4 @@
-// The trainer's host code as nvcc compiles it (the program examples/resnet50/train.cu is): its
-// configuration must be what the host-compiled trainer's is. No GPU is needed.
+// The trainer's optimizer recipe (examples/resnet50/config.hpp) as nvcc compiles it, as it does
+// for the program examples/resnet50/train.cu: it must be what the host-compiled trainer's is. No
+// GPU is needed.
 #include "trainer_recipe_cases.hpp"

@@ -6,7 +6,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "resnet50/train_main.hpp"
+#include "resnet50/config.hpp"
 
 TEST_CASE("the trainer's optimizer options are those of the command line", "[examples]") {
   resnet::Config c;
