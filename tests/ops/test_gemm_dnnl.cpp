@@ -59,7 +59,10 @@ TEMPLATE_TEST_CASE("gemm on oneDNN: against float64 over layouts, alpha and beta
   using T = TestType;
   // The product accumulates in float; a bf16 C is rounded once (half a bf16 ulp, 2^-9 relative).
   const double rel = std::is_same_v<T, float> ? 1e-5 : 1.0 / 256;
-  const bool on_onednn = std::is_same_v<T, float> || ember::ops::cpu::native_bf16_gemm();
+  // Every product here runs on oneDNN (unless EMBER_CPU_GEMM=blas): a bf16 one natively where
+  // the CPU has AVX512-BF16, else through float copies whose float product oneDNN runs.
+  const std::uint64_t on_onednn = ember::ops::onednn::gemm_enabled() ? 1 : 0;
+  const bool native_bf16 = std::is_same_v<T, bf16> && ember::ops::cpu::native_bf16_gemm();
   const std::vector<Case> cases = {
       {64, 48, 40, false, false, 0, 1, 0},       {64, 48, 40, true, false, 0, 1, 0},
       {64, 48, 40, false, true, 3, 1, 1},        {64, 48, 40, true, true, 5, 0.5f, 0},
@@ -80,9 +83,11 @@ TEMPLATE_TEST_CASE("gemm on oneDNN: against float64 over layouts, alpha and beta
     const MatrixView<const T> A{a.data(), c.M, c.K, c.ta ? 1 : lda, c.ta ? lda : 1};
     const MatrixView<const T> B{b.data(), c.K, c.N, c.tb ? 1 : ldb, c.tb ? ldb : 1};
     const auto before = ember::ops::onednn::gemm_calls();
+    const auto before_bf16 = ember::ops::onednn::bf16_gemm_calls();
     ember::ops::cpu::gemm<T>(A, B, MatrixView<T>{out.data(), c.M, c.N, ldc, 1}, T(c.alpha),
                              T(c.beta));
-    REQUIRE(ember::ops::onednn::gemm_calls() == before + (on_onednn ? 1 : 0));
+    REQUIRE(ember::ops::onednn::gemm_calls() == before + on_onednn);
+    REQUIRE(ember::ops::onednn::bf16_gemm_calls() == before_bf16 + (native_bf16 ? 1 : 0));
     const std::vector<double> want = reference(A, B, c0, ldc, c.alpha, c.beta);
     for (std::int64_t i = 0; i < c.M; ++i) {
       for (std::int64_t j = 0; j < ldc; ++j) {

@@ -45,10 +45,16 @@ inline std::atomic<std::uint64_t>& gemm_call_counter() {
   static std::atomic<std::uint64_t> counter{0};
   return counter;
 }
+inline std::atomic<std::uint64_t>& bf16_gemm_call_counter() {
+  static std::atomic<std::uint64_t> counter{0};
+  return counter;
+}
 }  // namespace detail
 
 /// Matrix products run on oneDNN since the program started (tests prove which path ran).
 inline std::uint64_t gemm_calls() { return detail::gemm_call_counter().load(); }
+/// Of those, the products oneDNN ran on bf16 operands (not through float copies).
+inline std::uint64_t bf16_gemm_calls() { return detail::bf16_gemm_call_counter().load(); }
 
 /// A matmul primitive for one (sizes, strides, alpha, beta).
 struct Matmul {
@@ -157,6 +163,9 @@ bool gemm(const MatrixView<const T>& A, const MatrixView<const T>& B, const Matr
   check(dnnl_primitive_execute(m.primitive.get(), stream, nargs, args), "matmul");
   check(dnnl_stream_wait(stream), "dnnl_stream_wait");
   detail::gemm_call_counter().fetch_add(1, std::memory_order_relaxed);
+  if constexpr (std::is_same_v<T, bf16>) {
+    detail::bf16_gemm_call_counter().fetch_add(1, std::memory_order_relaxed);
+  }
   return true;
 }
 
