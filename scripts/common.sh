@@ -77,13 +77,22 @@ ember_apt_install() {
 ember_jobs() { nproc 2>/dev/null || echo 2; }
 
 # ember_configure BUILD_DIR [cmake args...]: configures a Release build; EMBER_CUDA (AUTO by
-# default) and EMBER_CMAKE_ARGS from the environment are passed on.
+# default) and EMBER_CMAKE_ARGS from the environment are passed on. When ccache is installed
+# (and EMBER_CCACHE is not 0) every compile goes through it: a rebuild after a small change, or
+# in another build directory, takes the objects it already made. It is not installed here: a
+# fresh machine (CI's) has nothing cached for it to find.
 ember_configure() {
   local build="$1"
   shift
   local extra=()
   if [ -n "${EMBER_CMAKE_ARGS:-}" ]; then
     read -r -a extra <<<"${EMBER_CMAKE_ARGS}"
+  fi
+  if [ "${EMBER_CCACHE:-1}" != 0 ] && command -v ccache >/dev/null 2>&1; then
+    ember_log "compiling through ccache ($(command -v ccache))"
+    # The tests' precompiled header: ccache caches its users only with these two allowances.
+    export CCACHE_SLOPPINESS="${CCACHE_SLOPPINESS:-pch_defines,time_macros}"
+    extra=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache "${extra[@]}")
   fi
   ember_log "configuring $build (EMBER_CUDA=${EMBER_CUDA:-AUTO})"
   cmake -S "$EMBER_ROOT" -B "$build" -DCMAKE_BUILD_TYPE=Release \
