@@ -52,7 +52,8 @@ if(EMBER_HAS_IO_DATA)
   list(APPEND configure_args -DCONSUMER_WITH_IO_DATA=ON)
 endif()
 step("configure the consumer project" "${CMAKE_COMMAND}" ${configure_args})
-step("build the consumer project" "${CMAKE_COMMAND}" --build "${build}" --config "${EMBER_CONFIG}")
+step("build the consumer project" "${CMAKE_COMMAND}" --build "${build}" --config "${EMBER_CONFIG}"
+     --parallel ${build_jobs})
 
 set(apps consumer_app)
 if(EMBER_HAS_IO_DATA)

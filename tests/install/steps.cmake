@@ -1,7 +1,10 @@
 # What the scripts that build a consumer project share (run_install_test.cmake,
 # ../subdirectory/run_subdirectory_test.cmake): `step` runs a command and stops the script with its
 # output when it fails; `run_apps` finds each built program under a build tree and runs it.
-# Messages start with ${EMBER_TEST_NAME}.
+# Messages start with ${EMBER_TEST_NAME}. `build_jobs`: the consumer's files compile in parallel,
+# one per core (they are independent, and the test waits for them).
+
+cmake_host_system_information(RESULT build_jobs QUERY NUMBER_OF_LOGICAL_CORES)
 
 function(step what)
   message(STATUS "${EMBER_TEST_NAME}: ${what}")

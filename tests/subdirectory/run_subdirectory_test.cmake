@@ -23,6 +23,7 @@ if(EMBER_CXX_COMPILER)
   list(APPEND args "-DCMAKE_CXX_COMPILER=${EMBER_CXX_COMPILER}")
 endif()
 step("configure" "${CMAKE_COMMAND}" ${args})
-step("build" "${CMAKE_COMMAND}" --build "${EMBER_SCRATCH}" --config Release)
+step("build" "${CMAKE_COMMAND}" --build "${EMBER_SCRATCH}" --config Release
+     --parallel ${build_jobs})
 run_apps("${EMBER_SCRATCH}" consumer_app consumer_io)
 message(STATUS "add_subdirectory test: passed")
