@@ -15,6 +15,7 @@
 using namespace ember;
 
 namespace {
+namespace test_autograd_cuda {
 const Device kGpu = Device::cuda(0);
 
 using ember::testing::require_near;
@@ -47,7 +48,6 @@ void same_gradients(F&& f, std::vector<Tensor<T>> inputs, double rel) {
     require_near(gpu[i].grad(), cpu[i].grad(), rel);
   }
 }
-}  // namespace
 
 TEST_CASE("cuda autograd: the fused backward is one launch and matches the CPU", "[cuda]") {
   EMBER_REQUIRE_CUDA_DEVICE();
@@ -155,3 +155,6 @@ TEST_CASE("cuda autograd: bf16 gradients match the CPU's", "[cuda]") {
       },
       {a, b}, 1.0 / 128);
 }
+
+}  // namespace test_autograd_cuda
+}  // namespace

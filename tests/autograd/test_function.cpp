@@ -14,6 +14,7 @@
 #include "support/random_tensors.hpp"
 
 namespace {
+namespace test_autograd_function {
 
 using ember::FunctionContext;
 using ember::Shape;
@@ -63,8 +64,6 @@ struct WrongShape {
     return g.reshape({-1});
   }
 };
-
-}  // namespace
 
 TEST_CASE("custom function: gradcheck, with numbers and broadcast tensors",
           "[autograd][function]") {
@@ -142,3 +141,6 @@ TEST_CASE("custom function: errors name the function", "[autograd][function]") {
     REQUIRE_THROWS_AS(ctx.saved<float>(0), ember::Error);
   }
 }
+
+}  // namespace test_autograd_function
+}  // namespace

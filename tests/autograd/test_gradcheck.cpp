@@ -12,6 +12,7 @@
 #include "support/random_tensors.hpp"
 
 namespace {
+namespace test_autograd_gradcheck {
 
 using ember::Shape;
 using ember::Tensor;
@@ -39,8 +40,6 @@ Tensor<double> away_from_zero(const Shape& s, std::uint32_t seed) {
     INFO(r);                                                                              \
     REQUIRE(r);                                                                           \
   }
-
-}  // namespace
 
 TEST_CASE("gradcheck: unary functions", "[autograd][gradcheck]") {
   UNARY_CASE(exp, -2, 2)
@@ -245,3 +244,6 @@ TEST_CASE("gradcheck: random shapes, broadcasting, strided views and reductions"
     REQUIRE(r);
   }
 }
+
+}  // namespace test_autograd_gradcheck
+}  // namespace

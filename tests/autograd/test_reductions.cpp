@@ -15,6 +15,7 @@
 #include "support/random_tensors.hpp"
 
 namespace {
+namespace test_autograd_reductions {
 
 using ember::Dims;
 using ember::Shape;
@@ -61,8 +62,6 @@ Var<double> reduce_case(int which, const Vars& v, const Dims& axes, bool keepdim
   }
 }
 constexpr int kReductions = 12;
-
-}  // namespace
 
 TEST_CASE("gradcheck: every reduction of Vars over axes, keepdim, broadcast and views",
           "[autograd][gradcheck][reduce]") {
@@ -184,3 +183,6 @@ TEST_CASE("reductions of Vars: the backward is one fused launch plus the rule's 
   CHECK(run([&] { return ember::var(ember::exp(a) * b, {1}); }) == 2);
   CHECK(run([&] { return ember::prod(a * b, {1}); }) == 3);
 }
+
+}  // namespace test_autograd_reductions
+}  // namespace

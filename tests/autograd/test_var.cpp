@@ -13,6 +13,7 @@
 #include "support/launches.hpp"
 
 namespace {
+namespace test_autograd_var {
 
 using ember::bf16;
 using ember::Device;
@@ -36,8 +37,6 @@ template <class A, class B, class C>
 auto ten_ops(const A& a, const B& b, const C& c) {
   return ember::tanh(a * b + c) * ember::sigmoid(a - c) + ember::exp(b * 0.5) / (c * c + 1.0);
 }
-
-}  // namespace
 
 TEST_CASE("Var basics: param, value, grad, requires_grad", "[autograd]") {
   auto x = ember::param(ember::from_vector<float>({1, 2, 3}, Shape{3}));
@@ -346,3 +345,6 @@ TEST_CASE("a channels-last gradient of a channels-last value keeps its layout", 
             std::vector<float>(static_cast<std::size_t>(t.numel()), float(consumers)));
   }
 }
+
+}  // namespace test_autograd_var
+}  // namespace

@@ -13,6 +13,7 @@
 #include "support/random_tensors.hpp"
 
 namespace {
+namespace test_autograd_views {
 
 using ember::Dims;
 using ember::Shape;
@@ -25,8 +26,6 @@ Tensor<double> rand_tensor(const Shape& s, double lo, double hi, std::uint32_t s
 }
 
 using ember::testing::launches;
-
-}  // namespace
 
 TEST_CASE("gradcheck: every view of a Var", "[autograd][gradcheck][views]") {
   const Tensor<double> x = rand_tensor(Shape{2, 3, 4}, -1, 1, 81);
@@ -141,3 +140,6 @@ TEST_CASE("views of Vars: errors and no_grad", "[autograd][views]") {
   ember::no_grad guard;
   REQUIRE_FALSE(x.transpose(0, 1).requires_grad());
 }
+
+}  // namespace test_autograd_views
+}  // namespace

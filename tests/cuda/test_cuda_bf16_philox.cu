@@ -11,6 +11,7 @@
 #include "cuda_test_support.hpp"
 
 namespace {
+namespace test_cuda_bf16_philox {
 
 // Counts, over all 2^32 floats, where the device intrinsics differ from the portable host code.
 __global__ void conversion_mismatches(unsigned long long* bad) {
@@ -39,8 +40,6 @@ __global__ void philox_streams(float* normal, float* uniform, std::uint64_t n) {
     uniform[i] = ember::philox_uniform(1234, 56, i);
   }
 }
-
-}  // namespace
 
 TEST_CASE("cuda: device bf16/half conversions equal the host's for all 2^32 floats", "[cuda]") {
   EMBER_REQUIRE_CUDA_DEVICE();
@@ -71,3 +70,6 @@ TEST_CASE("cuda: Philox normals and uniforms equal the host's bit for bit", "[cu
   CHECK(zbad == 0);
   CHECK(ubad == 0);
 }
+
+}  // namespace test_cuda_bf16_philox
+}  // namespace

@@ -14,6 +14,7 @@
 using namespace ember;
 
 namespace {
+namespace test_cuda_elementwise {
 
 const Device kGpu = Device::cuda(0);
 const Device kCpu = Device::cpu();
@@ -38,8 +39,6 @@ void require_close(const Tensor<T>& got, const Tensor<T>& want, double rtol, dou
                       << (w.empty() ? 0.0f : static_cast<float>(w[first_bad])));
   CHECK(bad == 0);
 }
-
-}  // namespace
 
 TEST_CASE("cuda: factories give the same values on the GPU as on the CPU", "[cuda]") {
   EMBER_REQUIRE_CUDA_DEVICE();
@@ -178,3 +177,6 @@ TEST_CASE("cuda: a device that does not exist is an error with the cause", "[cud
     CHECK(std::string(e.what()).find("CUDA device") != std::string::npos);
   }
 }
+
+}  // namespace test_cuda_elementwise
+}  // namespace

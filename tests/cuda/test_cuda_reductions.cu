@@ -13,10 +13,10 @@
 using namespace ember;
 
 namespace {
+namespace test_cuda_reductions {
 const Device kGpu = Device::cuda(0);
 
 using ember::testing::require_near;
-}  // namespace
 
 TEST_CASE("cuda: rand and randn give the CPU's bits for the same seed", "[cuda]") {
   EMBER_REQUIRE_CUDA_DEVICE();
@@ -103,3 +103,6 @@ TEST_CASE("cuda: views of device memory come back to the host in order", "[cuda]
   const auto cl = xg.reshape({1, 2, 3, 4}).contiguous(MemoryFormat::channels_last);
   CHECK(cl.to_vector() == x.to_vector());
 }
+
+}  // namespace test_cuda_reductions
+}  // namespace

@@ -15,6 +15,7 @@ using namespace ember;
 using Catch::Matchers::Contains;
 
 namespace {
+namespace test_data_batches {
 
 std::vector<std::int64_t> iota(std::int64_t n) {
   std::vector<std::int64_t> v(static_cast<std::size_t>(n));
@@ -26,8 +27,6 @@ bool is_permutation_of_iota(std::vector<std::int64_t> v) {
   std::sort(v.begin(), v.end());
   return v == iota(static_cast<std::int64_t>(v.size()));
 }
-
-}  // namespace
 
 TEST_CASE("mulhi64 is the high half of the 128-bit product", "[data]") {
   const std::vector<std::uint64_t> values{0,
@@ -266,3 +265,6 @@ TEST_CASE("Batches::shard: the ranks' parts of each batch are disjoint, in order
   CHECK_THROWS_WITH(b.shard(0, 5), Contains("does not split into 5 equal parts"));
   CHECK_THROWS_WITH(b.shard(2, 2), Contains("shard 2 of 2 is not a rank"));
 }
+
+}  // namespace test_data_batches
+}  // namespace

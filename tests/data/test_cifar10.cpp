@@ -32,6 +32,7 @@ using ember::testing::TempDir;
 using ember::testing::write_bytes;
 
 namespace {
+namespace test_data_cifar10 {
 
 // The expected byte of channel c at (y, x) of the picture made from Fashion-MNIST image i: the
 // 28x28 image centred in 32x32 (2 pixels of border), red as it is, green inverted, blue halved.
@@ -71,8 +72,6 @@ void write_splits(const TempDir& dir, const data::FashionMnist& fm) {
   }
   write_bytes(dir / "test_batch.bin", cifar_records(fm, 100, 8));
 }
-
-}  // namespace
 
 TEST_CASE("Cifar10 reads the training files in order, planes R, G, B, scaled to [0, 1]", "[data]") {
   const data::FashionMnist& fm = ember::testing::fashion_mnist_test_split();
@@ -183,3 +182,6 @@ TEST_CASE("Cifar10 refuses missing, empty, wrong-size and bad-label files, namin
                       Contains("test_batch.bin") && Contains("not a regular file"));
   }
 }
+
+}  // namespace test_data_cifar10
+}  // namespace

@@ -34,6 +34,7 @@ using ember::testing::TempDir;
 using ember::testing::write_bytes;
 
 namespace {
+namespace test_data_idx {
 
 // The decompressed content of a gzip file (zlib's gz* API, independent of the reader's buffering).
 std::string gunzip(const fs::path& p) {
@@ -111,8 +112,6 @@ constexpr std::uint64_t kTrainSum = 3431114169u;
 constexpr std::uint64_t kTrainWeighted = 1708901694491u;
 constexpr std::uint64_t kTestSum = 573469082u;
 constexpr std::uint64_t kTestWeighted = 286034809707u;
-
-}  // namespace
 
 TEST_CASE("read_idx reads the Fashion-MNIST training split from the Debian package", "[data]") {
   const fs::path dir = dataset_dir();
@@ -421,3 +420,6 @@ TEST_CASE("read_idx never crashes on damaged files: it reads them or throws embe
   }
   CHECK(refused > 200);  // every truncation is refused; most bit flips too
 }
+
+}  // namespace test_data_idx
+}  // namespace

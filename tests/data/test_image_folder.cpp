@@ -40,6 +40,7 @@ using ember::testing::TempDir;
 using ember::testing::write_bytes;
 
 namespace {
+namespace test_data_image_folder {
 
 // A JPEG of `pixels` (packed, `format` TJPF_RGB or TJPF_CMYK) with 4:4:4 chroma.
 std::string encode_jpeg(const std::vector<std::uint8_t>& pixels, int width, int height,
@@ -191,8 +192,6 @@ bool same(const Tensor<float>& a, const Tensor<float>& b) {
   return a.shape() == b.shape() &&
          std::memcmp(a.data(), b.data(), static_cast<std::size_t>(a.numel()) * sizeof(float)) == 0;
 }
-
-}  // namespace
 
 TEST_CASE("ImageFolder numbers the sorted class folders and lists JPEGs as torchvision does",
           "[data]") {
@@ -657,3 +656,6 @@ TEST_CASE("ImageFolderLoader refuses a mismatched Batches and a folder of unread
     CHECK(loader.skipped() == 2);
   }
 }
+
+}  // namespace test_data_image_folder
+}  // namespace

@@ -23,6 +23,7 @@ using ember::testing::TempDir;
 using ember::testing::write_bytes;
 
 namespace {
+namespace test_data_wordpiece {
 
 fs::path data_path(const std::string& name) { return fs::path(__FILE__).parent_path() / name; }
 
@@ -60,8 +61,6 @@ std::string fnv1a(const std::vector<std::int64_t>& ids) {
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
   return buf;
 }
-
-}  // namespace
 
 TEST_CASE("wordpiece: every fixture text gives Hugging Face's ids", "[data][wordpiece]") {
   const auto& cases = fixtures().at("cases");
@@ -214,3 +213,6 @@ TEST_CASE("wordpiece: bert_tokenize's loop writes one line of ids per line", "[d
   want.back() = '\n';
   CHECK(out.str() == want);
 }
+
+}  // namespace test_data_wordpiece
+}  // namespace

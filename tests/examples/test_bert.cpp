@@ -26,6 +26,7 @@
 #include "bert/sentence_embedding.hpp"
 
 namespace {
+namespace test_examples_bert {
 
 using bert::BertConfig;
 using bert::BertModel;
@@ -113,8 +114,6 @@ double largest_difference(const Tensor<T>& got, const Tensor<T>& want) {
   }
   return worst;
 }
-
-}  // namespace
 
 TEST_CASE("bert: configurations", "[examples][bert]") {
   const BertConfig base = bert::config_by_name("base");
@@ -476,3 +475,6 @@ TEST_CASE("bert: pretraining overfits a fixed batch", "[examples][bert]") {
   CHECK(first > 3.0);  // about ln(50) + ln(2)
   CHECK(last < 0.1 * first);
 }
+
+}  // namespace test_examples_bert
+}  // namespace

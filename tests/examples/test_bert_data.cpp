@@ -25,6 +25,7 @@
 #include "support/files.hpp"
 
 namespace {
+namespace test_examples_bert_data {
 
 namespace fs = std::filesystem;
 using bert::Document;
@@ -133,8 +134,6 @@ void check_proportion(std::int64_t hits, std::int64_t n, double p, const char* w
             << " +- 4.5 * " << sigma);
   CHECK(std::abs(observed - p) <= 4.5 * sigma);
 }
-
-}  // namespace
 
 TEST_CASE("split_sentences: boundaries, abbreviations, initials and numbers", "[bert][data]") {
   using bert::split_sentences;
@@ -595,3 +594,6 @@ TEST_CASE("make_batch: shapes, padding and labels", "[bert][data]") {
   CHECK_THROWS_WITH(bert::make_batch(inst, out_of_range), Catch::Contains("outside"));
   CHECK_THROWS_WITH(bert::make_batch(inst, idx, {.seq_len = 8}), Catch::Contains("seq_len 8"));
 }
+
+}  // namespace test_examples_bert_data
+}  // namespace

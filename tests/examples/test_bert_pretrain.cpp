@@ -18,6 +18,7 @@ using namespace ember;
 using ember::testing::TempDir;
 
 namespace {
+namespace test_examples_bert_pretrain {
 
 bert::PretrainConfig synthetic_config(const fs::path& out) {
   bert::PretrainConfig c;
@@ -37,8 +38,6 @@ bert::PretrainConfig synthetic_config(const fs::path& out) {
   bert::settle_pretrain_defaults(c, Device::cpu());
   return c;
 }
-
-}  // namespace
 
 TEST_CASE("bert_pretrain resumes an interrupted run exactly", "[examples][bert]") {
   const TempDir tmp("ember_bert_pretrain");
@@ -129,3 +128,6 @@ TEST_CASE("bert_pretrain checks its options before reading the corpus", "[exampl
         "--init-checkpoint: no file");
   fails([](bert::PretrainConfig& c) { c.eval_only = true; }, "--eval-only needs the weights");
 }
+
+}  // namespace test_examples_bert_pretrain
+}  // namespace

@@ -25,6 +25,7 @@
 #include "resnet50/resnet.hpp"
 
 namespace {
+namespace test_examples_resnet {
 
 using ember::Shape;
 using ember::Tensor;
@@ -108,8 +109,6 @@ double population_std(const Tensor<float>& t) {
   for (float x : v) sq += (x - mean) * (x - mean);
   return std::sqrt(sq / static_cast<double>(v.size()));
 }
-
-}  // namespace
 
 TEST_CASE("resnet: architecture names", "[examples][resnet]") {
   for (Arch a : resnet::kArchs) REQUIRE(resnet::parse_arch(resnet::name(a)) == a);
@@ -348,3 +347,6 @@ TEST_CASE("resnet: ResNet-18 (small stem) overfits a fixed batch", "[examples][r
   const Tensor<std::int64_t> predicted = ember::argmax(model(x).value(), 1);
   REQUIRE(predicted.to_vector() == y.to_vector());
 }
+
+}  // namespace test_examples_resnet
+}  // namespace

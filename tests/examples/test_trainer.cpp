@@ -28,6 +28,7 @@ using ember::testing::TempDir;
 using ember::testing::write_bytes;
 
 namespace {
+namespace test_examples_trainer {
 
 /// The first 256 training and 64 test images.
 resnet::InMemorySource small_fashion_mnist(std::int64_t batch) {
@@ -54,7 +55,9 @@ resnet::Config small_config(const fs::path& out) {
   return c;
 }
 
-}  // namespace
+TEST_CASE("the trainer's optimizer options are those of the command line", "[examples]") {
+  check_optimizer_recipe();
+}
 
 TEST_CASE("the ResNet trainer resumes an interrupted run exactly", "[examples]") {
   const TempDir tmp("ember_trainer");
@@ -280,3 +283,6 @@ TEST_CASE("resnet_predict's classify: the top classes of a JPEG, most probable f
   for (const auto& [c, prob] : top) REQUIRE(prob == Approx(p[static_cast<std::size_t>(c)]));
   REQUIRE(top[0].second == Approx(*std::max_element(p.begin(), p.end())));
 }
+
+}  // namespace test_examples_trainer
+}  // namespace

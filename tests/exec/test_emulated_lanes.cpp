@@ -19,6 +19,7 @@ using namespace ember;
 using Catch::Matchers::Contains;
 
 namespace {
+namespace test_exec_emulated_lanes {
 
 const std::vector<std::int64_t> kCols = {1, 3, 5, 31, 32, 33, 127, 128, 129, 300};
 
@@ -47,8 +48,6 @@ template <class T>
 constexpr double tolerance() {
   return std::is_same_v<T, double> ? 1e-12 : 1e-5;
 }
-
-}  // namespace
 
 TEMPLATE_TEST_CASE("emulated lanes: softmax and log_softmax rows, forward and backward",
                    "[exec][rows]", float, double) {
@@ -167,3 +166,6 @@ TEST_CASE("emulated lanes: a lane-divergent collective is an error, not a hang",
   exec::run_rows_emulated(Sums{out}, 1, 4);
   for (const float s : out) CHECK(s == 10.0f);
 }
+
+}  // namespace test_exec_emulated_lanes
+}  // namespace

@@ -18,6 +18,7 @@
 #include "support/ref_eval.hpp"
 
 namespace {
+namespace test_exec_fusion {
 
 using ember::bf16;
 using ember::Device;
@@ -48,8 +49,6 @@ bool all_close(const std::vector<double>& got, const std::vector<double>& want, 
   }
   return true;
 }
-
-}  // namespace
 
 TEST_CASE("a 10-op expression over four broadcast tensors is one launch and one allocation",
           "[fusion]") {
@@ -381,3 +380,6 @@ TEST_CASE("assignments that overlap their inputs give copy-first results", "[fus
   CHECK(bad == 0);
   CHECK(vv[999] == 999);
 }
+
+}  // namespace test_exec_fusion
+}  // namespace

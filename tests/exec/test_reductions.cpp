@@ -31,6 +31,7 @@
 #include "support/ref_eval.hpp"
 
 namespace {
+namespace test_exec_reductions {
 
 using ember::bf16;
 using ember::Dims;
@@ -502,8 +503,6 @@ void run_all_reductions() {
   }
 }
 
-}  // namespace
-
 TEST_CASE("reductions match a float64 reference: float32", "[reduce]") {
   run_all_reductions<float>();
 }
@@ -879,3 +878,6 @@ TEST_CASE("reductions are deterministic: run to run and across thread counts",
   WARN("built without OpenMP: the thread-count part of the determinism test did not run");
 #endif
 }
+
+}  // namespace test_exec_reductions
+}  // namespace

@@ -25,6 +25,7 @@
 #include "support/ref_eval.hpp"
 
 namespace {
+namespace test_expr_functions {
 
 using ember::bf16;
 using ember::Tensor;
@@ -437,8 +438,6 @@ void run_all() {
   for (const Case& c : cases()) run_case<T>(c);
 }
 
-}  // namespace
-
 TEST_CASE("elementwise functions match a float64 reference: float32", "[expr][functions]") {
   run_all<float>();
 }
@@ -710,3 +709,6 @@ TEST_CASE("broadcast mismatches throw ember::Error naming the op and both shapes
   CHECK_NOTHROW(m = a + 1);  // [3] broadcasts to [2, 3]
   CHECK(ref::values_of(m) == std::vector<double>{1, 1, 1, 1, 1, 1});
 }
+
+}  // namespace test_expr_functions
+}  // namespace

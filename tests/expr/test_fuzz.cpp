@@ -41,6 +41,7 @@
 #include "support/ref_eval.hpp"
 
 namespace {
+namespace test_expr_fuzz {
 
 using ember::bf16;
 using ember::Tensor;
@@ -1054,8 +1055,6 @@ FusedResult run_fused_combo(int combo, int tpl, const std::vector<AnyT>& L, cons
   }
 }
 
-}  // namespace
-
 TEST_CASE("fuzz: random expression trees, node by node, against a float64 interpreter",
           "[expr][fuzz]") {
   const std::uint64_t seed = fuzz_seed();
@@ -1203,3 +1202,6 @@ TEST_CASE("fuzz: deep fused trees with runtime-chosen ops are one launch and mat
   CHECK(st.failures == 0);
   CHECK(st.masked * 5 < st.checked);
 }
+
+}  // namespace test_expr_fuzz
+}  // namespace

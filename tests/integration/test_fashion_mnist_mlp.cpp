@@ -20,6 +20,7 @@
 using namespace ember;
 
 namespace {
+namespace test_integration_fashion_mnist_mlp {
 
 struct Mlp : nn::Module {
   nn::Linear<float> fc1{784, 256, true, Device::cpu(), Activation::relu};
@@ -92,8 +93,6 @@ struct Training {
   }
 };
 
-}  // namespace
-
 TEST_CASE("an MLP learns Fashion-MNIST to >= 85% test accuracy; a resumed run is identical",
           "[integration]") {
   const data::FashionMnist train_set(data::Split::train, data::FashionMnist::kMean,
@@ -124,3 +123,6 @@ TEST_CASE("an MLP learns Fashion-MNIST to >= 85% test accuracy; a resumed run is
   REQUIRE(accuracy(resumed.model, test_set) == acc);
   std::filesystem::remove(ckpt);
 }
+
+}  // namespace test_integration_fashion_mnist_mlp
+}  // namespace

@@ -39,6 +39,7 @@ using ember::testing::TempDir;
 using ember::testing::write_bytes;
 
 namespace {
+namespace test_io_checkpoint {
 
 /// A batch norm over [N, C] with PyTorch's parameter and buffer names (BatchNorm1d).
 struct Norm1d : nn::Module {
@@ -78,8 +79,6 @@ struct Mlp : nn::Module {
 fs::path data_file(const char* name) { return fs::path(__FILE__).parent_path() / "data" / name; }
 
 std::vector<float> values(const Tensor<float>& t) { return t.contiguous().to_vector(); }
-
-}  // namespace
 
 TEST_CASE("io::load reads a PyTorch state dict and reproduces the model's output", "[io]") {
   nn::manual_seed(1);
@@ -290,3 +289,6 @@ TEST_CASE("a training checkpoint resumes bit for bit", "[io]") {
     REQUIRE(values(other.fc1.weight.value()) == before);
   }
 }
+
+}  // namespace test_io_checkpoint
+}  // namespace

@@ -27,6 +27,7 @@ using ember::testing::TempDir;
 using ember::testing::write_bytes;
 
 namespace {
+namespace test_io_metrics_log {
 
 std::vector<std::string> read_lines(const fs::path& p) {
   std::ifstream in(p);
@@ -41,8 +42,6 @@ std::vector<std::string> keys_of(const ojson& j) {
   for (auto it = j.begin(); it != j.end(); ++it) out.push_back(it.key());
   return out;
 }
-
-}  // namespace
 
 TEST_CASE("JsonlWriter appends one JSON object per line, on disk at once", "[io]") {
   const TempDir tmp;
@@ -196,3 +195,6 @@ TEST_CASE("MlLogger: intervals, defaults, the common keys and Python's escaping"
   CHECK_THROWS_WITH(ml.event("x", 1, ojson::array({1})),
                     Contains("metadata must be a JSON object"));
 }
+
+}  // namespace test_io_metrics_log
+}  // namespace

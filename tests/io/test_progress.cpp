@@ -14,6 +14,7 @@ using namespace ember;
 using Catch::Matchers::Contains;
 
 namespace {
+namespace test_io_progress {
 
 std::vector<std::string> lines_of(const std::string& s) {
   std::vector<std::string> out;
@@ -36,8 +37,6 @@ io::ProgressOptions plain_options(FakeClock& clock) {
   o.clock = clock.fn();
   return o;
 }
-
-}  // namespace
 
 TEST_CASE("plain mode prints a line every 10% and a final line", "[io]") {
   FakeClock clock;
@@ -192,3 +191,6 @@ TEST_CASE("a stream other than std::cerr and std::cout is not a terminal", "[io]
   bad.log_percent = 0;
   CHECK_THROWS_WITH(io::ProgressBar(10, "s", os, bad), Contains("log_percent must be in [1, 100]"));
 }
+
+}  // namespace test_io_progress
+}  // namespace

@@ -34,6 +34,7 @@ using ember::testing::TempDir;
 using ember::testing::write_bytes;
 
 namespace {
+namespace test_io_safetensors {
 
 // Overwrites the byte at `pos` in place (cheaper than rewriting the file: truncation is slow on
 // some file systems).
@@ -106,8 +107,6 @@ bool is_temp_name(const std::string& name) { return name.find(".tmp.") != std::s
 fs::path fixture(const std::string& name) {
   return fs::path(__FILE__).parent_path() / "data" / name;
 }
-
-}  // namespace
 
 TEST_CASE("safetensors: every dtype round trips, rank 0 and size 0 included", "[io]") {
   TempDir dir;
@@ -732,3 +731,6 @@ TEST_CASE("safetensors: a save killed mid-write leaves the previous file loadabl
     CHECK(old_seen + new_seen == 8);
   }
 }
+
+}  // namespace test_io_safetensors
+}  // namespace

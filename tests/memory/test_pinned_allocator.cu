@@ -14,6 +14,7 @@
 using namespace ember;
 
 namespace {
+namespace test_memory_pinned_allocator_cuda {
 const Device kGpu = Device::cuda(0);
 
 // Holds the stream until release(): a host function that the stream runs in order, so copies
@@ -38,7 +39,6 @@ struct StreamGate {
   StreamGate& operator=(const StreamGate&) = delete;
   void release() { open.store(true); }
 };
-}  // namespace
 
 TEST_CASE("Pinned tensors copy to the GPU without blocking and keep their values", "[cuda]") {
   EMBER_REQUIRE_CUDA_DEVICE();
@@ -89,3 +89,6 @@ TEST_CASE("A freed pinned block is not reused while a queued copy still reads it
   CHECK(again.data() == first);
   CHECK(memory::pinned_cached_bytes() == 0);
 }
+
+}  // namespace test_memory_pinned_allocator_cuda
+}  // namespace

@@ -10,12 +10,11 @@
 #include "layer_fixtures.hpp"
 
 namespace {
+namespace test_nn_activation {
 
 using ember::Tensor;
 using ember::Var;
 namespace fx = ember::testing::layers;
-
-}  // namespace
 
 TEST_CASE("nn::ReLU, nn::GELU: no parameters; forward and gradients equal PyTorch's", "[nn]") {
   ember::nn::ReLU<double> relu;
@@ -38,3 +37,6 @@ TEST_CASE("nn::GELU: the two forms differ (the tanh form is not the erf form)", 
   REQUIRE(diff > 1e-5);
   REQUIRE(diff < 1e-2);
 }
+
+}  // namespace test_nn_activation
+}  // namespace

@@ -13,6 +13,7 @@
 #include "layer_fixtures.hpp"
 
 namespace {
+namespace test_nn_attention {
 
 using ember::Shape;
 using ember::Tensor;
@@ -38,8 +39,6 @@ void check_grads(const std::string& c, const Mha& mha, const Var<double>& x) {
     fx::require_matches(std::get<Var<double>*>(p)->grad(), c + ".g." + name);
   }
 }
-
-}  // namespace
 
 TEST_CASE("nn::MultiheadSelfAttention: nn.MultiheadAttention's names, counts and init", "[nn]") {
   ember::nn::manual_seed(2);
@@ -127,3 +126,6 @@ TEST_CASE("nn::MultiheadSelfAttention: bad arguments are ember::Error", "[nn]") 
                       Catch::Contains("mask [2, 4]"));
   REQUIRE_THROWS_AS(M::key_padding(ember::from_vector<bool>({true, false})), ember::Error);
 }
+
+}  // namespace test_nn_attention
+}  // namespace

@@ -13,6 +13,7 @@
 #include "layer_fixtures.hpp"
 
 namespace {
+namespace test_nn_conv {
 
 using ember::Conv2dOptions;
 using ember::Shape;
@@ -44,8 +45,6 @@ void check_case(const std::string& c, ember::nn::Conv2d<double>& conv) {
   fx::require_matches(conv.weight.grad(), c + ".g.weight");
   if (conv.bias.defined()) fx::require_matches(conv.bias.grad(), c + ".g.bias");
 }
-
-}  // namespace
 
 TEST_CASE("nn::Conv2d: PyTorch's names, shapes and counts", "[nn]") {
   // ResNet-50's stem: 64 * 3 * 7 * 7 = 9,408 parameters, no bias.
@@ -116,3 +115,6 @@ TEST_CASE("nn::Conv2d: bad arguments are ember::Error", "[nn]") {
   REQUIRE_THROWS_AS(conv(Var<float>(ember::zeros<float>(Shape{3, 8, 8}))), ember::Error);
   REQUIRE_THROWS_AS(conv(Var<float>(ember::zeros<float>(Shape{1, 3, 2, 2}))), ember::Error);
 }
+
+}  // namespace test_nn_conv
+}  // namespace

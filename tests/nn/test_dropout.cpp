@@ -11,6 +11,7 @@
 #include <ember/nn/dropout.hpp>
 
 namespace {
+namespace test_nn_dropout {
 
 using ember::Shape;
 using ember::Tensor;
@@ -19,8 +20,6 @@ using ember::Var;
 constexpr std::int64_t kN = 200000;
 
 Var<double> ones_input() { return ember::param(ember::ones<double>(Shape{kN})); }
-
-}  // namespace
 
 TEST_CASE("nn::Dropout: zeros near p, the rest scaled by 1 / (1 - p)", "[nn]") {
   ember::nn::manual_seed(11);
@@ -85,3 +84,6 @@ TEST_CASE("nn::Dropout: identity in evaluation and at p = 0; p = 1 drops everyth
   REQUIRE_THROWS_AS(ember::nn::Dropout<float>(1.5), ember::Error);
   REQUIRE_THROWS_AS(ember::nn::Dropout<float>(-0.1), ember::Error);
 }
+
+}  // namespace test_nn_dropout
+}  // namespace

@@ -14,13 +14,12 @@
 #include "layer_fixtures.hpp"
 
 namespace {
+namespace test_nn_embedding {
 
 using ember::Shape;
 using ember::Tensor;
 using ember::Var;
 namespace fx = ember::testing::layers;
-
-}  // namespace
 
 TEST_CASE("nn::Embedding: PyTorch's name and shape, N(0, 1) weights", "[nn]") {
   ember::nn::manual_seed(3);
@@ -102,3 +101,6 @@ TEST_CASE("nn::Embedding: bad arguments are ember::Error", "[nn]") {
   REQUIRE_THROWS_AS(emb(ember::from_vector<std::int64_t>({-1, 2})), ember::Error);
   REQUIRE_THROWS_AS(emb(Tensor<std::int64_t>()), ember::Error);
 }
+
+}  // namespace test_nn_embedding
+}  // namespace

@@ -13,6 +13,7 @@
 #include <ember/nn/init.hpp>
 
 namespace {
+namespace test_nn_init {
 
 using ember::Shape;
 using ember::Tensor;
@@ -51,8 +52,6 @@ void check_draws(double mu, double sigma, double a, double b) {
   REQUIRE(lo < a + 0.05 * (b - a));
   REQUIRE(hi > b - 0.05 * (b - a));
 }
-
-}  // namespace
 
 TEST_CASE("nn::init::trunc_normal: values in [a, b], the truncated moments", "[nn]") {
   ember::nn::manual_seed(1);
@@ -111,3 +110,6 @@ TEST_CASE("nn::init::zeros and ones draw nothing", "[nn]") {
   REQUIRE(ember::nn::init::zeros<std::int64_t>(Shape{}).item() == 0);
   REQUIRE(ember::nn::rng_state().offset == before.offset);
 }
+
+}  // namespace test_nn_init
+}  // namespace

@@ -13,6 +13,7 @@
 #include <ember/nn/module.hpp>
 
 namespace {
+namespace test_nn_module {
 
 using ember::Shape;
 using ember::Tensor;
@@ -39,8 +40,6 @@ struct Outer : ember::nn::Module {
     register_module("head", head);
   }
 };
-
-}  // namespace
 
 TEST_CASE("nn::Module: dotted names, counts, train/eval, zero_grad", "[nn]") {
   ember::nn::manual_seed(1);
@@ -136,3 +135,6 @@ TEST_CASE("nn::init: kaiming and xavier scales", "[nn]") {
           Approx(2.0 / (1152 + 2304)).epsilon(0.02));
   REQUIRE_THROWS_AS(ember::nn::init::kaiming_normal<float>(Shape{5}), ember::Error);
 }
+
+}  // namespace test_nn_module
+}  // namespace

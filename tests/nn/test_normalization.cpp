@@ -16,6 +16,7 @@
 #include "layer_fixtures.hpp"
 
 namespace {
+namespace test_nn_normalization {
 
 using ember::Shape;
 using ember::Tensor;
@@ -35,8 +36,6 @@ std::vector<std::string> buffer_names(const ember::nn::Module& m) {
 std::int64_t batches(const ember::nn::BatchNorm2d<double>& bn) {
   return bn.num_batches_tracked.item();
 }
-
-}  // namespace
 
 TEST_CASE("nn::BatchNorm2d: PyTorch's parameters, buffers and initial values", "[nn]") {
   ember::nn::BatchNorm2d<float> bn(64);
@@ -174,3 +173,6 @@ TEST_CASE("nn::BatchNorm2d, nn::LayerNorm: bad arguments are ember::Error", "[nn
                       Catch::Contains("nn::LayerNorm") && Catch::Contains("[2, 5, 4]"));
   REQUIRE_THROWS_AS(ln(Var<float>(ember::zeros<float>(Shape{5}))), ember::Error);
 }
+
+}  // namespace test_nn_normalization
+}  // namespace

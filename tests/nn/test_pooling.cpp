@@ -13,12 +13,11 @@
 #include "layer_fixtures.hpp"
 
 namespace {
+namespace test_nn_pooling {
 
 using ember::Shape;
 using ember::Var;
 namespace fx = ember::testing::layers;
-
-}  // namespace
 
 TEST_CASE("nn::MaxPool2d: the window's arguments as PyTorch's", "[nn]") {
   const ember::nn::MaxPool2d<float> resnet(3, 2, 1);
@@ -64,3 +63,6 @@ TEST_CASE("nn::MaxPool2d, nn::AdaptiveAvgPool2d: bad arguments are ember::Error"
       ember::nn::AdaptiveAvgPool2d<float>(2)(Var<float>(ember::zeros<float>(Shape{4, 4}))),
       ember::Error);
 }
+
+}  // namespace test_nn_pooling
+}  // namespace

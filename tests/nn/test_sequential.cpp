@@ -16,14 +16,13 @@
 #include "layer_fixtures.hpp"
 
 namespace {
+namespace test_nn_sequential {
 
 using ember::Conv2dOptions;
 using ember::Shape;
 using ember::Var;
 namespace fx = ember::testing::layers;
 namespace nn = ember::nn;
-
-}  // namespace
 
 TEST_CASE("nn::Sequential: PyTorch's names, typed references, train/eval", "[nn]") {
   nn::Sequential<float> seq;
@@ -80,3 +79,6 @@ TEST_CASE("nn::Sequential: Conv2d, BatchNorm2d, ReLU, MaxPool2d equal PyTorch's 
   fx::require_matches(bn.running_mean, "seq.1.running_mean");
   fx::require_matches(bn.running_var, "seq.1.running_var");
 }
+
+}  // namespace test_nn_sequential
+}  // namespace

@@ -14,6 +14,7 @@
 #include "support/random_tensors.hpp"
 
 namespace {
+namespace test_ops_attention {
 
 using ember::AttentionOptions;
 using ember::bf16;
@@ -71,8 +72,6 @@ Tensor<double> naive_attention(const Tensor<double>& q, const Tensor<double>& k,
 }
 
 using ember::testing::require_close;
-
-}  // namespace
 
 TEMPLATE_TEST_CASE("scaled_dot_product_attention against the definition", "[ops][attention]", float,
                    double, bf16) {
@@ -160,3 +159,6 @@ TEST_CASE("gradcheck: scaled_dot_product_attention", "[ops][attention][gradcheck
   INFO(r2);
   REQUIRE(r2);
 }
+
+}  // namespace test_ops_attention
+}  // namespace

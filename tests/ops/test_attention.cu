@@ -13,10 +13,10 @@
 using namespace ember;
 
 namespace {
+namespace test_ops_attention_cuda {
 const Device kGpu = Device::cuda(0);
 
 using ember::testing::require_near;
-}  // namespace
 
 TEST_CASE("cuda attention: values and gradients match the CPU", "[cuda]") {
   EMBER_REQUIRE_CUDA_DEVICE();
@@ -39,3 +39,6 @@ TEST_CASE("cuda attention: values and gradients match the CPU", "[cuda]") {
     require_near(vg.grad(), vc.grad(), 1e-3);
   }
 }
+
+}  // namespace test_ops_attention_cuda
+}  // namespace

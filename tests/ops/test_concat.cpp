@@ -14,6 +14,7 @@
 #include "support/random_tensors.hpp"
 
 namespace {
+namespace test_ops_concat {
 
 using ember::bf16;
 using ember::half;
@@ -51,8 +52,6 @@ std::vector<double> as_doubles(const Tensor<T>& t) {
   for (const T& v : t.contiguous().to_vector()) out.push_back(static_cast<double>(v));
   return out;
 }
-
-}  // namespace
 
 TEMPLATE_TEST_CASE("cat: against the element-by-element reference", "[ops][concat]", float, double,
                    bf16, half, std::int64_t) {
@@ -238,3 +237,6 @@ TEST_CASE("ONNX's reference data: Concat and Split", "[ops][concat][onnx]") {
     }
   }
 }
+
+}  // namespace test_ops_concat
+}  // namespace

@@ -12,6 +12,7 @@
 using namespace ember;
 
 namespace {
+namespace test_ops_concat_cuda {
 const Device kGpu = Device::cuda(0);
 
 template <class T>
@@ -38,7 +39,6 @@ void check_dtype() {
   };
   REQUIRE(grads(kGpu) == grads(Device::cpu()));
 }
-}  // namespace
 
 TEST_CASE("cuda: cat, stack and chunk match the CPU: float", "[cuda]") {
   EMBER_REQUIRE_CUDA_DEVICE();
@@ -48,3 +48,6 @@ TEST_CASE("cuda: cat, stack and chunk match the CPU: bf16", "[cuda]") {
   EMBER_REQUIRE_CUDA_DEVICE();
   check_dtype<bf16>();
 }
+
+}  // namespace test_ops_concat_cuda
+}  // namespace

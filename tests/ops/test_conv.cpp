@@ -17,6 +17,7 @@
 #include "support/random_tensors.hpp"
 
 namespace {
+namespace test_ops_conv {
 
 using ember::bf16;
 using ember::Conv2dOptions;
@@ -36,8 +37,6 @@ template <class T>
 void require_close(const Tensor<T>& got, const Tensor<double>& want, double scale, double tol) {
   ember::testing::require_close(got, want, tol, scale);
 }
-
-}  // namespace
 
 TEMPLATE_TEST_CASE("conv2d against a naive float64 convolution", "[ops][conv]", float, double, bf16,
                    ember::half) {
@@ -213,3 +212,6 @@ TEST_CASE("gradcheck: conv2d input, weight and bias", "[ops][conv][gradcheck]") 
   INFO(r2);
   REQUIRE(r2);
 }
+
+}  // namespace test_ops_conv
+}  // namespace

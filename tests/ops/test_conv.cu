@@ -14,6 +14,7 @@
 using namespace ember;
 
 namespace {
+namespace test_ops_conv_cuda {
 const Device kGpu = Device::cuda(0);
 
 using ember::testing::require_near;
@@ -42,7 +43,6 @@ void check_case(const Case& c, double rel) {
   CHECK(yl.is_contiguous(MemoryFormat::channels_last));
   require_near(yl, want, rel);
 }
-}  // namespace
 
 TEST_CASE("cuda conv2d: cuDNN matches the CPU, NCHW and channels-last", "[cuda]") {
   EMBER_REQUIRE_CUDA_DEVICE();
@@ -72,3 +72,6 @@ TEST_CASE("cuda conv2d: gradients match the CPU", "[cuda]") {
     }
   }
 }
+
+}  // namespace test_ops_conv_cuda
+}  // namespace

@@ -16,6 +16,7 @@
 #include "support/random_tensors.hpp"
 
 namespace {
+namespace test_ops_conv_dnnl {
 
 using ember::bf16;
 using ember::Conv2dOptions;
@@ -60,8 +61,6 @@ const std::vector<ember::testing::ConvCase> kResNetCases = {
     {{2, 3, 16, 16}, {8, 3, 7, 7}, {{2, 2}, {3, 3}, {1, 1}, 1}},   // the stem
     {{2, 32, 6, 6}, {64, 32, 1, 1}, {}},                           // a bottleneck's expansion
 };
-
-}  // namespace
 
 TEST_CASE("conv2d backend: the default and the choice", "[ops][conv][onednn]") {
   REQUIRE(ember::ops::cpu_conv_backend() ==
@@ -176,3 +175,6 @@ TEST_CASE("conv2d on oneDNN: primitives made once per shape, weight gradients re
     REQUIRE(ember::ops::onednn::cached_convolutions() == made);
   }
 }
+
+}  // namespace test_ops_conv_dnnl
+}  // namespace

@@ -12,6 +12,7 @@
 #include "support/random_tensors.hpp"
 
 namespace {
+namespace test_ops_dropout_add_layer_norm {
 
 using ember::bf16;
 using ember::DropoutOptions;
@@ -78,8 +79,6 @@ void check_against_reference() {
     }
   }
 }
-
-}  // namespace
 
 TEST_CASE("dropout_add_layer_norm against the definition, over dtypes and shapes",
           "[ops][norm][dropout]") {
@@ -201,3 +200,6 @@ TEST_CASE("dropout_add_layer_norm: bad input is an ember::Error", "[ops][norm][d
   REQUIRE_THROWS_AS(dropout_add_layer_norm(scalar, scalar, Tensor<float>(), Tensor<float>()),
                     ember::Error);
 }
+
+}  // namespace test_ops_dropout_add_layer_norm
+}  // namespace

@@ -12,6 +12,7 @@
 using namespace ember;
 
 namespace {
+namespace test_ops_dropout_add_layer_norm_cuda {
 const Device kGpu = Device::cuda(0);
 using ember::testing::require_near;
 
@@ -40,7 +41,6 @@ void check_matches_cpu(const Shape& shape, double rel) {
     }
   }
 }
-}  // namespace
 
 TEST_CASE("cuda dropout_add_layer_norm: values, dropped elements and gradients match the CPU",
           "[cuda]") {
@@ -55,3 +55,6 @@ TEST_CASE("cuda dropout_add_layer_norm: values, dropped elements and gradients m
   (void)dropout_add_layer_norm(x, r, Tensor<float>(), Tensor<float>());
   CHECK(launch_count() - before == 1);
 }
+
+}  // namespace test_ops_dropout_add_layer_norm_cuda
+}  // namespace

@@ -14,6 +14,7 @@
 #include "support/random_tensors.hpp"
 
 namespace {
+namespace test_ops_einsum {
 
 using Catch::Matchers::Contains;
 using ember::Shape;
@@ -68,8 +69,6 @@ void check(const std::string& eq, const std::vector<std::string>& ins, const std
   REQUIRE(g.size() == want.size());
   for (std::size_t i = 0; i < g.size(); ++i) REQUIRE(g[i] == Approx(want[i]).margin(1e-12));
 }
-
-}  // namespace
 
 TEST_CASE("einsum: the common equations against brute-force sums", "[ops][einsum]") {
   const Tensor<double> a = u(Shape{3, 4}, 1), b = u(Shape{4, 5}, 2), c = u(Shape{5, 2}, 3);
@@ -148,3 +147,6 @@ TEST_CASE("ONNX's reference data: Einsum", "[ops][einsum][onnx]") {
       REQUIRE(g[i] == Approx(w[i]).epsilon(1e-9).margin(1e-12));
   }
 }
+
+}  // namespace test_ops_einsum
+}  // namespace

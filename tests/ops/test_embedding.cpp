@@ -19,6 +19,7 @@
 #include "support/random_tensors.hpp"
 
 namespace {
+namespace test_ops_embedding {
 
 using ember::testing::require_close;
 
@@ -95,8 +96,6 @@ void check_dtype() {
                   ember::testing::dtype_tolerance<T>());
   }
 }
-
-}  // namespace
 
 TEST_CASE("embedding against the float64 reference: float", "[ops][embedding]") {
   check_dtype<float>();
@@ -303,3 +302,6 @@ TEST_CASE("embedding: errors", "[ops][embedding]") {
       },
       "at most rank 7");
 }
+
+}  // namespace test_ops_embedding
+}  // namespace

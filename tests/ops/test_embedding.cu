@@ -19,6 +19,7 @@
 using namespace ember;
 
 namespace {
+namespace test_ops_embedding_cuda {
 const Device kGpu = Device::cuda(0);
 
 Tensor<std::int64_t> rand_ids(const Shape& s, std::int64_t V, std::uint32_t seed) {
@@ -74,7 +75,6 @@ void check_dtype() {
   const auto a = wv.grad().to_vector(), b = wv2.grad().to_vector();
   CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
 }
-}  // namespace
 
 TEST_CASE("cuda: embedding matches the CPU: float", "[cuda]") {
   EMBER_REQUIRE_CUDA_DEVICE();
@@ -155,3 +155,6 @@ TEST_CASE("cuda: embedding with max_norm renormalises the rows the CPU does", "[
     for (std::size_t i = 0; i < ya.size(); ++i) REQUIRE(std::fabs(ya[i] - yb[i]) <= 1e-5);
   }
 }
+
+}  // namespace test_ops_embedding_cuda
+}  // namespace

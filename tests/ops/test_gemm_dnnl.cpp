@@ -16,6 +16,7 @@
 
 #if defined(EMBER_WITH_DNNL)
 namespace {
+namespace test_ops_gemm_dnnl {
 
 using ember::bf16;
 using ember::ops::MatrixView;
@@ -51,8 +52,6 @@ struct Case {
   std::int64_t pad;  // extra elements per row of every operand (a strided view)
   float alpha, beta;
 };
-
-}  // namespace
 
 TEMPLATE_TEST_CASE("gemm on oneDNN: against float64 over layouts, alpha and beta",
                    "[ops][gemm][onednn]", float, bf16) {
@@ -129,3 +128,6 @@ TEST_CASE("gemm on oneDNN: not in this build", "[ops][gemm][onednn]") {
   WARN("this build has no oneDNN: CPU matrix products run on the BLAS");
 }
 #endif
+
+}  // namespace test_ops_gemm_dnnl
+}  // namespace

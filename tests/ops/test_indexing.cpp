@@ -14,6 +14,7 @@
 #include "support/random_tensors.hpp"
 
 namespace {
+namespace test_ops_indexing {
 
 using Catch::Matchers::Contains;
 using ember::bf16;
@@ -50,8 +51,6 @@ std::vector<double> by_coordinates(const Tensor<T>& t, const Shape& out_shape, M
   }
   return out;
 }
-
-}  // namespace
 
 TEMPLATE_TEST_CASE("index_select, gather and scatter_add follow PyTorch's definitions",
                    "[ops][indexing]", float, double, bf16, half, std::int64_t) {
@@ -395,3 +394,6 @@ TEST_CASE("gradcheck: lerp of Vars", "[ops][lerp][gradcheck]") {
        ember::testing::uniform_tensor(Shape{3}, 0, 1, 3)});
   REQUIRE(r.ok);
 }
+
+}  // namespace test_ops_indexing
+}  // namespace

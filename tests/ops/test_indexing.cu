@@ -13,6 +13,7 @@
 using namespace ember;
 
 namespace {
+namespace test_ops_indexing_cuda {
 const Device kGpu = Device::cuda(0);
 
 template <class T>
@@ -54,7 +55,6 @@ void check_dtype() {
   };
   REQUIRE(grads(kGpu) == grads(Device::cpu()));
 }
-}  // namespace
 
 TEST_CASE("cuda: indexing and rearranging match the CPU: float", "[cuda]") {
   EMBER_REQUIRE_CUDA_DEVICE();
@@ -89,3 +89,6 @@ TEST_CASE("cuda: sort and topk match the CPU", "[cuda]") {
   };
   REQUIRE(grads(kGpu) == grads(Device::cpu()));
 }
+
+}  // namespace test_ops_indexing_cuda
+}  // namespace

@@ -15,6 +15,7 @@
 #include "support/random_tensors.hpp"
 
 namespace {
+namespace test_ops_losses {
 
 using ember::bf16;
 using ember::CrossEntropyOptions;
@@ -76,8 +77,6 @@ double naive_cross_entropy(const Tensor<double>& x, const Tensor<std::int64_t>& 
   if (opt.reduction == Reduction::mean) return total / static_cast<double>(count);
   return total;
 }
-
-}  // namespace
 
 TEST_CASE("cross_entropy against the definition", "[ops][losses]") {
   for (const Shape& s : {Shape{6, 5}, Shape{3, 4, 2, 3}, Shape{1, 1}}) {
@@ -246,3 +245,6 @@ TEST_CASE("gradcheck: cross_entropy, nll_loss, mse_loss", "[ops][losses][gradche
   INFO(res3);
   REQUIRE(res3);
 }
+
+}  // namespace test_ops_losses
+}  // namespace

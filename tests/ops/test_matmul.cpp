@@ -16,6 +16,7 @@
 #include "support/random_tensors.hpp"
 
 namespace {
+namespace test_ops_matmul {
 
 using ember::Activation;
 using ember::bf16;
@@ -116,8 +117,6 @@ void check_shapes() {
     require_close(ember::matmul(at, bt), want, k, tolerance<T>());
   }
 }
-
-}  // namespace
 
 TEMPLATE_TEST_CASE("matmul: NumPy shapes against a float64 GEMM", "[ops][matmul]", float, double,
                    bf16, half) {
@@ -375,3 +374,6 @@ TEST_CASE("the built-in blocked GEMM (builds without BLAS) against float64", "[o
     require_close(c, want, K, 1e-13);
   }
 }
+
+}  // namespace test_ops_matmul
+}  // namespace

@@ -14,6 +14,7 @@
 using namespace ember;
 
 namespace {
+namespace test_ops_matmul_cuda {
 const Device kGpu = Device::cuda(0);
 
 using ember::testing::require_near;
@@ -24,7 +25,6 @@ void check_matmul(const Shape& as, const Shape& bs, double rel) {
   const Tensor<T> a = cast<T>(randn<float>(as, 1)), b = cast<T>(randn<float>(bs, 2));
   require_near(matmul(a.to(kGpu), b.to(kGpu)), matmul(a, b), rel);
 }
-}  // namespace
 
 TEST_CASE("cuda matmul: shapes and dtypes match the CPU", "[cuda]") {
   EMBER_REQUIRE_CUDA_DEVICE();
@@ -177,3 +177,6 @@ TEST_CASE("cuda feed_forward: the activation's gradient runs in the second produ
                                     Tensor<float>(), Activation::relu);
   require_near(h.value(), linear(x, w, b, Activation::relu), 1e-4);
 }
+
+}  // namespace test_ops_matmul_cuda
+}  // namespace

@@ -16,6 +16,7 @@
 #include "support/random_tensors.hpp"
 
 namespace {
+namespace test_ops_normalization {
 
 using ember::bf16;
 using ember::Dims;
@@ -44,8 +45,6 @@ using ember::testing::require_close;
 Tensor<double> as_tensor(const ember::testing::onnx::TensorData& d) {
   return ember::testing::onnx::to_tensor<double>(d);
 }
-
-}  // namespace
 
 TEST_CASE("layer_norm against the definition", "[ops][norm]") {
   const Tensor<double> x = rand_tensor(Shape{3, 4, 5}, 1, 2.0);
@@ -316,3 +315,6 @@ TEST_CASE("batch_norm's channel loops let a NaN through, as the elementwise pass
     REQUIRE(plain[6] > 0.4f);
   }
 }
+
+}  // namespace test_ops_normalization
+}  // namespace

@@ -14,10 +14,10 @@
 using namespace ember;
 
 namespace {
+namespace test_ops_operators_cuda {
 const Device kGpu = Device::cuda(0);
 
 using ember::testing::require_near;
-}  // namespace
 
 TEST_CASE("cuda: softmax, losses and their gradients match the CPU", "[cuda]") {
   EMBER_REQUIRE_CUDA_DEVICE();
@@ -96,3 +96,6 @@ TEST_CASE("cuda: dropout drops the same elements as the CPU", "[cuda]") {
   CHECK(dropout(x16.to(kGpu), 0.5, true, 3).to(Device::cpu()).to_vector() ==
         dropout(x16, 0.5, true, 3).to_vector());
 }
+
+}  // namespace test_ops_operators_cuda
+}  // namespace

@@ -20,6 +20,7 @@
 #include "support/random_tensors.hpp"
 
 namespace {
+namespace test_ops_pooling {
 
 using ember::testing::require_close;
 
@@ -306,8 +307,6 @@ Tensor<double> as_tensor(const ember::testing::onnx::TensorData& d) {
   return ember::testing::onnx::to_tensor<double>(d);
 }
 
-}  // namespace
-
 TEST_CASE("pooling against the float64 reference: float", "[ops][pool]") { check_all<float>(); }
 TEST_CASE("pooling against the float64 reference: double", "[ops][pool]") { check_all<double>(); }
 TEST_CASE("pooling against the float64 reference: bf16", "[ops][pool]") { check_all<bf16>(); }
@@ -487,3 +486,6 @@ TEST_CASE("pooling: empty batches, no grad, errors", "[ops][pool]") {
       },
       "adaptive_avg_pool2d");
 }
+
+}  // namespace test_ops_pooling
+}  // namespace

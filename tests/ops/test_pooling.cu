@@ -18,6 +18,7 @@
 using namespace ember;
 
 namespace {
+namespace test_ops_pooling_cuda {
 const Device kGpu = Device::cuda(0);
 
 using ember::testing::require_near;
@@ -90,7 +91,6 @@ void check_dtype() {
     }
   }
 }
-}  // namespace
 
 TEST_CASE("cuda: pooling matches the CPU: float", "[cuda]") {
   EMBER_REQUIRE_CUDA_DEVICE();
@@ -130,3 +130,6 @@ TEST_CASE("cuda: pooling's Tensor backward writes either memory order", "[cuda]"
     require_near(gag, ga, 1e-6);
   }
 }
+
+}  // namespace test_ops_pooling_cuda
+}  // namespace

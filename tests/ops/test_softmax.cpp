@@ -14,6 +14,7 @@
 #include "support/random_tensors.hpp"
 
 namespace {
+namespace test_ops_softmax {
 
 using ember::bf16;
 using ember::half;
@@ -60,8 +61,6 @@ double tolerance() {
 }
 
 using ember::testing::require_close;
-
-}  // namespace
 
 TEMPLATE_TEST_CASE("softmax and log_softmax against the definition", "[ops][softmax]", float,
                    double, bf16, half) {
@@ -161,3 +160,6 @@ TEST_CASE("gradcheck: softmax and log_softmax over every axis", "[ops][softmax][
     }
   }
 }
+
+}  // namespace test_ops_softmax
+}  // namespace

@@ -16,6 +16,7 @@
 #include "support/random_tensors.hpp"
 
 namespace {
+namespace test_ops_sort {
 
 using Catch::Matchers::Contains;
 using ember::bf16;
@@ -84,8 +85,6 @@ void check_sort(const Tensor<T>& t, int d, bool descending) {
     }
   }
 }
-
-}  // namespace
 
 TEMPLATE_TEST_CASE("sort and argsort: stable, both directions, every dimension", "[ops][sort]",
                    float, double, bf16, half, std::int64_t) {
@@ -180,3 +179,6 @@ TEST_CASE("ONNX's reference data: TopK", "[ops][sort][onnx]") {
     REQUIRE(indices.to_vector() == onnx::to_tensor<std::int64_t>(t.outputs[1]).to_vector());
   }
 }
+
+}  // namespace test_ops_sort
+}  // namespace

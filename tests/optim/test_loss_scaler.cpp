@@ -16,11 +16,11 @@ using ember::Var;
 namespace optim = ember::optim;
 
 namespace {
+namespace test_optim_loss_scaler {
 template <class T>
 std::vector<float> values(const Var<T>& v) {
   return Tensor<float>(ember::cast<float>(v.value())).to_vector();
 }
-}  // namespace
 
 TEST_CASE("LossScaler: scale, unscale in the step, skip and back off, grow", "[optim]") {
   auto w = ember::param(ember::full<ember::half>(Shape{4}, 1.0));
@@ -92,3 +92,6 @@ TEST_CASE("LossScaler disabled: scale 1, and an inf gradient is an error", "[opt
   REQUIRE(values(w) == std::vector<float>(2, 0.0f));
   REQUIRE_THROWS_AS(optim::LossScaler({.growth_factor = 1.0}), ember::Error);
 }
+
+}  // namespace test_optim_loss_scaler
+}  // namespace

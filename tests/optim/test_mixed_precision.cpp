@@ -18,6 +18,7 @@ namespace nn = ember::nn;
 namespace optim = ember::optim;
 
 namespace {
+namespace test_optim_mixed_precision {
 template <class T>
 struct Net : nn::Module {
   nn::Linear<T> fc1{8, 32};
@@ -53,7 +54,6 @@ double train(const Net<float>& init, int steps) {
   }
   return tail;
 }
-}  // namespace
 
 TEST_CASE("amp::Policy: master type and loss scaling by compute type", "[optim]") {
   STATIC_REQUIRE(std::is_same_v<amp::Policy<ember::bf16>::master, float>);
@@ -80,7 +80,8 @@ TEST_CASE("nn::copy_state converts a model's element type, checking names and sh
   nn::copy_state(f, b);
   const auto fw = f.fc1.weight.value().to_vector();
   const auto bw = b.fc1.weight.value().to_vector();
-  for (std::size_t i = 0; i < fw.size(); ++i) REQUIRE(static_cast<float>(bw[i]) == static_cast<float>(ember::bf16(fw[i])));
+  for (std::size_t i = 0; i < fw.size(); ++i)
+    REQUIRE(static_cast<float>(bw[i]) == static_cast<float>(ember::bf16(fw[i])));
   nn::Linear<float> other{8, 32};
   REQUIRE_THROWS_WITH(nn::copy_state(other, b), Catch::Contains("parameters"));
   struct Wrong : nn::Module {
@@ -109,3 +110,6 @@ TEST_CASE("bf16 and half models train to the float model's loss", "[optim]") {
   REQUIRE(b16 < 1.5 * f32 + 0.02);
   REQUIRE(f16 < 1.2 * f32 + 0.01);
 }
+
+}  // namespace test_optim_mixed_precision
+}  // namespace

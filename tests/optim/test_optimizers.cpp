@@ -25,6 +25,7 @@
 #include "support/random_tensors.hpp"
 
 namespace {
+namespace test_optim_optimizers {
 
 using ember::Shape;
 using ember::Tensor;
@@ -165,8 +166,6 @@ void check_against_reference(const typename Opt::options_type& options, double t
     }
   }
 }
-
-}  // namespace
 
 TEMPLATE_TEST_CASE("optimizers follow their update rules", "[optim]", double, float) {
   const double tol = std::is_same_v<TestType, double> ? 1e-12 : 2e-5;
@@ -524,3 +523,6 @@ TEST_CASE("gradient accumulation over micro-batches equals the full batch", "[op
   const std::vector<double> full = run(false), micro = run(true);
   for (std::size_t i = 0; i < full.size(); ++i) REQUIRE(micro[i] == Approx(full[i]).epsilon(1e-13));
 }
+
+}  // namespace test_optim_optimizers
+}  // namespace

@@ -20,6 +20,7 @@
 using namespace ember;
 
 namespace {
+namespace test_optim_optimizers_cuda {
 const Device kGpu = Device::cuda(0);
 
 const std::vector<Shape> kShapes{Shape{3}, Shape{257, 129}, Shape{64, 3, 7, 7}, Shape{40000},
@@ -61,7 +62,6 @@ void cpu_vs_gpu(const typename Opt::options_type& options, double rel) {
     testing::require_near(gpu[p].value(), cpu[p].value(), rel);
   }
 }
-}  // namespace
 
 TEMPLATE_TEST_CASE("optimizers on CUDA match the CPU", "[optim][cuda]", float, bf16) {
   EMBER_REQUIRE_CUDA_DEVICE();
@@ -100,3 +100,6 @@ TEST_CASE("LossScaler on CUDA skips a step with an inf gradient", "[optim][cuda]
   REQUIRE(Tensor<float>(cast<float>(w.value().to(Device::cpu()))).to_vector() ==
           std::vector<float>(1000, 1.0f));
 }
+
+}  // namespace test_optim_optimizers_cuda
+}  // namespace

@@ -18,6 +18,7 @@
 #include <ember/optim/schedule.hpp>
 
 namespace {
+namespace test_optim_schedule {
 
 namespace optim = ember::optim;
 namespace fs = std::filesystem;
@@ -49,8 +50,6 @@ optim::Schedule from_json(const nlohmann::json& j) {
   FAIL("unknown schedule kind " << kind);
   return optim::Constant{0.0};
 }
-
-}  // namespace
 
 TEST_CASE("optim schedules: closed forms", "[optim]") {
   SECTION("Constant") {
@@ -215,3 +214,6 @@ TEST_CASE("optim schedules: PyTorch's schedulers, step by step", "[optim]") {
     }
   }
 }
+
+}  // namespace test_optim_schedule
+}  // namespace

@@ -12,12 +12,12 @@
 using namespace ember;
 
 namespace {
+namespace test_tensor {
 std::vector<float> iota(std::int64_t n) {
   std::vector<float> v(static_cast<std::size_t>(n));
   std::iota(v.begin(), v.end(), 0.0f);
   return v;
 }
-}  // namespace
 
 TEST_CASE("factories fill shapes with the values asked for", "[tensor]") {
   auto z = zeros<float>({2, 3});
@@ -262,3 +262,6 @@ TEST_CASE("writing through a broadcast view is refused", "[tensor][errors]") {
   CHECK_THROWS_WITH(wide = ones<float>({4, 3}) * 2, Catch::Contains("broadcast view"));
   CHECK(row.to_vector() == std::vector<float>{0, 0, 0});
 }
+
+}  // namespace test_tensor
+}  // namespace
