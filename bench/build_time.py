@@ -72,7 +72,8 @@ def finish(proc, timing, what):
     _, err = proc.communicate()
     if proc.returncode != 0:
         raise SystemExit(f"{what}: the compile failed\n{err[-3000:]}")
-    wall, user, system, rss = open(timing).read().split()[-4:]
+    with open(timing) as f:
+        wall, user, system, rss = f.read().split()[-4:]
     return {"wall_s": float(wall), "cpu_s": float(user) + float(system),
             "max_rss_mb": int(rss) / 1024}
 
@@ -108,8 +109,14 @@ def main():
             here = start(entry, ROOT, os.path.join(scratch, name + ".o"))
             base = start(entry, baseline_root, os.path.join(scratch, name + "_base.o")) \
                 if baseline_root else None
-            r = {"compiler": "nvcc" if source.endswith(".cu") else "g++",
-                 "this_tree": finish(*here, source)}
+            try:
+                this_tree = finish(*here, source)
+            except SystemExit:
+                if base:  # not left compiling after this script has stopped
+                    base[0].kill()
+                    base[0].wait()
+                raise
+            r = {"compiler": "nvcc" if source.endswith(".cu") else "g++", "this_tree": this_tree}
             if base:
                 r["baseline"] = finish(*base, f"{source} at {a.baseline}")
                 r["cpu_ratio_baseline_over_this"] = r["baseline"]["cpu_s"] / r["this_tree"]["cpu_s"]
