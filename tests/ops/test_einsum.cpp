@@ -1,6 +1,7 @@
 // einsum (ops/einsum.hpp): against sums written out coordinate by coordinate for the common
 // equations (products, batches, traces of products, transposes, outer products, three
-// operands, implicit outputs), float and double, Tensors and Vars; the errors; gradcheck.
+// operands, implicit outputs, "..." with broadcasting, diagonals), float and double, Tensors
+// and Vars; the errors; gradcheck; ONNX's reference data.
 #include <catch2/catch.hpp>
 
 #include <cstdint>
@@ -26,13 +27,17 @@ Tensor<double> u(const Shape& s, std::uint32_t seed) {
   return ember::testing::uniform_tensor(s, -1, 1, seed);
 }
 
-/// The einsum by brute force: every assignment of the letters, summed into the output.
+/// The einsum by brute force: every assignment of the letters, summed into the output. A
+/// letter of extent 1 in one operand and n in another broadcasts (the operand reads index 0);
+/// a letter repeated within an operand reads the same index twice (a diagonal).
 std::vector<double> brute(const std::vector<std::string>& ins, const std::string& out,
                           const std::vector<Tensor<double>>& ops) {
   std::map<char, std::int64_t> size;
   for (std::size_t k = 0; k < ins.size(); ++k) {
-    for (std::size_t i = 0; i < ins[k].size(); ++i)
-      size[ins[k][i]] = ops[k].size(static_cast<int>(i));
+    for (std::size_t i = 0; i < ins[k].size(); ++i) {
+      const std::int64_t n = ops[k].size(static_cast<int>(i));
+      if (size.count(ins[k][i]) == 0 || size[ins[k][i]] == 1) size[ins[k][i]] = n;
+    }
   }
   std::vector<char> letters;
   for (const auto& [c, n] : size) letters.push_back(c);
@@ -47,7 +52,10 @@ std::vector<double> brute(const std::vector<std::string>& ins, const std::string
     double p = 1;
     for (std::size_t k = 0; k < ins.size(); ++k) {
       std::int64_t f = 0;
-      for (const char c : ins[k]) f = f * size[c] + at[c];
+      for (std::size_t i = 0; i < ins[k].size(); ++i) {
+        const std::int64_t n = ops[k].size(static_cast<int>(i));
+        f = f * n + (n == 1 ? 0 : at[ins[k][i]]);
+      }
       p *= vals[k][static_cast<std::size_t>(f)];
     }
     std::int64_t o = 0;
@@ -97,13 +105,45 @@ TEST_CASE("einsum: the common equations against brute-force sums", "[ops][einsum
           std::vector<double>(6, 0.0));
 }
 
+// The brute force names "..." by capital letters here (A, B, C for the leading dimensions).
+TEST_CASE("einsum: \"...\" broadcasts leading dimensions; diagonals", "[ops][einsum]") {
+  const Tensor<double> x = u(Shape{2, 1, 3, 4}, 1), y = u(Shape{5, 4, 2}, 2);
+  const Tensor<double> z = u(Shape{3, 4}, 3), sq = u(Shape{2, 3, 3}, 4);
+  check("...ij,...jk->...ik", {"ABij", "Bjk"}, "ABik", {x, y});
+  check("...ij,...jk", {"ABij", "Bjk"}, "ABik", {x, y});    // implicit: "..." first
+  check("...ij,...jk->ik", {"ABij", "Bjk"}, "ik", {x, y});  // "..." summed
+  check("...ij,jk->...ki", {"ABij", "jk"}, "ABki", {x, u(Shape{4, 2}, 5)});
+  check("...ij->...ji", {"ABij"}, "ABji", {x});
+  check("...->", {"ABCD"}, "", {x});
+  check("i...,i...->...", {"iA", "iA"}, "A", {z, u(Shape{3, 1}, 6)});    // "..." last, broadcast
+  check("ij...,jk->ik...", {"ij", "jk"}, "ik", {z, u(Shape{4, 2}, 7)});  // "..." covers nothing
+  check("...ii->...i", {"Aii"}, "Ai", {sq});
+  check("ii->i", {"ii"}, "i", {u(Shape{3, 3}, 8)});
+  check("ii", {"ii"}, "", {u(Shape{3, 3}, 8)});  // implicit: the trace
+  check("bii,bij->bj", {"bii", "bij"}, "bj", {sq, sq});
+  check("iii->i", {"iii"}, "i", {u(Shape{3, 3, 3}, 9)});
+  check("ijij->ij", {"ijij"}, "ij", {u(Shape{2, 3, 2, 3}, 10)});
+  // Every operand of extent 1 along a "..." dimension: the output keeps it.
+  check("...i,...i->...i", {"Ai", "Ai"}, "Ai", {u(Shape{1, 3}, 11), u(Shape{1, 3}, 12)});
+  // A size-0 dimension under "..." (1 against 0 broadcasts to 0).
+  REQUIRE(
+      ember::einsum("...ij,...jk->...ik", {u(Shape{0, 2, 3}, 1), u(Shape{1, 3, 2}, 2)}).shape() ==
+      Shape{0, 2, 2});
+}
+
 TEST_CASE("einsum errors name the equation and the cause", "[ops][einsum]") {
   const Tensor<double> a = u(Shape{3, 4}, 1), b = u(Shape{5, 2}, 2);
   REQUIRE_THROWS_WITH(ember::einsum("ij,jk->ik", {a, b}), Contains("letter 'j' is 4"));
   REQUIRE_THROWS_WITH(ember::einsum("ij->ik", {a}), Contains("output letter 'k' is in no operand"));
-  REQUIRE_THROWS_WITH(ember::einsum("ii->i", {a}), Contains("repeats within one operand"));
-  REQUIRE_THROWS_WITH(ember::einsum("...ij->ij", {a}), Contains("is not supported"));
+  REQUIRE_THROWS_WITH(ember::einsum("ii->i", {a}), Contains("letter 'i' is 3"));
+  REQUIRE_THROWS_WITH(ember::einsum("ij->ii", {a}), Contains("output letter 'i' repeats"));
   REQUIRE_THROWS_WITH(ember::einsum("ijk->i", {a}), Contains("names 3 dimensions"));
+  REQUIRE_THROWS_WITH(ember::einsum("...ijk->i", {a}), Contains("names at least 3 dimensions"));
+  REQUIRE_THROWS_WITH(ember::einsum("......i->i", {a}), Contains("occurs twice"));
+  REQUIRE_THROWS_WITH(ember::einsum("..i->i", {a}), Contains("'.' is not a letter"));
+  REQUIRE_THROWS_WITH(
+      ember::einsum("...ij,...jk->...ik", {u(Shape{2, 3, 4}, 1), u(Shape{3, 4, 5}, 2)}),
+      Contains("do not broadcast"));
   REQUIRE_THROWS_WITH(ember::einsum("ij,jk->ik", {a}), Contains("names 2 operands, 1 were given"));
   REQUIRE_THROWS_WITH(ember::einsum("i1->i", {a}), Contains("is not a letter"));
 }
@@ -115,7 +155,9 @@ TEST_CASE("gradcheck: einsum of Vars", "[ops][einsum][gradcheck]") {
   };
   for (const Case& c :
        {Case{"ij,jk->ik", {3, 2}, {2, 3}}, Case{"bij,bjk->kib", {2, 3, 2}, {2, 2, 3}},
-        Case{"ij,ij->", {3, 2}, {3, 2}}, Case{"ij,j->i", {3, 2}, {2}}, Case{"i,j->ij", {3}, {2}}}) {
+        Case{"ij,ij->", {3, 2}, {3, 2}}, Case{"ij,j->i", {3, 2}, {2}}, Case{"i,j->ij", {3}, {2}},
+        Case{"...ij,...jk->...ik", {2, 1, 3, 2}, {3, 2, 2}},
+        Case{"...ii,...i->...", {2, 3, 3}, {3}}, Case{"bii,bij->bj", {2, 2, 2}, {2, 2, 3}}}) {
     INFO(c.eq);
     auto r = ember::gradcheck(
         [&](const Vars& v) -> Var<double> {
@@ -132,9 +174,8 @@ TEST_CASE("ONNX's reference data: Einsum", "[ops][einsum][onnx]") {
     WARN("libonnx-testdata is not installed: ONNX reference data not checked");
     return;
   }
-  // test_einsum_batch_diagonal takes a diagonal ("...ii->...i"), which einsum does not support.
-  for (const char* name : {"test_einsum_batch_matmul", "test_einsum_inner_prod", "test_einsum_sum",
-                           "test_einsum_transpose"}) {
+  for (const char* name : {"test_einsum_batch_diagonal", "test_einsum_batch_matmul",
+                           "test_einsum_inner_prod", "test_einsum_sum", "test_einsum_transpose"}) {
     INFO(name);
     const auto t = onnx::read_node_test(name);
     std::vector<Tensor<double>> operands;
