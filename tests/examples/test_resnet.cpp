@@ -2,7 +2,8 @@
 // and ResNet-50's parameter and buffer names, shapes and state-dict order against torchvision's
 // (tests/examples/data/resnet_names.json, written by make_resnet_fixtures.py); torchvision's
 // initialisation; forward shapes (ImageNet stem, small stem); channels-last runs as contiguous
-// does; one ResNet-50 SGD step on the CPU; ResNet-18 overfits a fixed batch; the summary table.
+// does; torchvision's eval-mode logits from its state dict (make_torchvision_logits_fixture.py);
+// one ResNet-50 SGD step on the CPU; ResNet-18 overfits a fixed batch; the summary table.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -23,6 +24,7 @@
 #include <ember/optim/sgd.hpp>
 
 #include "resnet50/resnet.hpp"
+#include "resnet50/weights.hpp"
 
 namespace {
 namespace test_examples_resnet {
@@ -320,6 +322,39 @@ TEST_CASE("resnet: one ResNet-50 SGD step at 64x64 on the CPU", "[examples][resn
   opt.step();
   opt.zero_grad();
   REQUIRE(model.fc.weight.value().to_vector() != fc_before);
+}
+
+TEST_CASE("resnet: torchvision's eval-mode logits from its state dict (--init-checkpoint)",
+          "[examples][resnet]") {
+  // make_torchvision_logits_fixture.py: torchvision's ResNet-18 narrowed to width 8 with random
+  // float16 weights and batch-norm statistics, and its logits for two images in float64.
+  const std::filesystem::path data = std::filesystem::path(__FILE__).parent_path() / "data";
+  const ember::NamedTensors fixture =
+      ember::io::load_safetensors(data / "torchvision_resnet18_w8_logits.safetensors");
+  const Tensor<float> input = ember::get_tensor<float>(fixture, "input");
+  const std::vector<float> want = ember::get_tensor<float>(fixture, "logits").to_vector();
+  REQUIRE(want.size() == 20);
+  for (const ember::MemoryFormat format :
+       {ember::MemoryFormat::contiguous, ember::MemoryFormat::channels_last}) {
+    INFO("format " << (format == ember::MemoryFormat::contiguous ? "NCHW" : "channels-last"));
+    ResNet<float> model({.arch = Arch::resnet18, .num_classes = 10, .width = 8, .format = format});
+    resnet::load_weights(model, data / "torchvision_resnet18_w8.safetensors");  // float16 in
+    model.eval();
+    const ember::no_grad guard;
+    const Var<float> x(input.contiguous(format));
+    const std::vector<float> got = model(x).value().to_vector();
+    REQUIRE(got.size() == want.size());
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      REQUIRE(got[i] == Approx(want[i]).epsilon(1e-4).margin(1e-4));
+    }
+    // The running statistics are what eval mode reads: batch statistics give other logits.
+    model.train();
+    const std::vector<float> batch_stats = model(x).value().to_vector();
+    double apart = 0;
+    for (std::size_t i = 0; i < got.size(); ++i)
+      apart = std::max(apart, std::abs(static_cast<double>(batch_stats[i]) - want[i]));
+    REQUIRE(apart > 1e-2);
+  }
 }
 
 TEST_CASE("resnet: ResNet-18 (small stem) overfits a fixed batch", "[examples][resnet]") {
