@@ -637,7 +637,9 @@ inline std::vector<Document> read_gcide(
     const std::uint64_t need = entries[e - 1].offset + entries[e - 1].length;
     while (text.size() < need) {  // decompress as far as this batch needs
       const std::size_t old = text.size();
-      const std::size_t want = std::max<std::size_t>(need - old, 1u << 20);
+      // At most 16 MiB a read: an index entry's offset is not trusted with an allocation.
+      const std::size_t want =
+          static_cast<std::size_t>(std::clamp<std::uint64_t>(need - old, 1u << 20, 1u << 24));
       text.resize(old + want);
       const std::size_t got = file.read(text.data() + old, want);
       text.resize(old + got);

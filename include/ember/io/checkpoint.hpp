@@ -60,15 +60,19 @@ template <class Mode = exec::mode>
 NamedTensors state_dict(const nn::Module& module, const std::string& prefix = {}) {
   NamedTensors out;
   for (const auto& [name, p] : module.named_parameters()) {
+    // `&name = name`: clang before 16 cannot capture a structured binding (C++20) otherwise.
     std::visit(
-        [&](auto* v) {
+        [&, &name = name](auto* v) {
           out.emplace_back(prefix + name, v->value().template to<Mode>(Device::cpu()));
         },
         p);
   }
   for (const auto& [name, b] : module.named_buffers()) {
     std::visit(
-        [&](auto* t) { out.emplace_back(prefix + name, t->template to<Mode>(Device::cpu())); }, b);
+        [&, &name = name](auto* t) {
+          out.emplace_back(prefix + name, t->template to<Mode>(Device::cpu()));
+        },
+        b);
   }
   return out;
 }
@@ -105,8 +109,10 @@ void load_state_dict(nn::Module& module, const NamedTensors& tensors, const Load
   const auto params = module.named_parameters();
   const auto buffers = module.named_buffers();
   for (const auto& [name, p] : params)
-    std::visit([&](auto* v) { source_for(name, v->value()); }, p);
-  for (const auto& [name, b] : buffers) std::visit([&](auto* t) { source_for(name, *t); }, b);
+    std::visit([&, &name = name](auto* v) { source_for(name, v->value()); }, p);
+  for (const auto& [name, b] : buffers) {
+    std::visit([&, &name = name](auto* t) { source_for(name, *t); }, b);
+  }
   if (!opt.allow_unexpected && used.size() != by_name.size()) {
     std::string extra;
     for (const auto& [name, t] : by_name) {
@@ -131,8 +137,12 @@ void load_state_dict(nn::Module& module, const NamedTensors& tensors, const Load
     Tensor<T> target = dst;
     target.template copy_<T, Mode>(src.template to<Mode>(dst.device()));
   };
-  for (const auto& [name, p] : params) std::visit([&](auto* v) { copy_into(name, v->value()); }, p);
-  for (const auto& [name, b] : buffers) std::visit([&](auto* t) { copy_into(name, *t); }, b);
+  for (const auto& [name, p] : params) {
+    std::visit([&, &name = name](auto* v) { copy_into(name, v->value()); }, p);
+  }
+  for (const auto& [name, b] : buffers) {
+    std::visit([&, &name = name](auto* t) { copy_into(name, *t); }, b);
+  }
 }
 
 /// Writes the module's parameters and buffers to `path` (atomically).

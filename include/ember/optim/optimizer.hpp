@@ -341,8 +341,11 @@ class FusedOptimizer {
   }
 
  protected:
-  template <FloatingElement T>
+  // Constrained by a static_assert, not in the template head: clang 14 crashes checking the
+  // constraint where the class's own members name Entry<float> (scripts/fuzz.sh builds with it).
+  template <class T>
   struct Entry {
+    static_assert(FloatingElement<T>, "an optimizer's parameters are floating-point");
     using acc = acc_t<T>;
     Var<T> var;
     int group;
