@@ -99,13 +99,16 @@ class Dims {
 using Shape = Dims;
 using Strides = Dims;
 
-/// Row-major strides of a dense tensor of `shape`, in elements.
+/// Row-major strides of a dense tensor of `shape`, in elements. Throws ember::Error when they
+/// do not fit in 64 bits (extents from a corrupt file, say: even an empty tensor's strides are
+/// the products of its other extents).
 inline Strides contiguous_strides(const Shape& shape) {
   Strides s = Strides::filled(shape.rank(), 1);
   std::int64_t acc = 1;
   for (int i = shape.rank() - 1; i >= 0; --i) {
     s[i] = acc;
-    acc *= std::max<std::int64_t>(shape[i], 1);
+    EMBER_CHECK(!__builtin_mul_overflow(acc, std::max<std::int64_t>(shape[i], 1), &acc),
+                "ember: the shape ", shape.str(), " has more elements than 64 bits can index");
   }
   return s;
 }

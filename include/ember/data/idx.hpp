@@ -228,16 +228,19 @@ inline IdxHeader idx_read_header(GzFile& file, const std::string& where,
   EMBER_CHECK(got_dims == want, where, ": truncated: the file ends inside the ", ndim,
               " dimensions (", got_dims, " of ", want, " bytes)");
   // Extents are below 2^32 and at most 8 of them: the product of bytes can overflow 64 bits, so
-  // it is checked against a bound no real file reaches (and no allocation could satisfy).
+  // it is checked against a bound no real file reaches (and no allocation could satisfy). Zero
+  // extents count as 1 there: an empty tensor's strides are still the products of the others.
   constexpr std::uint64_t kMaxBytes = std::uint64_t{1} << 56;
-  std::uint64_t bytes = idx_itemsize(h.type);
-  bool too_big = false;
+  std::uint64_t bound = idx_itemsize(h.type);
+  bool too_big = false, empty = false;
   for (int i = 0; i < ndim; ++i) {
     const std::uint32_t d = idx_be32(raw + 4 * i);
     h.dims.push_back(static_cast<std::int64_t>(d));
-    if (d != 0 && bytes > kMaxBytes / d) too_big = true;
-    if (!too_big) bytes *= d;
+    empty = empty || d == 0;
+    if (d != 0 && bound > kMaxBytes / d) too_big = true;
+    if (!too_big && d != 0) bound *= d;
   }
+  const std::uint64_t bytes = empty ? 0 : bound;
   EMBER_CHECK(!too_big, where, ": the dimensions ", idx_dims_str(h.dims), " of type ",
               idx_type_name(h.type),
               " describe more than 2^56 bytes of data: the header is corrupt");
