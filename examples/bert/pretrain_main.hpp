@@ -96,6 +96,7 @@ struct PretrainConfig {
   std::string resume;
   std::int64_t stop_after = 0;  // end after this step, as if interrupted
   bool eval_only = false;       // evaluate the loaded weights, print the metrics, exit
+  bool detect_anomaly = false;  // stop at the first operation whose output is not finite
   bool summary = false;
   std::uint64_t seed = 1;
   std::int64_t log_every = 10;
@@ -398,6 +399,8 @@ PretrainResult pretrain(const PretrainConfig& c, const PretrainData& data,
   const bool lead = dist::rank() == 0;
   const fs::path out = c.out;
   if (lead) fs::create_directories(out);
+  std::optional<ember::detect_anomaly> anomaly;  // this thread, while the run lasts
+  if (c.detect_anomaly) anomaly.emplace();
   const fs::path ckpt = out / "ckpt-last.safetensors";
   std::ofstream mllog_file;
   if (lead) mllog_file.open(out / "mllog.txt", std::ios::app);
@@ -505,6 +508,10 @@ PretrainResult pretrain(const PretrainConfig& c, const PretrainData& data,
       const PretrainingBatch b = batch_on(data.train, idx, c, device);
       out = model.forward(b.input_ids, b.token_type_ids, b.attention_mask, b.masked_positions,
                           b.masked_ids, b.next_sentence_labels);
+      if (device.is_cpu()) {
+        trainer::check_finite_loss(static_cast<double>(out.loss.value().item()), step + 1,
+                                   "bert_pretrain");
+      }
       ddp.set_grad_sync(micro + 1 == c.accumulation);  // one all-reduce per step, at the last
       out.loss.backward();
     }
@@ -519,6 +526,7 @@ PretrainResult pretrain(const PretrainConfig& c, const PretrainData& data,
     if (step % c.log_every == 0 || step == c.steps) {
       // Reading the loss waits for the device: only every log_every steps.
       const double l = trainer::mean_over_ranks(static_cast<double>(out.loss.value().item()));
+      trainer::check_finite_loss(l, step, "bert_pretrain");
       const double mlm = trainer::mean_over_ranks(static_cast<double>(out.mlm_loss.value().item()));
       const double nsp = trainer::mean_over_ranks(static_cast<double>(out.nsp_loss.value().item()));
       if (metrics) {
@@ -675,6 +683,9 @@ inline int main(int argc, char** argv) {
                  "end after this step, as if interrupted (resume with --resume auto)");
   app.add_flag("--eval-only", c.eval_only,
                "evaluate the weights of --init-checkpoint or --resume, print the metrics, exit");
+  app.add_flag("--detect-anomaly", c.detect_anomaly,
+               "stop at the first operation whose output is NaN or infinite, naming it (slow: "
+               "every output is read)");
   app.add_flag("--summary", c.summary, "print the modules and parameter counts, then exit");
   app.add_option("--seed", c.seed)->capture_default_str();
   app.add_option("--log-every", c.log_every, "steps between loss readings")->capture_default_str();

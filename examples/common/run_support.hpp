@@ -37,6 +37,15 @@ inline void quiet_blas_threads([[maybe_unused]] char** argv) {
 #endif
 }
 
+/// A run must not train on a non-finite loss: throws naming the step (1-based) when `loss` is
+/// NaN or infinite. Reading a GPU's loss waits for the device, so the trainers call this every
+/// step on the CPU and, on a GPU, where they read the loss anyway (every --log-every steps).
+inline void check_finite_loss(double loss, std::int64_t step, const char* program) {
+  EMBER_CHECK(std::isfinite(loss), program, ": step ", step, ": the loss is ", loss,
+              "; stopping rather than training on it (--detect-anomaly names the first operation "
+              "whose output is not finite)");
+}
+
 /// The device `choice` names: cpu, cuda, or auto (a GPU when one is usable). With several
 /// processes on a host, each takes the GPU of its local rank. `program` names the caller in the
 /// error.

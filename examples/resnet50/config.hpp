@@ -42,6 +42,7 @@ struct Config {
   std::string resume;           // a checkpoint path, or "auto" for --out/ckpt-last.safetensors
   std::string init_checkpoint;  // model weights to start from (a torchvision state dict)
   bool eval_only = false;       // evaluate the loaded weights and exit
+  bool detect_anomaly = false;  // stop at the first operation whose output is not finite
   bool summary = false;
   std::uint64_t seed = 1;
   int workers = 0;

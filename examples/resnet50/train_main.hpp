@@ -181,6 +181,8 @@ RunResult train(const Config& c, ImageSource& data, Device device, bool quiet = 
   const bool lead = dist::rank() == 0;
   const std::filesystem::path out = c.out;
   if (lead) std::filesystem::create_directories(out);
+  std::optional<ember::detect_anomaly> anomaly;  // this thread, while the run lasts
+  if (c.detect_anomaly) anomaly.emplace();
   const std::filesystem::path ckpt = last_checkpoint(c);
   std::ofstream mllog_file;
   if (lead) mllog_file.open(out / "mllog.txt", std::ios::app);
@@ -262,6 +264,9 @@ RunResult train(const Config& c, ImageSource& data, Device device, bool quiet = 
           Tensor<T>(cast<T>(batch.images.to(device, /*non_blocking=*/true).contiguous(kFormat))));
       const Tensor<std::int64_t> y = batch.labels.to(device, /*non_blocking=*/true);
       Var<T> loss = cross_entropy(model.forward(x), y, loss_options);
+      if (device.is_cpu()) {
+        trainer::check_finite_loss(static_cast<double>(loss.value().item()), step + 1, "resnet50");
+      }
       loss.backward();
       opt.set_lr(schedule(step));
       opt.step();
@@ -270,6 +275,7 @@ RunResult train(const Config& c, ImageSource& data, Device device, bool quiet = 
       if ((b + 1) % c.log_every == 0 || b + 1 == steps_per_epoch) {
         // Reading the loss waits for the device: only every log_every steps.
         const double l = trainer::mean_over_ranks(static_cast<double>(loss.value().item()));
+        trainer::check_finite_loss(l, step + 1, "resnet50");
         loss_sum += l;
         ++loss_count;
         if (metrics)
@@ -458,6 +464,9 @@ inline int main(int argc, char** argv) {
                  "model weights to start from: a torchvision state dict saved as safetensors");
   app.add_flag("--eval-only", c.eval_only,
                "evaluate the weights of --init-checkpoint or --resume, print the metrics, exit");
+  app.add_flag("--detect-anomaly", c.detect_anomaly,
+               "stop at the first operation whose output is NaN or infinite, naming it (slow: "
+               "every output is read)");
   app.add_flag("--summary", c.summary, "print the layer table and parameter count, then exit");
   app.add_option("--seed", c.seed)->capture_default_str();
   app.add_option("--workers", c.workers, "imagefolder: decoding threads (0: all cores)");

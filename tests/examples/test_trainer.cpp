@@ -208,6 +208,23 @@ TEST_CASE("the ResNet trainer checks its options before reading data", "[example
         "--init-checkpoint: no file");
 }
 
+TEST_CASE("the ResNet trainer stops at a non-finite loss, naming the step or the operation",
+          "[examples]") {
+  const TempDir tmp("ember_trainer_nan");
+  resnet::InMemorySource data = small_fashion_mnist(32);
+  resnet::Config c = small_config(tmp.path / "run");
+  c.epochs = 1;
+  c.lr = 1e30;  // the first updates take the weights past float's range
+  REQUIRE_THROWS_WITH(resnet::run(c, data, Device::cpu(), true),
+                      Catch::Contains("resnet50: step ") && Catch::Contains("the loss is"));
+  // --detect-anomaly: the first operation whose output is not finite, in the forward pass.
+  c.detect_anomaly = true;
+  c.out = (tmp.path / "anomaly").string();
+  REQUIRE_THROWS_WITH(resnet::run(c, data, Device::cpu(), true),
+                      Catch::Contains("detect_anomaly: '"));
+  REQUIRE(!ember::anomaly_detection_enabled());  // the run's guard is gone with it
+}
+
 TEST_CASE("the ResNet trainer evaluates saved weights (--eval-only, --init-checkpoint)",
           "[examples]") {
   const TempDir tmp("ember_trainer_eval");

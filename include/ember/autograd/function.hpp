@@ -37,6 +37,7 @@
 
 #include "../memory/storage.hpp"
 #include "../tensor/tensor.hpp"
+#include "anomaly.hpp"
 #include "grad_mode.hpp"
 #include "tape.hpp"
 #include "var.hpp"
@@ -250,6 +251,7 @@ auto apply(const Args&... args) {
     n->requires_grad = true;
     n->grad_fn = std::make_shared<autograd::FunctionNode<F, U, Args...>>(
         std::move(ctx), n.get(), autograd::tensor_arg_nodes(args...));
+    autograd::detail::check_anomaly(n->value, *n->grad_fn);
   }
   return Var<U>::from_node(std::move(n));
 }

@@ -18,6 +18,7 @@
 #include "../exec/assign.hpp"
 #include "../memory/storage.hpp"
 #include "../tensor/tensor.hpp"
+#include "anomaly.hpp"
 #include "grad_mode.hpp"
 #include "tape.hpp"
 #include "var_node.hpp"
@@ -100,6 +101,7 @@ std::shared_ptr<VarNode<T>> record_op(std::string name, Tensor<T> value,
     for (const auto& t : saved) node->save(t);
     n->requires_grad = true;
     n->grad_fn = std::move(node);
+    ::ember::autograd::detail::check_anomaly(n->value, *n->grad_fn);
   }
   return n;
 }

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "../exec/reduce.hpp"
+#include "anomaly.hpp"
 #include "fused_backward.hpp"
 #include "grad_mode.hpp"
 #include "seed_rules.hpp"
@@ -41,6 +42,7 @@ Var<V> record_reduction(const E& e, Tensor<V> r, const Dims& axes, const char* n
     n->requires_grad = true;
     n->grad_fn =
         std::make_shared<FusedNode<E, V, decltype(rule)>>(e, n.get(), std::move(rule), kept);
+    ::ember::autograd::detail::check_anomaly(n->value, *n->grad_fn);
   }
   return Var<V>::from_node(std::move(n));
 }

@@ -16,6 +16,7 @@
 
 #include "../exec/assign.hpp"
 #include "../exec/generate.hpp"
+#include "anomaly.hpp"
 #include "fused_backward.hpp"
 #include "grad_mode.hpp"
 #include "tape.hpp"
@@ -53,6 +54,7 @@ class Var {
       n_->requires_grad = true;
       n_->grad_fn = std::make_shared<autograd::FusedNode<E, T, autograd::ScaledRule>>(
           e, n_.get(), autograd::ScaledRule{""});
+      autograd::detail::check_anomaly(n_->value, *n_->grad_fn);
     }
   }
 
