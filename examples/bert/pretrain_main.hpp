@@ -517,6 +517,7 @@ PretrainResult pretrain(const PretrainConfig& c, const PretrainData& data,
     }
     if (c.accumulation > 1) opt.scale_grads(1.0 / static_cast<double>(c.accumulation));
     if (c.max_grad_norm > 0) opt.clip_grad_norm(c.max_grad_norm);
+    ember::fault_point("train-step");  // tests/examples/kill_check.sh may kill the run here
     opt.set_lr(schedule(step));
     opt.step();
     opt.zero_grad();

@@ -268,6 +268,7 @@ RunResult train(const Config& c, ImageSource& data, Device device, bool quiet = 
         trainer::check_finite_loss(static_cast<double>(loss.value().item()), step + 1, "resnet50");
       }
       loss.backward();
+      ember::fault_point("train-step");  // tests/examples/kill_check.sh may kill the run here
       opt.set_lr(schedule(step));
       opt.step();
       opt.zero_grad();

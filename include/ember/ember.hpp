@@ -12,6 +12,7 @@
 #include "core/device.hpp"
 #include "core/dtype.hpp"
 #include "core/error.hpp"
+#include "core/fault_injection.hpp"
 #include "core/half.hpp"
 #include "core/philox.hpp"
 #include "core/shape.hpp"

@@ -21,6 +21,7 @@
 #include <utility>
 
 #include "../core/error.hpp"
+#include "../core/fault_injection.hpp"
 
 namespace ember::io {
 
@@ -88,6 +89,7 @@ class TempFile {
       bytes -= static_cast<std::uint64_t>(put);
       if (offset >= 0) offset += put;
     }
+    fault_point("file-write");  // a test may kill the process here: the file half written
   }
   [[noreturn]] void fail_io(const char* what) {
     const int err = errno;

@@ -1,0 +1,37 @@
+#!/bin/sh
+# ctest's example_resnet50_kill and example_bert_pretrain_kill: the trainer ($1, writing under
+# the scratch directory $2, with the rest of the arguments) is killed with SIGKILL again and
+# again, mid-step and mid-checkpoint-write, each time resumed with --resume auto, until a run
+# ends; its last checkpoint must then equal an uninterrupted run's byte for byte. The kills are
+# EMBER_FAULT_KILL=<site>:<n> (include/ember/core/fault_injection.hpp): the process kills itself
+# the n-th time it passes that point, so no timing is involved. A checkpoint left half written
+# would fail the next run's resume (it reads and checks the whole file). Prints "kill check
+# passed" at the end; any failure stops it with a message.
+set -eu
+trainer=$1 work=$2
+shift 2
+rm -rf "$work"
+mkdir -p "$work"
+
+"$trainer" "$@" --out "$work/whole" >"$work/whole.txt" 2>&1
+
+kills=0
+for fault in train-step:2 file-write:1 train-step:4 file-write:2 train-step:1 file-write:3 \
+             train-step:3; do
+  status=0
+  EMBER_FAULT_KILL=$fault "$trainer" "$@" --out "$work/killed" --resume auto \
+    >>"$work/killed.txt" 2>&1 || status=$?
+  case $status in
+    137) kills=$((kills + 1)); echo "killed at $fault" ;;
+    0) echo "finished before $fault"; break ;;
+    *) echo "the run with EMBER_FAULT_KILL=$fault failed (status $status):"
+       tail -n 20 "$work/killed.txt"; exit 1 ;;
+  esac
+done
+[ "$kills" -ge 3 ] || { echo "only $kills kills happened: the fault points were not reached"; exit 1; }
+"$trainer" "$@" --out "$work/killed" --resume auto >>"$work/killed.txt" 2>&1 ||
+  { echo "the last resumed run failed:"; tail -n 20 "$work/killed.txt"; exit 1; }
+cmp "$work/whole/ckpt-last.safetensors" "$work/killed/ckpt-last.safetensors" ||
+  { echo "after $kills kills the final checkpoint differs from the uninterrupted run's"; exit 1; }
+echo "$kills kills (mid-step and mid-checkpoint-write), each resumed: the final checkpoint equals the uninterrupted run's"
+echo "kill check passed"
