@@ -1,8 +1,15 @@
-// The host allocator: alignment, the counters, and the cache of large blocks (reuse of the same
-// size, reserved bytes, emptying it).
+// The host allocator: alignment, the counters, the cache of large blocks (reuse of the same
+// size, reserved bytes, emptying it), and running out of memory under an address-space limit.
 #include <catch2/catch.hpp>
 
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <string>
 
 #include <ember/ember.hpp>
 
@@ -46,4 +53,40 @@ TEST_CASE("large host blocks are cached and reused for the same size", "[memory]
   // Small blocks are not cached (the C library keeps those).
   { Tensor<float> s = ember::empty<float>(Shape{100}); }
   REQUIRE(ember::memory::host_cached_bytes() == 0);
+}
+
+TEST_CASE("out of host memory (RLIMIT_AS) is an ember::Error with the bytes asked and the figures",
+          "[memory]") {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  WARN("built with a sanitizer, whose shadow memory needs an unlimited address space: not checked");
+#else
+  // In a child process: the limit is the child's alone. It uses no OpenMP (the parent's thread
+  // pool is gone after fork) and leaves through _exit: 0 when the allocation failed as it should.
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    long pages = 0;
+    std::ifstream("/proc/self/statm") >> pages;  // the address space in use now
+    const rlim_t in_use = static_cast<rlim_t>(pages) * static_cast<rlim_t>(::sysconf(_SC_PAGESIZE));
+    const rlimit limit{in_use + (rlim_t{256} << 20), in_use + (rlim_t{256} << 20)};
+    if (::setrlimit(RLIMIT_AS, &limit) != 0) ::_exit(3);
+    try {
+      const Tensor<float> t = ember::empty<float>(Shape{std::int64_t{1} << 29});  // 2 GiB
+      ::_exit(2);  // allocated past the limit
+    } catch (const ember::Error& e) {
+      const std::string what = e.what();
+      const bool named =
+          what.find("out of host memory allocating 2147483648 bytes") != std::string::npos &&
+          what.find("in use") != std::string::npos;
+      if (!named) std::fprintf(stderr, "unexpected message: %s\n", e.what());
+      ::_exit(named ? 0 : 1);
+    } catch (...) {
+      ::_exit(4);  // another exception type
+    }
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+#endif
 }
