@@ -690,15 +690,20 @@ inline int main(int argc, char** argv) {
   app.add_flag("--summary", c.summary, "print the modules and parameter counts, then exit");
   app.add_option("--seed", c.seed)->capture_default_str();
   app.add_option("--log-every", c.log_every, "steps between loss readings")->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  if (const auto status = trainer::parse_command_line(app, argc, argv)) return *status;
+  Device device = Device::cpu();
+  if (const auto status = trainer::check_options([&] {
+        device = trainer::pick_device(c.device, "bert_pretrain", world.local_rank());
+        settle_pretrain_defaults(c, device);
+        validate_options(c);
+        EMBER_CHECK(c.batch % world.size() == 0, "bert_pretrain: --batch-size ", c.batch,
+                    " (the global micro-batch) does not split over ", world.size(),
+                    " ranks: choose a multiple of ", world.size());
+      })) {
+    return *status;
+  }
 
   try {
-    const Device device = trainer::pick_device(c.device, "bert_pretrain", world.local_rank());
-    settle_pretrain_defaults(c, device);
-    validate_options(c);
-    EMBER_CHECK(c.batch % world.size() == 0, "bert_pretrain: --batch-size ", c.batch,
-                " (the global micro-batch) does not split over ", world.size(),
-                " ranks: choose a multiple of ", world.size());
     if (c.summary) {
       BertConfig bc = config_by_name(c.config);
       if (world.is_main()) print_summary(bc);
@@ -754,7 +759,7 @@ inline int main(int argc, char** argv) {
     return c.target_mlm_accuracy > 0 && r.seconds_to_target < 0 ? 3 : 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s\n", e.what());
-    return 1;
+    return trainer::kExitFailure;
   }
 }
 

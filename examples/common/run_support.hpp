@@ -11,10 +11,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <ostream>
 #include <string>
 
 #include <unistd.h>
+
+#include <CLI/CLI.hpp>
 
 #include <ember/dist/collectives.hpp>
 #include <ember/dist/world.hpp>
@@ -35,6 +38,35 @@ inline void quiet_blas_threads([[maybe_unused]] char** argv) {
   if (setenv("OPENBLAS_THREAD_TIMEOUT", "4", 0) != 0) return;
   execv("/proc/self/exe", argv);
 #endif
+}
+
+/// Exit statuses of the trainers: a bad command line or option is 2 (one line on stderr, before
+/// any data is read), a failure during the run 1.
+inline constexpr int kExitBadOption = 2;
+inline constexpr int kExitFailure = 1;
+
+/// Parses the command line: --help prints and gives 0, a bad option prints CLI11's line and
+/// gives kExitBadOption; nothing when the program goes on.
+inline std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : kExitBadOption;
+  }
+  return std::nullopt;
+}
+
+/// Runs `check` (settling and validating the options); an error there is printed as one line
+/// and gives kExitBadOption.
+template <class Check>
+std::optional<int> check_options(Check&& check) {
+  try {
+    check();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return kExitBadOption;
+  }
+  return std::nullopt;
 }
 
 /// A run must not train on a non-finite loss: throws naming the step (1-based) when `loss` is

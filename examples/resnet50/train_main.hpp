@@ -408,6 +408,8 @@ inline void validate_options(const Config& c) {
               "resnet50: --eval-only needs the weights: --init-checkpoint FILE or --resume");
   EMBER_CHECK(!c.eval_only || c.sweep_batch.empty(),
               "resnet50: --eval-only and --sweep-batch do not go together");
+  EMBER_CHECK(c.sweep_batch.empty() || c.data == "synthetic",
+              "resnet50: --sweep-batch needs --data synthetic");
 }
 
 template <class T>
@@ -472,12 +474,17 @@ inline int main(int argc, char** argv) {
   app.add_option("--seed", c.seed)->capture_default_str();
   app.add_option("--workers", c.workers, "imagefolder: decoding threads (0: all cores)");
   app.add_option("--log-every", c.log_every, "steps between loss readings")->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  if (const auto status = trainer::parse_command_line(app, argc, argv)) return *status;
+  Device device = Device::cpu();
+  if (const auto status = trainer::check_options([&] {
+        device = trainer::pick_device(c.device, "resnet50", world.local_rank());
+        settle_defaults(c, device);
+        validate_options(c);
+      })) {
+    return *status;
+  }
 
   try {
-    const Device device = trainer::pick_device(c.device, "resnet50", world.local_rank());
-    settle_defaults(c, device);
-    validate_options(c);
     if (c.summary) {
       ResNetOptions mo;
       mo.arch = parse_arch(c.arch);
@@ -499,7 +506,6 @@ inline int main(int argc, char** argv) {
     }
 
     if (!c.sweep_batch.empty()) {
-      EMBER_CHECK(c.data == "synthetic", "resnet50: --sweep-batch needs --data synthetic");
       printf0("%10s %14s\n", "batch", "images/s");
       for (const std::int64_t b : c.sweep_batch) {
         Config one = c;
@@ -554,7 +560,7 @@ inline int main(int argc, char** argv) {
     return c.target_accuracy > 0 && r.seconds_to_target < 0 ? 3 : 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s\n", e.what());
-    return 1;
+    return trainer::kExitFailure;
   }
 }
 
