@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Builds ember's CPU tests under a sanitizer and runs them with ctest:
+#
+#   scripts/sanitize.sh                    AddressSanitizer + UndefinedBehaviorSanitizer, every
+#                                          CPU test folder (build/asan)
+#   scripts/sanitize.sh thread             ThreadSanitizer (build/tsan) on data (the image
+#                                          loader's worker threads), io (files written while
+#                                          forked writers are killed), memory (the allocators'
+#                                          caches) and threads (ember used from two host threads
+#                                          at once)
+#   SANITIZE_FOLDERS="data io" scripts/sanitize.sh        some folders only
+#
+# g++'s sanitizers; CUDA, MPI and the examples' programs are left out (their tests need the
+# toolkit, mpirun or the built trainers). Any report fails the test that made it: UBSan does
+# not recover, ASan's leak check is on. Under ThreadSanitizer OpenMP runs one thread
+# (OMP_NUM_THREADS=1): libgomp is not built with TSan, so its barriers look like races.
+#
+# Environment: SANITIZE_FOLDERS (test folders, default as above), EMBER_SANITIZE_BUILD_DIR,
+# CTEST_ARGS (more arguments for ctest).
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
+kind="${1:-address}"
+case "$kind" in
+  address)
+    flags="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+    default_folders="autograd core data exec expr io memory nn ops optim tensor threads"
+    export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1}"
+    export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+    ;;
+  thread)
+    flags="-fsanitize=thread -fno-omit-frame-pointer"
+    default_folders="data io memory threads"
+    export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}"
+    export OMP_NUM_THREADS=1
+    ;;
+  -h | --help) sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  *) echo "sanitize.sh: the sanitizer is 'address' (with undefined) or 'thread', got '$kind'" >&2; exit 2 ;;
+esac
+read -r -a folders <<<"${SANITIZE_FOLDERS:-$default_folders}"
+build="${EMBER_SANITIZE_BUILD_DIR:-$EMBER_ROOT/build/$([ "$kind" = thread ] && echo tsan || echo asan)}"
+
+ember_apt_install "${EMBER_TEST_PACKAGES[@]}"
+# -O1 keeps the tests' run time near a plain build's; the sanitizers' flags go to every
+# translation unit and link (the tests' precompiled header included).
+EMBER_CUDA=OFF ember_configure "$build" -DEMBER_BUILD_TESTS=ON -DEMBER_BUILD_BENCHMARKS=OFF \
+  -DEMBER_BUILD_EXAMPLES=OFF -DEMBER_MPI=OFF -DCMAKE_CXX_FLAGS="$flags" \
+  -DCMAKE_EXE_LINKER_FLAGS="$flags"
+
+targets=()
+regex=""
+for f in "${folders[@]}"; do
+  if [ ! -d "$EMBER_ROOT/tests/$f" ]; then
+    echo "sanitize.sh: no test folder tests/$f" >&2
+    exit 2
+  fi
+  targets+=("test_$f")
+  regex+="${regex:+|}test_${f}(_|$)"
+done
+ember_log "building ${targets[*]} with $flags"
+start=$SECONDS
+# One folder's executable at a time: several --target names are made one after another anyway.
+for t in "${targets[@]}"; do cmake --build "$build" -j"$(ember_jobs)" --target "$t"; done
+ember_log "built in $((SECONDS - start))s; running ctest"
+
+ctest_args=()
+if [ -n "${CTEST_ARGS:-}" ]; then
+  read -r -a ctest_args <<<"${CTEST_ARGS}"
+fi
+start=$SECONDS
+status=0
+ctest --test-dir "$build" --output-on-failure -L cpu -R "^(${regex})" "${ctest_args[@]}" || status=$?
+ember_log "sanitize ($kind): tests ran in $((SECONDS - start))s, ctest exit status $status"
+exit "$status"
