@@ -71,7 +71,7 @@ struct LinearSaved {
 /// call, where its layout rules allow.
 template <FloatingElement T, class Mode>
 LinearSaved<T> linear_saving(const Tensor<T>& x, const Tensor<T>& w, const Tensor<T>& bias,
-                             Activation act, bool keep_relu_mask) {
+                             Activation act, [[maybe_unused]] bool keep_relu_mask) {
   ops::check_linear_args(x, w, bias);
   LinearSaved<T> s;
   const std::int64_t N = w.size(0), rows = x.numel() / std::max<std::int64_t>(w.size(1), 1);
