@@ -402,6 +402,7 @@ PretrainResult pretrain(const PretrainConfig& c, const PretrainData& data,
   std::optional<ember::detect_anomaly> anomaly;  // this thread, while the run lasts
   if (c.detect_anomaly) anomaly.emplace();
   const fs::path ckpt = out / "ckpt-last.safetensors";
+  if (lead) io::remove_stale_temp_files(ckpt);  // what a run killed mid-save left
   std::ofstream mllog_file;
   if (lead) mllog_file.open(out / "mllog.txt", std::ios::app);
   io::MlLoggerOptions mllog_options;

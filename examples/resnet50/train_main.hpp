@@ -184,6 +184,7 @@ RunResult train(const Config& c, ImageSource& data, Device device, bool quiet = 
   std::optional<ember::detect_anomaly> anomaly;  // this thread, while the run lasts
   if (c.detect_anomaly) anomaly.emplace();
   const std::filesystem::path ckpt = last_checkpoint(c);
+  if (lead) io::remove_stale_temp_files(ckpt);  // what a run killed mid-save left
   std::ofstream mllog_file;
   if (lead) mllog_file.open(out / "mllog.txt", std::ios::app);
   io::MlLoggerOptions mllog_options;

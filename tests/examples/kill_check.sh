@@ -5,7 +5,8 @@
 # ends; its last checkpoint must then equal an uninterrupted run's byte for byte. The kills are
 # EMBER_FAULT_KILL=<site>:<n> (include/ember/core/fault_injection.hpp): the process kills itself
 # the n-th time it passes that point, so no timing is involved. A checkpoint left half written
-# would fail the next run's resume (it reads and checks the whole file). Prints "kill check
+# would fail the next run's resume (it reads and checks the whole file), and what the killed
+# saves left (their temporary files) must be gone after the last run. Prints "kill check
 # passed" at the end; any failure stops it with a message.
 set -eu
 trainer=$1 work=$2
@@ -31,6 +32,9 @@ done
 [ "$kills" -ge 3 ] || { echo "only $kills kills happened: the fault points were not reached"; exit 1; }
 "$trainer" "$@" --out "$work/killed" --resume auto >>"$work/killed.txt" 2>&1 ||
   { echo "the last resumed run failed:"; tail -n 20 "$work/killed.txt"; exit 1; }
+if ls "$work/killed" | grep -q '\.tmp\.'; then
+  echo "temporary files of killed saves are left: $(ls "$work/killed")"; exit 1
+fi
 cmp "$work/whole/ckpt-last.safetensors" "$work/killed/ckpt-last.safetensors" ||
   { echo "after $kills kills the final checkpoint differs from the uninterrupted run's"; exit 1; }
 echo "$kills kills (mid-step and mid-checkpoint-write), each resumed: the final checkpoint equals the uninterrupted run's"

@@ -732,5 +732,30 @@ TEST_CASE("safetensors: a save killed mid-write leaves the previous file loadabl
   }
 }
 
+TEST_CASE("io::remove_stale_temp_files removes what killed saves left, not live ones' files",
+          "[io]") {
+  TempDir dir;
+  const fs::path target = dir.path / "ckpt.safetensors";
+  // A process that has ended: its pid names no running process once it is reaped.
+  const pid_t gone = ::fork();
+  REQUIRE(gone >= 0);
+  if (gone == 0) ::_exit(0);
+  int status = 0;
+  REQUIRE(::waitpid(gone, &status, 0) == gone);
+  const auto touch = [&](const std::string& name) { std::ofstream(dir.path / name) << "x"; };
+  const std::string dead = "ckpt.safetensors.tmp." + std::to_string(gone) + ".0";
+  const std::string live = "ckpt.safetensors.tmp." + std::to_string(::getpid()) + ".3";
+  touch(dead);
+  touch(live);
+  touch("ckpt.safetensors.tmp.notapid.0");     // not TempFile's name: kept
+  touch("other.safetensors.tmp.999999999.0");  // another target's: kept
+  REQUIRE(ember::io::remove_stale_temp_files(target) == 1);
+  REQUIRE(!fs::exists(dir.path / dead));
+  REQUIRE(fs::exists(dir.path / live));
+  REQUIRE(fs::exists(dir.path / "ckpt.safetensors.tmp.notapid.0"));
+  REQUIRE(fs::exists(dir.path / "other.safetensors.tmp.999999999.0"));
+  REQUIRE(ember::io::remove_stale_temp_files(dir.path / "missing" / "x") == 0);  // no folder
+}
+
 }  // namespace test_io_safetensors
 }  // namespace

@@ -9,12 +9,14 @@
 #pragma once
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <system_error>
@@ -101,5 +103,27 @@ class TempFile {
   int fd_ = -1;
   bool committed_ = false;
 };
+
+/// Removes what TempFile left next to `target` in processes that were killed mid-write
+/// (`<target>.tmp.<pid>.<n>` of a process no longer running); files of running processes stay.
+/// Returns how many were removed. The trainers call it before they resume.
+inline int remove_stale_temp_files(const std::filesystem::path& target) {
+  namespace fs = std::filesystem;
+  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  const std::string prefix = target.filename().string() + ".tmp.";
+  std::error_code ec;
+  int removed = 0;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) != 0) continue;
+    const char* digits = name.c_str() + prefix.size();
+    char* end = nullptr;
+    const long pid = std::strtol(digits, &end, 10);
+    if (end == digits || *end != '.' || pid <= 0) continue;
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // alive
+    if (fs::remove(entry.path(), ec)) ++removed;
+  }
+  return removed;
+}
 
 }  // namespace ember::io
