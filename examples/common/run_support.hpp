@@ -1,7 +1,8 @@
 // What both example trainers (examples/resnet50, examples/bert) need around their training loop:
-// OpenBLAS's idle threads put to sleep, the device from --device, printing on rank 0 only,
-// waiting for the device before reading a clock, the rank of a label among scores, durations as
-// h:mm:ss, and the curves drawn from the JSONL metrics by scripts/plot_metrics.py.
+// OpenBLAS's idle threads put to sleep, the command line parsed and checked (exit status 2 for a
+// bad option), the check that the loss is finite, the device from --device, printing on rank 0
+// only, waiting for the device before reading a clock, the rank of a label among scores, durations
+// as h:mm:ss, and the curves drawn from the JSONL metrics by scripts/plot_metrics.py.
 #pragma once
 
 #include <chrono>
