@@ -37,7 +37,6 @@
 
 #include "../memory/storage.hpp"
 #include "../tensor/tensor.hpp"
-#include "anomaly.hpp"
 #include "grad_mode.hpp"
 #include "tape.hpp"
 #include "var.hpp"
@@ -248,10 +247,8 @@ auto apply(const Args&... args) {
   auto n = std::make_shared<autograd::VarNode<U>>();
   n->value = std::move(out);
   if (record) {
-    n->requires_grad = true;
-    n->grad_fn = std::make_shared<autograd::FunctionNode<F, U, Args...>>(
-        std::move(ctx), n.get(), autograd::tensor_arg_nodes(args...));
-    autograd::detail::check_anomaly(n->value, *n->grad_fn);
+    n->record(std::make_shared<autograd::FunctionNode<F, U, Args...>>(
+        std::move(ctx), n.get(), autograd::tensor_arg_nodes(args...)));
   }
   return Var<U>::from_node(std::move(n));
 }

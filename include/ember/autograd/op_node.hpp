@@ -18,7 +18,6 @@
 #include "../exec/assign.hpp"
 #include "../memory/storage.hpp"
 #include "../tensor/tensor.hpp"
-#include "anomaly.hpp"
 #include "grad_mode.hpp"
 #include "tape.hpp"
 #include "var_node.hpp"
@@ -99,9 +98,7 @@ std::shared_ptr<VarNode<T>> record_op(std::string name, Tensor<T> value,
     auto node =
         std::make_shared<OpNode<T>>(std::move(name), std::move(inputs), n.get(), std::move(back));
     for (const auto& t : saved) node->save(t);
-    n->requires_grad = true;
-    n->grad_fn = std::move(node);
-    ::ember::autograd::detail::check_anomaly(n->value, *n->grad_fn);
+    n->record(std::move(node));
   }
   return n;
 }

@@ -14,7 +14,6 @@
 #include <utility>
 
 #include "../exec/reduce.hpp"
-#include "anomaly.hpp"
 #include "fused_backward.hpp"
 #include "grad_mode.hpp"
 #include "seed_rules.hpp"
@@ -39,10 +38,7 @@ Var<V> record_reduction(const E& e, Tensor<V> r, const Dims& axes, const char* n
   if (grad_enabled() && any_requires_grad(e)) {
     const Shape kept = kept_shape(e.shape(), axes, name);
     auto rule = make_rule(r.reshape(kept));
-    n->requires_grad = true;
-    n->grad_fn =
-        std::make_shared<FusedNode<E, V, decltype(rule)>>(e, n.get(), std::move(rule), kept);
-    ::ember::autograd::detail::check_anomaly(n->value, *n->grad_fn);
+    n->record(std::make_shared<FusedNode<E, V, decltype(rule)>>(e, n.get(), std::move(rule), kept));
   }
   return Var<V>::from_node(std::move(n));
 }

@@ -16,7 +16,6 @@
 
 #include "../exec/assign.hpp"
 #include "../exec/generate.hpp"
-#include "anomaly.hpp"
 #include "fused_backward.hpp"
 #include "grad_mode.hpp"
 #include "tape.hpp"
@@ -51,10 +50,8 @@ class Var {
       Var(const E& e)        // NOLINT(google-explicit-constructor): `Var<float> y = a * b;`
       : Var(Tensor<T>(e)) {  // evaluated with this translation unit's executor (Mode)
     if (grad_enabled() && autograd::any_requires_grad(e)) {
-      n_->requires_grad = true;
-      n_->grad_fn = std::make_shared<autograd::FusedNode<E, T, autograd::ScaledRule>>(
-          e, n_.get(), autograd::ScaledRule{""});
-      autograd::detail::check_anomaly(n_->value, *n_->grad_fn);
+      n_->record(std::make_shared<autograd::FusedNode<E, T, autograd::ScaledRule>>(
+          e, n_.get(), autograd::ScaledRule{""}));
     }
   }
 

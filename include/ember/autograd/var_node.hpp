@@ -15,6 +15,7 @@
 #include "../expr/map.hpp"
 #include "../expr/operators.hpp"
 #include "../tensor/factories.hpp"
+#include "anomaly.hpp"
 #include "tape.hpp"
 
 namespace ember::autograd {
@@ -24,6 +25,14 @@ struct VarNode final : VarNodeBase {
   Tensor<T> value;
   Tensor<T> grad;            // undefined until a gradient arrives
   bool grad_shared = false;  // `grad` aliases a tensor this node does not own
+  /// Records `fn` as the operation that made `value`: the value now requires grad and, with
+  /// anomaly detection on, is checked for NaN and infinity (naming `fn`). Every kind of tape
+  /// node is recorded through here.
+  void record(std::shared_ptr<TapeNode> fn) {
+    requires_grad = true;
+    grad_fn = std::move(fn);
+    detail::check_anomaly(value, *grad_fn);
+  }
   void drop_grad() override {
     grad = Tensor<T>();
     grad_shared = false;
