@@ -5,8 +5,6 @@
 #include <catch2/catch.hpp>
 
 #include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <csignal>
@@ -24,6 +22,7 @@
 #include <ember/optim/adamw.hpp>
 #include <ember/optim/sgd.hpp>
 
+#include "support/child_process.hpp"
 #include "support/files.hpp"
 
 namespace fs = std::filesystem;
@@ -253,9 +252,7 @@ TEST_CASE("a training checkpoint resumes bit for bit", "[io]") {
   REQUIRE(tail == std::vector<float>(all.begin() + 4, all.end()));
 
   SECTION("a save that fails midway leaves the previous checkpoint loadable") {
-    const pid_t pid = ::fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
+    const int status = ember::testing::run_in_child([&] {
       // Files of at most 512 bytes: the save fails with EFBIG after its temporary file is created.
       ::signal(SIGXFSZ, SIG_IGN);
       const rlimit lim{1 << 9, 1 << 9};
@@ -267,12 +264,9 @@ TEST_CASE("a training checkpoint resumes bit for bit", "[io]") {
         code = 11;
       } catch (const ember::Error&) {
       }
-      ::_exit(code);
-    }
-    int status = 0;
-    REQUIRE(::waitpid(pid, &status, 0) == pid);
-    REQUIRE(WIFEXITED(status));
-    REQUIRE(WEXITSTATUS(status) == 0);
+      return code;
+    });
+    REQUIRE(status == 0);
     nn::manual_seed(77);
     Run again;
     REQUIRE(io::load_training_checkpoint(dir / "ckpt.safetensors", again.model, again.opt).step ==

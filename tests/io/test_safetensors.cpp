@@ -24,12 +24,14 @@
 #include <thread>
 #include <vector>
 
+#include "support/child_process.hpp"
 #include "support/files.hpp"
 
 using namespace ember;
 namespace fs = std::filesystem;
 
 using ember::testing::read_bytes;
+using ember::testing::run_in_child;
 using ember::testing::TempDir;
 using ember::testing::write_bytes;
 
@@ -597,26 +599,6 @@ TEST_CASE("safetensors: loading onto a CUDA device copies there, or says why it 
 }
 
 namespace {
-// Runs `child` in a forked process and returns its exit status (-signal if killed). The child
-// must not use OpenMP (the parent's thread pool is gone after fork) and leaves through _exit.
-template <class F>
-int run_in_child(F&& child) {
-  const pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    int code = 99;
-    try {
-      code = child();
-    } catch (...) {
-      code = 98;
-    }
-    ::_exit(code);
-  }
-  int status = 0;
-  REQUIRE(::waitpid(pid, &status, 0) == pid);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
-}
-
 Tensor<float> filled(std::int64_t n, float value) {
   return from_vector<float>(std::vector<float>(static_cast<std::size_t>(n), value), {n});
 }

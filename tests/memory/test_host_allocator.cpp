@@ -3,7 +3,6 @@
 #include <catch2/catch.hpp>
 
 #include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -12,6 +11,8 @@
 #include <string>
 
 #include <ember/ember.hpp>
+
+#include "support/child_process.hpp"
 
 using ember::Device;
 using ember::Shape;
@@ -60,33 +61,26 @@ TEST_CASE("out of host memory (RLIMIT_AS) is an ember::Error with the bytes aske
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
   WARN("built with a sanitizer, whose shadow memory needs an unlimited address space: not checked");
 #else
-  // In a child process: the limit is the child's alone. It uses no OpenMP (the parent's thread
-  // pool is gone after fork) and leaves through _exit: 0 when the allocation failed as it should.
-  const pid_t child = ::fork();
-  REQUIRE(child >= 0);
-  if (child == 0) {
+  // In a child process: the limit is the child's alone. 0 when the allocation failed as it
+  // should.
+  const int status = ember::testing::run_in_child([] {
     long pages = 0;
     std::ifstream("/proc/self/statm") >> pages;  // the address space in use now
     const rlim_t in_use = static_cast<rlim_t>(pages) * static_cast<rlim_t>(::sysconf(_SC_PAGESIZE));
     const rlimit limit{in_use + (rlim_t{256} << 20), in_use + (rlim_t{256} << 20)};
-    if (::setrlimit(RLIMIT_AS, &limit) != 0) ::_exit(3);
+    if (::setrlimit(RLIMIT_AS, &limit) != 0) return 3;
     try {
       const Tensor<float> t = ember::empty<float>(Shape{std::int64_t{1} << 29});  // 2 GiB
-      ::_exit(2);  // allocated past the limit
+      return 2;  // allocated past the limit
     } catch (const ember::Error& e) {
       const std::string what = e.what();
       const bool named =
           what.find("out of host memory allocating 2147483648 bytes") != std::string::npos &&
           what.find("in use") != std::string::npos;
       if (!named) std::fprintf(stderr, "unexpected message: %s\n", e.what());
-      ::_exit(named ? 0 : 1);
-    } catch (...) {
-      ::_exit(4);  // another exception type
-    }
-  }
-  int status = 0;
-  REQUIRE(::waitpid(child, &status, 0) == child);
-  REQUIRE(WIFEXITED(status));
-  REQUIRE(WEXITSTATUS(status) == 0);
+      return named ? 0 : 1;
+    }  // another exception type: run_in_child's 98
+  });
+  REQUIRE(status == 0);
 #endif
 }
