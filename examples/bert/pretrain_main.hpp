@@ -156,6 +156,11 @@ inline void validate_options(const PretrainConfig& c) {
               "bert_pretrain: --eval-only needs the weights: --init-checkpoint FILE or --resume");
   EMBER_CHECK(c.stop_after >= 0, "bert_pretrain: --stop-after must be >= 0, got ", c.stop_after);
   EMBER_CHECK(c.log_every > 0, "bert_pretrain: --log-every must be positive, got ", c.log_every);
+  if (!c.summary) {
+    // The tokenized corpus is cached even for --eval-only; the run's files go to --out.
+    trainer::require_writable_directory(c.cache_dir, "bert_pretrain", "--cache-dir");
+    if (!c.eval_only) trainer::require_writable_directory(c.out, "bert_pretrain", "--out");
+  }
 }
 
 // ---- Data ---------------------------------------------------------------------------------------
@@ -638,6 +643,7 @@ inline void print_summary(const BertConfig& bc) {
 
 inline int main(int argc, char** argv) {
   trainer::quiet_blas_threads(argv);
+  trainer::report_file_size_limit_as_error();
   // Then: under mpirun this joins the other ranks (MPI may take its own arguments out of argv).
   dist::World world = dist::init(argc, argv);
   PretrainConfig c;

@@ -1,10 +1,12 @@
 // What both example trainers (examples/resnet50, examples/bert) need around their training loop:
-// OpenBLAS's idle threads put to sleep, the command line parsed and checked (exit status 2 for a
-// bad option), the check that the loss is finite, the device from --device, printing on rank 0
-// only, waiting for the device before reading a clock, the rank of a label among scores, durations
-// as h:mm:ss, and the curves drawn from the JSONL metrics by scripts/plot_metrics.py.
+// OpenBLAS's idle threads put to sleep, a file-size limit reported instead of ending the process,
+// the command line parsed and checked (exit status 2 for a bad option, --out writable), the check
+// that the loss is finite, the device from --device, printing on rank 0 only, waiting for the
+// device before reading a clock, the rank of a label among scores, durations as h:mm:ss, and the
+// curves drawn from the JSONL metrics by scripts/plot_metrics.py.
 #pragma once
 
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdarg>
@@ -15,6 +17,9 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <system_error>
+
+#include <csignal>
 
 #include <unistd.h>
 
@@ -40,6 +45,12 @@ inline void quiet_blas_threads([[maybe_unused]] char** argv) {
   execv("/proc/self/exe", argv);
 #endif
 }
+
+/// A file may not grow past RLIMIT_FSIZE: the kernel then sends SIGXFSZ, whose default action
+/// ends the process without a word, and a half-written checkpoint would be the only trace.
+/// Ignored, the write fails with EFBIG instead, which io::TempFile reports as an Error naming
+/// the file (the previous checkpoint stays as it was). A full disk (ENOSPC) needs nothing.
+inline void report_file_size_limit_as_error() { std::signal(SIGXFSZ, SIG_IGN); }
 
 /// Exit statuses of the trainers: a bad command line or option is 2 (one line on stderr, before
 /// any data is read), a failure during the run 1.
@@ -68,6 +79,28 @@ std::optional<int> check_options(Check&& check) {
     return kExitBadOption;
   }
   return std::nullopt;
+}
+
+/// Throws unless `dir` is a directory this process may create files in, or can be created: the
+/// nearest existing folder on its path must be a writable directory. Checked with the options,
+/// before any data is read; nothing is created here. `option` names it in the error ("--out").
+inline void require_writable_directory(const std::filesystem::path& dir, const char* program,
+                                       const char* option) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path existing = fs::absolute(dir, ec);
+  if (ec) existing = dir;
+  while (!fs::exists(existing, ec) && existing.has_parent_path() &&
+         existing != existing.parent_path()) {
+    existing = existing.parent_path();
+  }
+  EMBER_CHECK(fs::is_directory(existing, ec), program, ": ", option, " '", dir.string(), "': '",
+              existing.string(), "' is not a directory");
+  if (::access(existing.c_str(), W_OK | X_OK) != 0) {
+    const int err = errno;
+    ember::fail(program, ": ", option, " '", dir.string(), "': cannot create files in '",
+                existing.string(), "': ", std::system_category().message(err));
+  }
 }
 
 /// A run must not train on a non-finite loss: throws naming the step (1-based) when `loss` is

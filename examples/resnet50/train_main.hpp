@@ -411,6 +411,7 @@ inline void validate_options(const Config& c) {
               "resnet50: --eval-only and --sweep-batch do not go together");
   EMBER_CHECK(c.sweep_batch.empty() || c.data == "synthetic",
               "resnet50: --sweep-batch needs --data synthetic");
+  if (!c.summary && !c.eval_only) trainer::require_writable_directory(c.out, "resnet50", "--out");
 }
 
 template <class T>
@@ -429,7 +430,8 @@ inline RunResult run(const Config& c, ImageSource& data, Device device, bool qui
 }
 
 inline int main(int argc, char** argv) {
-  // First: under mpirun this joins the other ranks (MPI may take its own arguments out of argv).
+  trainer::report_file_size_limit_as_error();
+  // Then: under mpirun this joins the other ranks (MPI may take its own arguments out of argv).
   dist::World world = dist::init(argc, argv);
   Config c;
   CLI::App app{"ember's ResNet trainer (MLPerf's image-classification workload)", "resnet50_train"};
