@@ -8,6 +8,6 @@
 
 EMBER_FUZZ_TARGET(bert_cache)(const std::uint8_t* data, std::size_t size) {
   const auto path = ember::fuzz::scratch_file("input.cache", data, size);
-  ember::fuzz::expect_errors([&] { (void)bert::load_instances(path); });
+  ember::fuzz::expect_file_errors([&] { (void)bert::load_instances(path); });
   return 0;
 }

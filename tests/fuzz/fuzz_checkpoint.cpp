@@ -14,6 +14,7 @@ EMBER_FUZZ_TARGET(checkpoint)(const std::uint8_t* data, std::size_t size) {
   const auto path = ember::fuzz::scratch_file("input.ckpt.safetensors", data, size);
   ember::fuzz::CheckpointModel model;
   ember::optim::AdamW opt(model, ember::optim::AdamWOptions{.lr = 1e-3});
-  ember::fuzz::expect_errors([&] { (void)ember::io::load_training_checkpoint(path, model, opt); });
+  ember::fuzz::expect_file_errors(
+      [&] { (void)ember::io::load_training_checkpoint(path, model, opt); });
   return 0;
 }

@@ -8,7 +8,7 @@
 
 EMBER_FUZZ_TARGET(cifar10)(const std::uint8_t* data, std::size_t size) {
   const auto path = ember::fuzz::scratch_file("test_batch.bin", data, size);
-  ember::fuzz::expect_errors(
+  ember::fuzz::expect_file_errors(
       [&] { (void)ember::data::Cifar10(path.parent_path(), ember::data::Split::test); });
   return 0;
 }

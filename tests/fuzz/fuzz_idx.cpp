@@ -8,6 +8,6 @@
 
 EMBER_FUZZ_TARGET(idx)(const std::uint8_t* data, std::size_t size) {
   const auto path = ember::fuzz::scratch_file("input.idx", data, size);
-  ember::fuzz::expect_errors([&] { (void)ember::data::read_idx(path); });
+  ember::fuzz::expect_file_errors([&] { (void)ember::data::read_idx(path); });
   return 0;
 }

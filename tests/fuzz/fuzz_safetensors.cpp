@@ -9,7 +9,7 @@
 
 EMBER_FUZZ_TARGET(safetensors)(const std::uint8_t* data, std::size_t size) {
   const auto path = ember::fuzz::scratch_file("input.safetensors", data, size);
-  ember::fuzz::expect_errors([&] { (void)ember::io::read_safetensors_metadata(path); });
-  ember::fuzz::expect_errors([&] { (void)ember::io::load_safetensors(path); });
+  ember::fuzz::expect_file_errors([&] { (void)ember::io::read_safetensors_metadata(path); });
+  ember::fuzz::expect_file_errors([&] { (void)ember::io::load_safetensors(path); });
   return 0;
 }

@@ -3,7 +3,7 @@
 //
 //   EMBER_FUZZ_TARGET(idx)(const std::uint8_t* data, std::size_t size) {
 //     const auto path = ember::fuzz::scratch_file("input.idx", data, size);
-//     ember::fuzz::expect_errors([&] { (void)ember::data::read_idx(path); });
+//     ember::fuzz::expect_file_errors([&] { (void)ember::data::read_idx(path); });
 //     return 0;
 //   }
 //
@@ -12,8 +12,9 @@
 // tests/fuzz/replay_main.cpp, which runs the committed corpus and regression inputs through
 // every target in the ordinary test build (ctest fuzz_replay_<name>).
 //
-// A reader of outside bytes may fail only with ember::Error: any other exception escapes the
-// target, and the fuzzer (or the replay) reports it as a crash, as it does a sanitizer's report.
+// A reader of outside bytes may fail only with ember::Error naming the file (expect_file_errors):
+// any other exception escapes the target, and the fuzzer (or the replay) reports it as a crash,
+// as it does a sanitizer's report.
 #pragma once
 
 #include <unistd.h>
@@ -84,6 +85,20 @@ void expect_errors(F&& f) {
   try {
     f();
   } catch (const ember::Error&) {
+  }
+}
+
+/// The same for `f` reading files of the scratch folder, whose errors must also name the file
+/// they failed on (hold the folder's path): a message without it escapes as a failure.
+template <class F>
+void expect_file_errors(F&& f) {
+  try {
+    f();
+  } catch (const ember::Error& e) {
+    if (std::string_view(e.what()).find(scratch_dir().string()) == std::string_view::npos) {
+      throw std::logic_error(std::string("fuzz: this error does not name the file it read: ") +
+                             e.what());
+    }
   }
 }
 

@@ -15,7 +15,7 @@ EMBER_FUZZ_TARGET(text_corpus)(const std::uint8_t* data, std::size_t size) {
   const std::string_view rest(reinterpret_cast<const char*>(data + 1), size - 1);
   if (data[0] % 2 == 0) {
     const auto path = ember::fuzz::scratch_file("corpus.txt", rest.data(), rest.size());
-    ember::fuzz::expect_errors([&] {
+    ember::fuzz::expect_file_errors([&] {
       for (const bert::Document& doc : bert::read_text_documents({path})) {
         for (const std::string& line : doc) (void)bert::split_sentences(line);
       }
@@ -25,7 +25,7 @@ EMBER_FUZZ_TARGET(text_corpus)(const std::uint8_t* data, std::size_t size) {
     (void)ember::fuzz::scratch_file("gcide.index", rest.data(), nul);
     const std::string_view dict = rest.substr(std::min(nul + 1, rest.size()));
     const auto path = ember::fuzz::scratch_file("gcide.dict", dict.data(), dict.size());
-    ember::fuzz::expect_errors([&] { (void)bert::read_gcide(path); });
+    ember::fuzz::expect_file_errors([&] { (void)bert::read_gcide(path); });
   }
   return 0;
 }

@@ -31,13 +31,15 @@ EMBER_FUZZ_TARGET(wordpiece)(const std::uint8_t* data, std::size_t size) {
   ember::data::WordPieceOptions options;
   options.lower_case = (data[0] & 1) != 0;
   std::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
+  std::optional<ember::data::WordPieceTokenizer> own;
+  if ((data[0] & 2) != 0) {
+    const std::size_t nul = std::min(text.find('\0'), text.size());
+    const auto path = ember::fuzz::scratch_file("vocab.txt", text.data(), nul);
+    ember::fuzz::expect_file_errors([&] { own.emplace(path, options); });
+    if (!own) return 0;
+    text.remove_prefix(std::min(nul + 1, text.size()));
+  }
   ember::fuzz::expect_errors([&] {
-    std::optional<ember::data::WordPieceTokenizer> own;
-    if ((data[0] & 2) != 0) {
-      const std::size_t nul = std::min(text.find('\0'), text.size());
-      own.emplace(ember::fuzz::scratch_file("vocab.txt", text.data(), nul), options);
-      text.remove_prefix(std::min(nul + 1, text.size()));
-    }
     const ember::data::WordPieceTokenizer& tok = own ? *own : committed_vocab(options.lower_case);
     (void)tok.tokenize(text);
     (void)tok.encode(text);
