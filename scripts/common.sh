@@ -76,6 +76,18 @@ ember_apt_install() {
 
 ember_jobs() { nproc 2>/dev/null || echo 2; }
 
+# ember_ninja_args BUILD_DIR: "-G Ninja" (installing Debian's ninja-build) for a build directory
+# that is new or already Ninja's. The sanitizer and fuzz builds ask for several targets at once,
+# which Ninja builds side by side where Make's CMake builds them one after another (and a test
+# folder's unity source is one compile: one core of two). Prints nothing for a directory that
+# CMake configured with another generator, which it would refuse to change.
+ember_ninja_args() {
+  local cache="$1/CMakeCache.txt"
+  if [ -f "$cache" ] && ! grep -q '^CMAKE_GENERATOR:INTERNAL=Ninja$' "$cache"; then return 0; fi
+  ember_apt_install ninja-build >&2
+  echo "-G Ninja"
+}
+
 # ember_configure BUILD_DIR [cmake args...]: configures a Release build; EMBER_CUDA (AUTO by
 # default) and EMBER_CMAKE_ARGS from the environment are passed on. When ccache is installed
 # (and EMBER_CCACHE is not 0) every compile goes through it: a rebuild after a small change, or

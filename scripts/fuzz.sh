@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fuzzes ember's readers of outside bytes with libFuzzer under AddressSanitizer and
 # UndefinedBehaviorSanitizer (clang): builds tests/fuzz/'s targets in build/fuzz, then runs each
-# for FUZZ_SECONDS from the committed seeds (tests/fuzz/corpus/<target>/) and what earlier runs
+# for FUZZ_SECONDS (as many at once as there are cores) from the committed seeds (tests/fuzz/corpus/<target>/) and what earlier runs
 # here found (build/fuzz/corpus/<target>/).
 #
 #   scripts/fuzz.sh                              every target, 60 s each
@@ -46,7 +46,8 @@ fi
 
 ember_apt_install cmake make clang libclang-rt-14-dev libomp-14-dev nlohmann-json3-dev zlib1g-dev \
   libturbojpeg0-dev dict-gcide
-EMBER_CUDA=OFF ember_configure "$build" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+read -r -a generator <<<"$(ember_ninja_args "$build")"
+EMBER_CUDA=OFF ember_configure "$build" "${generator[@]}" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
   -DEMBER_BUILD_FUZZERS=ON -DEMBER_BUILD_TESTS=OFF -DEMBER_BUILD_BENCHMARKS=OFF \
   -DEMBER_BUILD_EXAMPLES=OFF -DEMBER_MPI=OFF -DEMBER_DNNL=OFF
 
@@ -66,24 +67,40 @@ fi
 ember_log "building the fuzz targets: ${targets[*]}"
 cmake --build "$build" -j"$(ember_jobs)" "${build_targets[@]}"
 
-failed=()
-for t in "${targets[@]}"; do
-  found="$build/corpus/$t"
-  crashes="$build/crashes/$t"
+# fuzz_one TARGET: one libFuzzer run; its log in build/fuzz/fuzz_TARGET.log, its status returned.
+fuzz_one() {
+  local t="$1" found="$build/corpus/$1" crashes="$build/crashes/$1"
   mkdir -p "$found" "$crashes"
-  ember_log "fuzzing $t for ${seconds}s"
   # New inputs go to the first folder; the committed seeds and regressions are read only.
-  inputs=("$found" "$EMBER_ROOT/tests/fuzz/corpus/$t")
+  local inputs=("$found" "$EMBER_ROOT/tests/fuzz/corpus/$t")
   [ -d "$EMBER_ROOT/tests/fuzz/regressions/$t" ] && inputs+=("$EMBER_ROOT/tests/fuzz/regressions/$t")
-  if ! "$build/tests/fuzz/fuzz_$t" -max_total_time="$seconds" -timeout=25 -rss_limit_mb=2048 \
-      -artifact_prefix="$crashes/" -print_final_stats=1 "${inputs[@]}" \
-      >"$build/fuzz_$t.log" 2>&1; then
+  "$build/tests/fuzz/fuzz_$t" -max_total_time="$seconds" -timeout=25 -rss_limit_mb=2048 \
+    -artifact_prefix="$crashes/" -print_final_stats=1 "${inputs[@]}" >"$build/fuzz_$t.log" 2>&1
+}
+
+# One fuzzer per core at a time (each is one process on one core).
+failed=()
+declare -A running=()  # pid -> target
+finish_one() {
+  local pid status=0
+  wait -n -p pid "${!running[@]}" || status=$?
+  local t="${running[$pid]}"
+  unset "running[$pid]"
+  if [ "$status" -ne 0 ]; then
     tail -n 60 "$build/fuzz_$t.log"
     failed+=("$t")
   else
-    grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "$build/fuzz_$t.log" || true
+    ember_log "fuzz $t: $(grep -E "stat::number_of_executed_units|stat::peak_rss_mb" \
+      "$build/fuzz_$t.log" | tr -s ' \n' ' ')"
   fi
+}
+for t in "${targets[@]}"; do
+  while [ "${#running[@]}" -ge "$(ember_jobs)" ]; do finish_one; done
+  ember_log "fuzzing $t for ${seconds}s"
+  fuzz_one "$t" &
+  running[$!]="$t"
 done
+while [ "${#running[@]}" -gt 0 ]; do finish_one; done
 
 if [ ${#failed[@]} -gt 0 ]; then
   ember_log "fuzz: FAILED: ${failed[*]} (inputs in $build/crashes/<target>/, logs $build/fuzz_<target>.log)"

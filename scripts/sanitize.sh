@@ -43,7 +43,8 @@ build="${EMBER_SANITIZE_BUILD_DIR:-$EMBER_ROOT/build/$([ "$kind" = thread ] && e
 ember_apt_install "${EMBER_TEST_PACKAGES[@]}"
 # -O1 keeps the tests' run time near a plain build's; the sanitizers' flags go to every
 # translation unit and link (the tests' precompiled header included).
-EMBER_CUDA=OFF ember_configure "$build" -DEMBER_BUILD_TESTS=ON -DEMBER_BUILD_BENCHMARKS=OFF \
+read -r -a generator <<<"$(ember_ninja_args "$build")"
+EMBER_CUDA=OFF ember_configure "$build" "${generator[@]}" -DEMBER_BUILD_TESTS=ON -DEMBER_BUILD_BENCHMARKS=OFF \
   -DEMBER_BUILD_EXAMPLES=OFF -DEMBER_MPI=OFF -DCMAKE_CXX_FLAGS="$flags" \
   -DCMAKE_EXE_LINKER_FLAGS="$flags"
 
@@ -59,8 +60,9 @@ for f in "${folders[@]}"; do
 done
 ember_log "building ${targets[*]} with $flags"
 start=$SECONDS
-# One folder's executable at a time: several --target names are made one after another anyway.
-for t in "${targets[@]}"; do cmake --build "$build" -j"$(ember_jobs)" --target "$t"; done
+# All folders in one call: Ninja compiles them side by side (Make, in a build directory it made
+# earlier, one after another).
+cmake --build "$build" -j"$(ember_jobs)" --target "${targets[@]}"
 ember_log "built in $((SECONDS - start))s; running ctest"
 
 ctest_args=()
