@@ -157,9 +157,10 @@ inline void validate_options(const PretrainConfig& c) {
   EMBER_CHECK(c.stop_after >= 0, "bert_pretrain: --stop-after must be >= 0, got ", c.stop_after);
   EMBER_CHECK(c.log_every > 0, "bert_pretrain: --log-every must be positive, got ", c.log_every);
   if (!c.summary) {
-    // The tokenized corpus is cached even for --eval-only; the run's files go to --out.
-    trainer::require_writable_directory(c.cache_dir, "bert_pretrain", "--cache-dir");
+    // The run's files go to --out; the tokenized corpus is cached (in OUT/cache unless
+    // --cache-dir says otherwise) even for --eval-only.
     if (!c.eval_only) trainer::require_writable_directory(c.out, "bert_pretrain", "--out");
+    trainer::require_writable_directory(c.cache_dir, "bert_pretrain", "--cache-dir");
   }
 }
 
