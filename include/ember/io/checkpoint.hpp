@@ -26,6 +26,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <variant>
 #include <vector>
@@ -255,7 +256,13 @@ TrainingProgress load_training_checkpoint(const std::filesystem::path& path, nn:
   const std::string what = "'" + path.string() + "'";
   const LoadOptions opt{kModelPrefix, false};
   load_state_dict<Mode>(model, model_part, opt, what, true);
-  optimizer.template load_state_dict<Mode>(optimizer_part, true);
+  try {
+    optimizer.template load_state_dict<Mode>(optimizer_part, true);
+  } catch (const Error& e) {  // the optimizer knows its state, not the file it came from
+    std::string_view cause = e.what();
+    if (cause.starts_with("ember: ")) cause.remove_prefix(7);
+    fail("ember: io::load_training_checkpoint: ", what, ": ", cause);
+  }
   load_state_dict<Mode>(model, model_part, opt, what);
   optimizer.template load_state_dict<Mode>(optimizer_part);
   nn::set_rng_state(p.rng);
