@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Fuzzes ember's readers of outside bytes with libFuzzer under AddressSanitizer and
 # UndefinedBehaviorSanitizer (clang): builds tests/fuzz/'s targets in build/fuzz, then runs each
-# for FUZZ_SECONDS (as many at once as there are cores) from the committed seeds (tests/fuzz/corpus/<target>/) and what earlier runs
-# here found (build/fuzz/corpus/<target>/).
+# for FUZZ_SECONDS (as many at once as there are cores) from the committed seeds
+# (tests/fuzz/corpus/<target>/) and what earlier runs here found (build/fuzz/corpus/<target>/).
 #
 #   scripts/fuzz.sh                              every target, 60 s each
 #   FUZZ_SECONDS=600 scripts/fuzz.sh jpeg idx    some targets, longer
@@ -47,9 +47,9 @@ fi
 ember_apt_install cmake make clang libclang-rt-14-dev libomp-14-dev nlohmann-json3-dev zlib1g-dev \
   libturbojpeg0-dev dict-gcide
 read -r -a generator <<<"$(ember_ninja_args "$build")"
-EMBER_CUDA=OFF ember_configure "$build" "${generator[@]}" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-  -DEMBER_BUILD_FUZZERS=ON -DEMBER_BUILD_TESTS=OFF -DEMBER_BUILD_BENCHMARKS=OFF \
-  -DEMBER_BUILD_EXAMPLES=OFF -DEMBER_MPI=OFF -DEMBER_DNNL=OFF
+EMBER_CUDA=OFF ember_configure "$build" "${generator[@]}" -DCMAKE_C_COMPILER=clang \
+  -DCMAKE_CXX_COMPILER=clang++ -DEMBER_BUILD_FUZZERS=ON -DEMBER_BUILD_TESTS=OFF \
+  -DEMBER_BUILD_BENCHMARKS=OFF -DEMBER_BUILD_EXAMPLES=OFF -DEMBER_MPI=OFF -DEMBER_DNNL=OFF
 
 if [ "$seeds" = 1 ]; then
   cmake --build "$build" -j"$(ember_jobs)" --target make_fuzz_seeds

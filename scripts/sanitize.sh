@@ -44,9 +44,9 @@ ember_apt_install "${EMBER_TEST_PACKAGES[@]}"
 # -O1 keeps the tests' run time near a plain build's; the sanitizers' flags go to every
 # translation unit and link (the tests' precompiled header included).
 read -r -a generator <<<"$(ember_ninja_args "$build")"
-EMBER_CUDA=OFF ember_configure "$build" "${generator[@]}" -DEMBER_BUILD_TESTS=ON -DEMBER_BUILD_BENCHMARKS=OFF \
-  -DEMBER_BUILD_EXAMPLES=OFF -DEMBER_MPI=OFF -DCMAKE_CXX_FLAGS="$flags" \
-  -DCMAKE_EXE_LINKER_FLAGS="$flags"
+EMBER_CUDA=OFF ember_configure "$build" "${generator[@]}" -DEMBER_BUILD_TESTS=ON \
+  -DEMBER_BUILD_BENCHMARKS=OFF -DEMBER_BUILD_EXAMPLES=OFF -DEMBER_MPI=OFF \
+  -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="$flags"
 
 targets=()
 regex=""

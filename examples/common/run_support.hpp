@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
@@ -18,8 +19,6 @@
 #include <ostream>
 #include <string>
 #include <system_error>
-
-#include <csignal>
 
 #include <unistd.h>
 
