@@ -28,8 +28,8 @@ mkdir -p "$work"
 [ -f "$ckpt" ] || fail "the first run left no checkpoint at $ckpt"
 cp "$ckpt" "$work/kept.safetensors"
 
-# 1. Files may not grow past an eighth of the checkpoint (ulimit -f counts blocks of 512 bytes
-#    in some shells and 1024 in others: both are below the checkpoint's size).
+# 1. Files may not grow past a sixteenth or an eighth of the checkpoint (ulimit -f counts blocks
+#    of 512 bytes in some shells and 1024 in others).
 blocks=$(($(wc -c <"$ckpt") / 8192 + 1))
 status=0
 (ulimit -f "$blocks" && exec "$trainer" "$@" --out "$out" --resume auto) \
