@@ -44,23 +44,19 @@ cmp -s "$ckpt" "$work/kept.safetensors" || fail "the previous checkpoint changed
 if ls "$out" | grep -q '\.tmp\.'; then fail "the failed save left a temporary file: $(ls "$out")"; fi
 echo "full disk: $(tail -n 1 "$work/full.err")"
 
-# 2. A read-only --out.
-run_read_only() { "$trainer" "$@" --out "$out" --resume auto; }
+# 2. A read-only --out: made so for this user (root passes permission bits), then restored.
+as_user=""  # runs the trainer as someone else (setpriv ...), or as this user
 if [ "$(id -u)" -ne 0 ]; then
   chmod a-w "$out"
-  status=0; run_read_only "$@" >"$work/ro.txt" 2>"$work/ro.err" || status=$?
-  chmod u+w "$out"
 elif chattr +i "$out" 2>/dev/null; then
   immutable=1
-  status=0; run_read_only "$@" >"$work/ro.txt" 2>"$work/ro.err" || status=$?
-  chattr -i "$out"; immutable=""
 else
   chmod a-w "$out"
-  status=0
-  setpriv --reuid=65534 --regid=65534 --clear-groups "$trainer" "$@" --out "$out" --resume auto \
-    >"$work/ro.txt" 2>"$work/ro.err" || status=$?
-  chmod u+w "$out"
+  as_user="setpriv --reuid=65534 --regid=65534 --clear-groups"
 fi
+status=0
+$as_user "$trainer" "$@" --out "$out" --resume auto >"$work/ro.txt" 2>"$work/ro.err" || status=$?
+if [ -n "$immutable" ]; then chattr -i "$out"; immutable=""; else chmod u+w "$out"; fi
 [ "$status" -eq 2 ] || { cat "$work/ro.err"; fail "into a read-only --out the run ended with status $status, not 2"; }
 grep -q -- "--out" "$work/ro.err" || { cat "$work/ro.err"; fail "the error does not name --out"; }
 cmp -s "$ckpt" "$work/kept.safetensors" || fail "the checkpoint changed in the read-only run"
