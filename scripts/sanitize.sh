@@ -65,10 +65,7 @@ start=$SECONDS
 cmake --build "$build" -j"$(ember_jobs)" --target "${targets[@]}"
 ember_log "built in $((SECONDS - start))s; running ctest"
 
-ctest_args=()
-if [ -n "${CTEST_ARGS:-}" ]; then
-  read -r -a ctest_args <<<"${CTEST_ARGS}"
-fi
+read -r -a ctest_args <<<"${CTEST_ARGS:-}"  # none when unset
 start=$SECONDS
 status=0
 ctest --test-dir "$build" --output-on-failure -L cpu -R "^(${regex})" "${ctest_args[@]}" || status=$?

@@ -20,10 +20,7 @@ cmake --build "$build" -j"$(ember_jobs)"
 build_seconds=$((SECONDS - start))
 
 ember_log "running ctest"
-ctest_args=()
-if [ -n "${CTEST_ARGS:-}" ]; then
-  read -r -a ctest_args <<<"${CTEST_ARGS}"
-fi
+read -r -a ctest_args <<<"${CTEST_ARGS:-}"  # none when unset
 log="$build/ctest-output.log"
 start=$SECONDS
 set +e
