@@ -33,6 +33,7 @@ struct Config {
   std::string precision = "auto";  // float | bf16 | auto (bf16 on a GPU)
   std::string device = "auto";     // cpu | cuda | auto
   bool zero_init_residual = false;
+  bool sync_bn = false;        // batch norm on the global batch's statistics (under mpirun)
   double target_accuracy = 0;  // top-1, 0 < t <= 1; 0: none
   bool stop_at_target = false;
   std::int64_t stop_after = 0;  // end the run after this epoch (as if interrupted); 0: never

@@ -224,6 +224,12 @@ RunResult train(const Config& c, ImageSource& data, Device device, bool quiet = 
 
   // Every rank starts from rank 0's weights and averages its gradients with the others'.
   dist::DistributedDataParallel ddp(model);
+  // --sync-bn: batch norm normalises with the global batch's statistics, as one process would.
+  if (c.sync_bn) {
+    const std::size_t layers = dist::sync_batch_norm(model);
+    printf0("sync-bn: %zu batch-norm layers normalise with the global batch's statistics\n",
+            layers);
+  }
 
   mllog.event(io::mllog::kSubmissionPlatform,
               std::to_string(dist::world_size()) + "x" + device.str());
@@ -455,6 +461,8 @@ inline int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--device", c.device, "cpu | cuda | auto")->capture_default_str();
   app.add_flag("--zero-init-residual", c.zero_init_residual, "last BN gamma of each block = 0");
+  app.add_flag("--sync-bn", c.sync_bn,
+               "under mpirun: batch norm on the statistics of the global batch, not each rank's");
   app.add_option("--target-accuracy", c.target_accuracy, "top-1 to reach, e.g. 0.9");
   app.add_flag("--stop-at-target", c.stop_at_target, "stop once the target is reached");
   app.add_option("--stop-after", c.stop_after,

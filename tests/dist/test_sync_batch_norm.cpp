@@ -81,3 +81,84 @@ TEST_CASE("SyncBatchNorm2d on the ranks' parts equals BatchNorm2d on the whole b
   REQUIRE_THROWS_WITH(synced.forward(Var<double>(ember::zeros<double>(Shape{2, 3, 4, 4}))),
                       Catch::Contains("input must be [N, 4, H, W]"));
 }
+
+namespace {
+
+// ResNet's two block endings, relu(bn(x)) and relu(bn(x) + residual): the fused passes
+// (nn::BatchNorm2d::forward_add_relu) that dist::sync_batch_norm synchronises in place.
+template <class T>
+struct BlockEndings : ember::nn::Module {
+  ember::nn::BatchNorm2d<T> bn1, bn2;
+  explicit BlockEndings(std::int64_t channels) : bn1(channels), bn2(channels) {
+    register_module("bn1", bn1);
+    register_module("bn2", bn2);
+  }
+  Var<T> forward(const Var<T>& x) const {
+    const Var<T> h = bn1.forward_add_relu(x, {});  // relu(bn1(x))
+    return bn2.forward_add_relu(h, x);             // relu(bn2(h) + x)
+  }
+};
+
+template <class T>
+Tensor<double> as_double(const Tensor<T>& t) {
+  return Tensor<double>(ember::cast<double>(t));
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE(
+    "sync_batch_norm(model): the fused block endings on the ranks' parts equal "
+    "one process on the whole batch",
+    "[dist]", float, double) {
+  using T = TestType;
+  // The ranks sum their parts, then each other's sums: another order than one process's, so
+  // the two differ by the rounding of sums of n = 90 x ranks values (n eps: ~3e-5 in float).
+  const double tol = std::is_same_v<T, double> ? 1e-12 : 1e-4;
+  const int ranks = dist::world_size(), rank = dist::rank();
+  const std::int64_t per_rank = 3, channels = 4;
+  const auto format = GENERATE(ember::MemoryFormat::contiguous, ember::MemoryFormat::channels_last);
+  const Tensor<T> whole =
+      Tensor<T>(ember::cast<T>(
+                    ember::randn<double>(Shape{per_rank * ranks, channels, 5, 6}, 17) * 3.0 + 1.5))
+          .contiguous(format);
+  const Tensor<T> weights =
+      Tensor<T>(ember::cast<T>(ember::randn<double>(Shape{per_rank * ranks, channels, 5, 6}, 18)));
+  const auto part = [&](const Tensor<T>& t) {
+    return t.narrow(0, rank * per_rank, per_rank).contiguous(format);
+  };
+
+  BlockEndings<T> reference(channels), synced(channels);
+  REQUIRE(dist::sync_batch_norm(synced) == 2);
+  REQUIRE(synced.bn1.statistics_group != nullptr);
+  REQUIRE(reference.bn1.statistics_group == nullptr);
+  for (const auto* bn : {&reference.bn1, &reference.bn2, &synced.bn1, &synced.bn2}) {
+    Tensor<T> w = bn->weight.value(), b = bn->bias.value();
+    w.copy_(Tensor<T>(ember::cast<T>(ember::randn<double>(Shape{channels}, 19))));
+    b.copy_(Tensor<T>(ember::cast<T>(ember::randn<double>(Shape{channels}, 20))));
+  }
+
+  for (int step = 0; step < 2; ++step) {
+    const Var<T> x_all = ember::param(whole.clone());
+    const Var<T> y_all = reference.forward(x_all);
+    ember::sum(y_all * weights).backward();
+    const Var<T> x_mine = ember::param(part(whole));
+    const Var<T> y_mine = synced.forward(x_mine);
+    ember::sum(y_mine * part(weights)).backward();
+
+    REQUIRE(y_mine.value().is_contiguous(format));
+    REQUIRE(worst(as_double(y_mine.value()), as_double(part(y_all.value()))) <= tol);
+    REQUIRE(worst(as_double(x_mine.grad()), as_double(part(x_all.grad()))) <= tol);
+    for (auto [mine, all] :
+         {std::pair{&synced.bn1, &reference.bn1}, {&synced.bn2, &reference.bn2}}) {
+      Tensor<T> gw = mine->weight.grad().clone(), gb = mine->bias.grad().clone();
+      dist::all_reduce(gw);
+      dist::all_reduce(gb);
+      REQUIRE(worst(as_double(gw), as_double(all->weight.grad())) <= tol);
+      REQUIRE(worst(as_double(gb), as_double(all->bias.grad())) <= tol);
+      REQUIRE(worst(as_double(mine->running_mean), as_double(all->running_mean)) <= tol);
+      REQUIRE(worst(as_double(mine->running_var), as_double(all->running_var)) <= tol);
+    }
+    reference.zero_grad();
+    synced.zero_grad();
+  }
+}

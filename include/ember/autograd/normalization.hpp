@@ -82,10 +82,11 @@ Var<T> batch_norm(const Var<T>& x, const autograd::param_arg_t<T>& weight,
                   const autograd::param_arg_t<T>& bias,
                   const std::type_identity_t<Tensor<T>>& running_mean,
                   const std::type_identity_t<Tensor<T>>& running_var, bool training,
-                  double momentum = 0.1, double eps = 1e-5) {
+                  double momentum = 0.1, double eps = 1e-5, ops::StatisticsGroupPtr group = {}) {
   const Tensor<T> xv = x.value();
-  const auto s = ops::batch_norm_setup<T, Mode>(xv, weight.value, bias.value, running_mean,
-                                                running_var, training, momentum, eps);
+  const auto s =
+      ops::batch_norm_setup<T, Mode>(xv, weight.value, bias.value, running_mean, running_var,
+                                     training, momentum, eps, std::move(group));
   return Var<T>::from_node(autograd::record_op<T>(
       "batch_norm", ops::batch_norm_output<T, Mode>(xv, s), {x.node(), weight.node, bias.node},
       {xv, weight.value, bias.value},
@@ -106,10 +107,12 @@ Var<T> batch_norm_add_relu(const Var<T>& x, const autograd::param_arg_t<T>& resi
                            const autograd::param_arg_t<T>& bias,
                            const std::type_identity_t<Tensor<T>>& running_mean,
                            const std::type_identity_t<Tensor<T>>& running_var, bool training,
-                           double momentum = 0.1, double eps = 1e-5) {
+                           double momentum = 0.1, double eps = 1e-5,
+                           ops::StatisticsGroupPtr group = {}) {
   const Tensor<T> xv = x.value();
-  const auto s = ops::batch_norm_setup<T, Mode>(xv, weight.value, bias.value, running_mean,
-                                                running_var, training, momentum, eps);
+  const auto s =
+      ops::batch_norm_setup<T, Mode>(xv, weight.value, bias.value, running_mean, running_var,
+                                     training, momentum, eps, std::move(group));
   const Tensor<T> y = ops::normalize_add_relu<T, Mode>(xv, s, residual.value);
   return Var<T>::from_node(autograd::record_op<T>(
       "batch_norm_add_relu", y, {x.node(), residual.node, weight.node, bias.node},
@@ -117,7 +120,7 @@ Var<T> batch_norm_add_relu(const Var<T>& x, const autograd::param_arg_t<T>& resi
       [xv, y, s, training, wshape = weight.value.shape()](const Tensor<T>& g) {
         if (training) {
           // The ReLU's mask inside batch norm's channel loops, where they serve these tensors.
-          auto [gx, gw, gb, gpre] = ops::channel_batch_norm_backward(xv, s, g, y);
+          auto [gx, gw, gb, gpre] = ops::channel_batch_norm_backward<T, Mode>(xv, s, g, y);
           if (gx.defined()) {
             return std::vector<Tensor<T>>{gx, gpre, gw.reshape(wshape), gb.reshape(wshape)};
           }

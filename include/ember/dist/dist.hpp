@@ -5,7 +5,8 @@
 //   world.hpp        dist::init(argc, argv) -> World: rank, size, local rank, timeouts
 //   collectives.hpp  all_reduce, broadcast, all_gather, reduce_scatter, barrier (and *_async)
 //   ddp.hpp          DistributedDataParallel: bucketed gradient all-reduce overlapped with backward
-//   sync_batch_norm.hpp  SyncBatchNorm2d: batch norm on the statistics of the global batch
+//   sync_batch_norm.hpp  sync_batch_norm(model), SyncBatchNorm2d: batch norm on the statistics
+//                        of the global batch
 #pragma once
 
 #include "collectives.hpp"

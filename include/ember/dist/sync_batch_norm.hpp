@@ -1,27 +1,34 @@
-// dist::SyncBatchNorm2d: batch norm whose training statistics are those of the whole global batch,
-// every rank's part of it, instead of this rank's part alone (PyTorch's nn.SyncBatchNorm).
+// Synchronised batch norm: training statistics of the whole global batch, every rank's part of
+// it, instead of this rank's part alone (PyTorch's nn.SyncBatchNorm).
 //
-//   dist::SyncBatchNorm2d<float> bn(64);        // the names and buffers of nn::BatchNorm2d
-//   Var<float> y = bn.forward(x);               // x: this rank's [N, C, H, W]
+//   dist::sync_batch_norm(model);               // every nn::BatchNorm2d of a model, in place
+//   dist::SyncBatchNorm2d<float> bn(64);        // or one layer: an nn::BatchNorm2d, synchronised
 //
-// The statistics are sums over the ranks (dist::sum_over_ranks, a differentiable all-reduce
-// whose backward all-reduces the gradients: the sum is its own adjoint), so autograd derives the
-// backward, with its two all-reduces per layer, from the forward: mean = sum(x) / n,
-// var = sum((x - mean)^2) / n over the n elements per channel on all ranks (two passes, for
-// float's sake), y = (x - mean) rsqrt(var + eps) weight + bias. Running statistics as
-// BatchNorm2d's (unbiased variance); in eval mode it is BatchNorm2d. Every rank must call
-// forward and backward for every layer in the same order (as it does when they run the same
-// model). In a world of one it equals BatchNorm2d.
+// Both set the layers' statistics_group to the world (ops/statistics_group.hpp): the forward
+// combines the ranks' per-channel means and variances (two all-reduces of C + 1 and C values), and
+// the backward sums the ranks' per-channel gradient sums before forming the input's gradient (one
+// all-reduce of 2C values), inside batch norm's own passes, fused ones included
+// (forward_add_relu, ResNet's block ending). The parameters' gradients stay each rank's own, for
+// DistributedDataParallel to average. Running statistics as BatchNorm2d's (the unbiased variance
+// of the global batch), so every rank keeps the same ones. Every rank must run the same layers in
+// the same order (as it does when they run the same model). In evaluation, and in a world of one,
+// it is BatchNorm2d. dist::sum_over_ranks is the all-reduce as an autograd function, for
+// statistics of one's own.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <type_traits>
+#include <vector>
 
 #include "../autograd/function.hpp"
-#include "../autograd/normalization.hpp"
-#include "../autograd/reductions.hpp"
 #include "../autograd/var.hpp"
-#include "../nn/init.hpp"
+#include "../core/bf16.hpp"
+#include "../core/half.hpp"
 #include "../nn/module.hpp"
+#include "../nn/normalization.hpp"
+#include "../ops/statistics_group.hpp"
 #include "collectives.hpp"
 
 namespace ember::dist {
@@ -52,72 +59,51 @@ Var<T> sum_over_ranks(const Var<T>& x) {
   return apply<SumOverRanks<T>>(x);
 }
 
-template <FloatingElement T>
-class SyncBatchNorm2d : public nn::Module {
+/// The world as a statistics group: sums over every rank (MPI on CPU tensors, NCCL on CUDA ones).
+class WorldStatistics final : public ops::StatisticsGroup {
  public:
-  Var<T> weight;
-  Var<T> bias;
-  Tensor<T> running_mean;
-  Tensor<T> running_var;
-  Tensor<std::int64_t> num_batches_tracked;
-  std::int64_t num_features;
-  double eps, momentum;
+  void sum(const Tensor<double>& t) const override {
+    if (world_size() > 1) all_reduce(t);
+  }
+};
 
+/// The world's statistics group, shared by every synchronised layer.
+inline ops::StatisticsGroupPtr world_statistics() {
+  static const ops::StatisticsGroupPtr group = std::make_shared<const WorldStatistics>();
+  return group;
+}
+
+/// nn::BatchNorm2d synchronised over the world (the same parameters, buffers and checkpoints).
+template <FloatingElement T>
+class SyncBatchNorm2d : public nn::BatchNorm2d<T> {
+ public:
   explicit SyncBatchNorm2d(std::int64_t features, double epsilon = 1e-5, double momentum_ = 0.1,
                            Device device = Device::cpu())
-      : num_features(features), eps(epsilon), momentum(momentum_) {
-    EMBER_CHECK(features > 0, "ember: dist::SyncBatchNorm2d: num_features must be positive, got ",
-                features);
-    EMBER_CHECK(epsilon > 0 && momentum_ >= 0 && momentum_ <= 1,
-                "ember: dist::SyncBatchNorm2d: needs eps > 0 and momentum in [0, 1], got eps ",
-                epsilon, ", momentum ", momentum_);
-    weight = param(nn::init::ones<T>(Shape{features}, device));
-    bias = param(nn::init::zeros<T>(Shape{features}, device));
-    register_parameter("weight", weight);
-    register_parameter("bias", bias);
-    running_mean = nn::init::zeros<T>(Shape{features}, device);
-    running_var = nn::init::ones<T>(Shape{features}, device);
-    num_batches_tracked = nn::init::zeros<std::int64_t>(Shape{}, device);
-    register_buffer("running_mean", running_mean);
-    register_buffer("running_var", running_var);
-    register_buffer("num_batches_tracked", num_batches_tracked);
+      : nn::BatchNorm2d<T>(features, epsilon, momentum_, true, true, device) {
+    this->statistics_group = world_statistics();
   }
-
-  /// x [N, C, H, W] (this rank's part of the batch) -> the same shape.
-  Var<T> forward(const Var<T>& x) const {
-    EMBER_CHECK(x.shape().rank() == 4 && x.shape()[1] == num_features,
-                "ember: dist::SyncBatchNorm2d(", num_features, "): input must be [N, ",
-                num_features, ", H, W], got ", x.shape().str());
-    if (!is_training()) {
-      return batch_norm<T>(x, weight, bias, running_mean, running_var, false, momentum, eps);
-    }
-    // Elements per channel in the global batch (the ranks' parts may differ in size).
-    const Tensor<double> count =
-        from_vector<double>({static_cast<double>(x.shape().numel() / num_features)});
-    all_reduce(count);
-    const double n = count.item();
-    EMBER_CHECK(n > 1,
-                "ember: dist::SyncBatchNorm2d: training needs more than one value per "
-                "channel over all ranks, got ",
-                n);
-    const Dims axes{0, 2, 3};
-    const Shape per_channel{1, num_features, 1, 1};
-    const Var<T> mean = Var<T>(sum_over_ranks(sum(x, axes, true)) / n);
-    const Var<T> centred = x - mean;
-    const Var<T> var = Var<T>(sum_over_ranks(sum(centred * centred, axes, true)) / n);
-    Var<T> y = centred * rsqrt(var + eps) * weight.reshape(per_channel) + bias.reshape(per_channel);
-    // The running statistics, as BatchNorm2d keeps them (the unbiased variance).
-    Tensor<T> rm = running_mean, rv = running_var;  // handles: the updates reach the buffers
-    Tensor<std::int64_t> tracked = num_batches_tracked;
-    rm = expr::Leaf<T>(rm) * (1 - momentum) +
-         expr::Leaf<T>(mean.value().reshape(rm.shape())) * momentum;
-    rv = expr::Leaf<T>(rv) * (1 - momentum) +
-         expr::Leaf<T>(var.value().reshape(rv.shape())) * (momentum * n / (n - 1));
-    tracked += std::int64_t{1};
-    return y;
-  }
-  Var<T> operator()(const Var<T>& x) const { return forward(x); }
 };
+
+/// Synchronises every nn::BatchNorm2d of `model` (and `model` itself, if it is one) over the
+/// world; returns how many layers it set.
+inline std::size_t sync_batch_norm(nn::Module& model) {
+  std::vector<nn::Module*> modules{&model};
+  for (const auto& [name, m] : model.named_modules()) modules.push_back(m);
+  std::size_t count = 0;
+  const auto set = [&]<class T>(nn::Module* m, std::type_identity<T>) {
+    if (auto* bn = dynamic_cast<nn::BatchNorm2d<T>*>(m)) {
+      bn->statistics_group = world_statistics();
+      ++count;
+    }
+  };
+  for (nn::Module* m : modules) {
+    set(m, std::type_identity<float>{});
+    set(m, std::type_identity<double>{});
+    set(m, std::type_identity<bf16>{});
+    set(m, std::type_identity<half>{});
+  }
+  return count;
+}
 
 }  // namespace EMBER_EXEC_NS
 }  // namespace ember::dist

@@ -5,7 +5,9 @@
 // training, forward normalises with the batch's statistics, updates the running ones with
 // `momentum` (the unbiased variance, as PyTorch) and counts the batch; in evaluation it uses the
 // running statistics. Without tracking, it always uses the batch's. forward_add_relu(x, residual)
-// is relu(bn(x) + residual) in one pass after the statistics: ResNet's block ending.
+// is relu(bn(x) + residual) in one pass after the statistics: ResNet's block ending. With
+// statistics_group set, training uses the statistics of the whole group's batch
+// (ops/statistics_group.hpp, dist::sync_batch_norm).
 // The buffers are tensor handles: forward (const, like every layer's) updates their elements in
 // place, so a handle taken before sees the new values.
 //
@@ -36,6 +38,9 @@ class BatchNorm2d : public Module {
   std::int64_t num_features;
   double eps, momentum;
   bool affine, track_running_stats;
+  /// When set, training normalises with the statistics of every member of the group's part of
+  /// the batch (synchronised batch norm; dist::sync_batch_norm sets it on a model's layers).
+  ops::StatisticsGroupPtr statistics_group;
 
   template <class Mode = exec::mode>
   explicit BatchNorm2d(std::int64_t features, double epsilon = 1e-5, double momentum_ = 0.1,
@@ -74,7 +79,7 @@ class BatchNorm2d : public Module {
     const bool batch_stats = begin_batch<Mode>();
     using Arg = autograd::ParamArg<T>;  // a Var or none (the Tensor overloads do not match)
     return batch_norm<T, Mode>(x, affine ? Arg(weight) : Arg(), affine ? Arg(bias) : Arg(),
-                               running_mean, running_var, batch_stats, momentum, eps);
+                               running_mean, running_var, batch_stats, momentum, eps, group());
   }
   template <class Mode = exec::mode>
   Var<T> operator()(const Var<T>& x) const {
@@ -89,7 +94,7 @@ class BatchNorm2d : public Module {
     EMBER_CHECK(affine, "ember: nn::BatchNorm2d: forward_add_relu needs affine = true");
     const bool batch_stats = begin_batch<Mode>();
     return batch_norm_add_relu<T, Mode>(x, residual, weight, bias, running_mean, running_var,
-                                        batch_stats, momentum, eps);
+                                        batch_stats, momentum, eps, group());
   }
 
  private:
@@ -98,6 +103,8 @@ class BatchNorm2d : public Module {
                 "ember: nn::BatchNorm2d: ", what, ": input must be [N, ", num_features,
                 ", H, W], got ", x.shape().str());
   }
+  /// The group whose statistics training normalises with (none in evaluation).
+  ops::StatisticsGroupPtr group() const { return is_training() ? statistics_group : nullptr; }
   /// Whether this batch normalises with its own statistics; counts it when it updates the
   /// running ones.
   template <class Mode>

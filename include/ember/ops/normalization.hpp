@@ -21,6 +21,9 @@
 // loops instead (ops/batch_norm_channels.hpp): the statistics, s1 and s2 together, and the
 // elementwise passes either side, with relu(bn(x) + residual)'s ReLU mask folded into the
 // backward's loops.
+// With a StatisticsGroup (ops/statistics_group.hpp: synchronised batch norm), batch_norm's
+// training statistics, n, and the s1, s2 that dx is formed from are those of every member of the
+// group; dw and db stay this member's own.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +41,7 @@
 #include "../tensor/tensor.hpp"
 #include "batch_norm_channels.hpp"
 #include "layer_norm_rows.hpp"
+#include "statistics_group.hpp"
 
 namespace ember {
 
@@ -170,62 +174,70 @@ Tensor<T> layer_norm(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T
 }
 
 namespace ops {
-/// The statistics batch_norm normalises with: the batch's in training (and then the running
-/// statistics, when defined, are updated in place with `momentum`), the running ones in
-/// evaluation. Kept, in the compute type.
+/// The batch's own statistics (training): the channel loops where they serve x, else two
+/// reductions. In the compute type, kept.
 template <FloatingElement T, class Mode = exec::mode>
-NormStats<acc_t<T>> batch_norm_stats(const Tensor<T>& x, const Dims& axes,
-                                     const Tensor<T>& running_mean, const Tensor<T>& running_var,
-                                     bool training, double momentum, double eps) {
+NormStats<acc_t<T>> batch_stats(const Tensor<T>& x, const Dims& axes, double eps) {
   using A = acc_t<T>;
-  const int r = x.rank();
-  if (!training) {
-    EMBER_CHECK(running_mean.defined() && running_var.defined(),
-                "ember: batch_norm: evaluation needs the running statistics");
-    return {Tensor<A>(cast<A>(param_view(running_mean, r, true))), Tensor<A>(),
-            Tensor<A>(rsqrt(cast<A>(param_view(running_var, r, true)) + eps))};
+  if (!channel_loop_applies(x) && channel_layout(x) != ChannelLayout::nhwc) {
+    return norm_stats<T, Mode>(x, axes, eps, "batch_norm");
   }
   NormStats<A> st;
-  if (channel_loop_applies(x) || channel_layout(x) == ChannelLayout::nhwc) {
-    std::tie(st.mean, st.var) =
-        channel_loop_applies(x) ? channel_mean_var(x) : channels_last_mean_var(x);
-    st.rstd = Tensor<A>(rsqrt(st.var + eps));
-  } else {
-    st = norm_stats<T, Mode>(x, axes, eps, "batch_norm");
-  }
-  if (running_mean.defined() && running_var.defined()) {
-    const double n = static_cast<double>(x.numel() / std::max<std::int64_t>(x.size(1), 1));
-    const double unbias = n > 1 ? n / (n - 1) : 1.0;  // the running variance is unbiased
-    Tensor<T> rm = running_mean, rv = running_var;
-    const Tensor<A> mean = st.mean.reshape(Shape{x.size(1)});
-    const Tensor<A> var = st.var.reshape(Shape{x.size(1)});
-    assign(std::tie(rm, rv), rm * (1.0 - momentum) + mean * momentum,
-           rv * (1.0 - momentum) + var * (unbias * momentum));
-  }
+  std::tie(st.mean, st.var) =
+      channel_loop_applies(x) ? channel_mean_var(x) : channels_last_mean_var(x);
+  st.rstd = Tensor<A>(rsqrt(st.var + eps));
   return st;
 }
-}  // namespace ops
 
-namespace ops {
 /// What batch_norm normalises with: the axes, weight and bias as views against x (undefined when
-/// not given), and the statistics (updating the running ones in training).
+/// not given), the statistics, and the values per channel they cover (x's alone, or with a
+/// group, every member's: then the backward sums over the group too).
 template <FloatingElement T>
 struct BatchNormSetup {
   Dims axes;
   Tensor<T> w, b;
   NormStats<acc_t<T>> st;
+  double count = 0;
+  StatisticsGroupPtr group;
 };
+
+/// The setup of batch_norm: in training the batch's statistics (the group's, when given), and
+/// then the running statistics, when defined, are updated in place with `momentum`; in
+/// evaluation the running statistics.
 template <FloatingElement T, class Mode = exec::mode>
 BatchNormSetup<T> batch_norm_setup(const Tensor<T>& x, const Tensor<T>& weight,
                                    const Tensor<T>& bias, const Tensor<T>& running_mean,
                                    const Tensor<T>& running_var, bool training, double momentum,
-                                   double eps) {
+                                   double eps, StatisticsGroupPtr group = {}) {
+  using A = acc_t<T>;
   BatchNormSetup<T> s;
   s.axes = batch_norm_axes(x, weight, bias, running_mean, running_var);
   const int r = x.rank();
   if (weight.defined()) s.w = param_view(weight, r, true);
   if (bias.defined()) s.b = param_view(bias, r, true);
-  s.st = batch_norm_stats<T, Mode>(x, s.axes, running_mean, running_var, training, momentum, eps);
+  const std::int64_t local_count = x.numel() / std::max<std::int64_t>(x.size(1), 1);
+  s.count = static_cast<double>(local_count);
+  if (!training) {
+    EMBER_CHECK(running_mean.defined() && running_var.defined(),
+                "ember: batch_norm: evaluation needs the running statistics");
+    s.st = {Tensor<A>(cast<A>(param_view(running_mean, r, true))), Tensor<A>(),
+            Tensor<A>(rsqrt(cast<A>(param_view(running_var, r, true)) + eps))};
+    return s;
+  }
+  s.st = batch_stats<T, Mode>(x, s.axes, eps);
+  if (group) {
+    s.count = combine_statistics<A, Mode>(*group, s.st.mean, s.st.var, local_count);
+    s.st.rstd = Tensor<A>(rsqrt(s.st.var + eps));
+    s.group = std::move(group);
+  }
+  if (running_mean.defined() && running_var.defined()) {
+    const double unbias = s.count > 1 ? s.count / (s.count - 1) : 1.0;  // unbiased, as PyTorch
+    Tensor<T> rm = running_mean, rv = running_var;
+    const Tensor<A> mean = s.st.mean.reshape(Shape{x.size(1)});
+    const Tensor<A> var = s.st.var.reshape(Shape{x.size(1)});
+    assign(std::tie(rm, rv), rm * (1.0 - momentum) + mean * momentum,
+           rv * (1.0 - momentum) + var * (unbias * momentum));
+  }
   return s;
 }
 
@@ -275,12 +287,21 @@ Tensor<T> channel_normalize(const Tensor<T>& x, const BatchNormSetup<T>& s,
   return y;
 }
 
+/// The per-channel sums s1 = sum(g), s2 = sum(g xh) that dx is formed from: this member's own,
+/// or with a group, every member's (the parameters' gradients stay the member's own).
+template <class A, class Mode = exec::mode>
+std::pair<Tensor<A>, Tensor<A>> sums_for_dx(const StatisticsGroupPtr& group, const Tensor<A>& s1,
+                                            const Tensor<A>& s2) {
+  if (!group) return {s1, s2};
+  return sum_over_group<A, Mode>(*group, s1, s2);
+}
+
 /// batch_norm's training backward in two loops over a dense NCHW (a channel per thread) or
 /// channels-last CPU tensor: the sums s1, s2, then dx. With `relu_out` (y of relu(bn(x) +
 /// residual)) g is first masked by the ReLU, in the same loops, and the masked g is returned
 /// too (the residual's gradient). {gx, gw, gb, g masked}; gx undefined where the loops do not
 /// serve these tensors.
-template <FloatingElement T>
+template <FloatingElement T, class Mode = exec::mode>
 std::tuple<Tensor<T>, Tensor<T>, Tensor<T>, Tensor<T>> channel_batch_norm_backward(
     const Tensor<T>& x, const BatchNormSetup<T>& s, const Tensor<T>& g, const Tensor<T>& relu_out) {
   using A = acc_t<T>;
@@ -296,11 +317,12 @@ std::tuple<Tensor<T>, Tensor<T>, Tensor<T>, Tensor<T>> channel_batch_norm_backwa
   // dx = rstd w (g' - (s1 + xh s2) / n), xh = (x - mean) rstd
   //    = a g' + k1 (x - mean) + k0,  a = rstd w, k1 = -a rstd s2 / n, k0 = -a s1 / n
   const std::int64_t C = x.size(1);
-  const A inv_n = A(1) / static_cast<A>(x.numel() / C);
+  const A inv_n = A(1) / static_cast<A>(s.count);
   const std::vector<A> mean = detail::channel_values(s.st.mean, C, A(0));
   const std::vector<A> rstd = detail::channel_values(s.st.rstd, C, A(1));
-  const std::vector<A> sum1 = detail::channel_values(s1, C, A(0));
-  const std::vector<A> sum2 = detail::channel_values(s2, C, A(0));
+  const auto [group_s1, group_s2] = sums_for_dx<A, Mode>(s.group, s1, s2);
+  const std::vector<A> sum1 = detail::channel_values(group_s1, C, A(0));
+  const std::vector<A> sum2 = detail::channel_values(group_s2, C, A(0));
   std::vector<A> a = detail::channel_values(s.w, C, A(1)), k1(a.size()), k0(a.size());
   for (std::int64_t c = 0; c < C; ++c) {
     a[c] *= rstd[c];
@@ -324,7 +346,8 @@ std::tuple<Tensor<T>, Tensor<T>, Tensor<T>> batch_norm_backward(const Tensor<T>&
                                                                 const BatchNormSetup<T>& s,
                                                                 const Tensor<T>& g, bool training) {
   if (!training) return normalize_backward<T, Mode>(x, s.st, s.w, s.b, g, s.axes, false);
-  if (auto [gx, gw, gb, gm] = channel_batch_norm_backward(x, s, g, Tensor<T>()); gx.defined()) {
+  if (auto [gx, gw, gb, gm] = channel_batch_norm_backward<T, Mode>(x, s, g, Tensor<T>());
+      gx.defined()) {
     return {gx, gw, gb};
   }
   using A = acc_t<T>;
@@ -338,9 +361,9 @@ std::tuple<Tensor<T>, Tensor<T>, Tensor<T>> batch_norm_backward(const Tensor<T>&
     s2 = exec::reduce_expression<A>(g * xh, reduce::Bound<reduce::Sum<A>>{}, "batch_norm", s.axes,
                                     true, true);
   }
-  const std::int64_t n = x.numel() / std::max<std::int64_t>(x.size(1), 1);
-  const double inv_n = n > 0 ? 1.0 / static_cast<double>(n) : 0.0;
-  const auto centred = g - (s1 + xh * s2) * inv_n;
+  const double inv_n = s.count > 0 ? 1.0 / s.count : 0.0;
+  const auto [group_s1, group_s2] = sums_for_dx<A, Mode>(s.group, s1, s2);
+  const auto centred = g - (group_s1 + xh * group_s2) * inv_n;
   Tensor<T> gx = empty<T>(x.shape(), x.device(), x.memory_format()), gw, gb;
   if (s.w.defined()) {
     gx = cast<T>(s.st.rstd * s.w * centred);
