@@ -7,9 +7,11 @@
 //   ddp.hpp          DistributedDataParallel: bucketed gradient all-reduce overlapped with backward
 //   sync_batch_norm.hpp  sync_batch_norm(model), SyncBatchNorm2d: batch norm on the statistics
 //                        of the global batch
+//   zero.hpp         ZeroRedundancyOptimizer: ZeRO stage 1, the optimizer's state sharded
 #pragma once
 
 #include "collectives.hpp"
 #include "ddp.hpp"
 #include "sync_batch_norm.hpp"
 #include "world.hpp"
+#include "zero.hpp"
