@@ -383,3 +383,27 @@ TEST_CASE("assignments that overlap their inputs give copy-first results", "[fus
 
 }  // namespace test_exec_fusion
 }  // namespace
+
+TEST_CASE("a new result keeps its first full-shape operand's memory format", "[fusion][assign]") {
+  using ember::MemoryFormat;
+  const ember::Shape s{2, 3, 4, 5};
+  const ember::Tensor<float> nhwc =
+      ember::Tensor<float>(ember::randn<float>(s, 3)).contiguous(MemoryFormat::channels_last);
+  const ember::Tensor<float> nchw = ember::randn<float>(s, 4);
+  const ember::Tensor<float> bias = ember::randn<float>(ember::Shape{1, 3, 1, 1}, 5);
+  // Channels-last in, channels-last out (no transposing pass), values as in NCHW.
+  const ember::Tensor<float> y = nhwc * 2.0 + bias;
+  REQUIRE(y.memory_format() == MemoryFormat::channels_last);
+  const ember::Tensor<float> ref = nhwc.contiguous() * 2.0 + bias;
+  REQUIRE(y.contiguous().to_vector() == ref.to_vector());
+  // The first operand of the result's shape decides; broadcast operands do not.
+  REQUIRE(ember::Tensor<float>(bias + nhwc + nchw).memory_format() == MemoryFormat::channels_last);
+  REQUIRE(ember::Tensor<float>(nchw + nhwc).memory_format() == MemoryFormat::contiguous);
+  // Ambiguous strides (a unit channel dimension) and other ranks stay contiguous.
+  const ember::Tensor<float> one_channel =
+      ember::Tensor<float>(ember::randn<float>(ember::Shape{2, 1, 4, 5}, 6))
+          .contiguous(MemoryFormat::channels_last);
+  REQUIRE(ember::Tensor<float>(one_channel * 2.0).is_contiguous());
+  const ember::Var<float> v(nhwc);
+  REQUIRE(ember::Var<float>(v * 2.0).value().memory_format() == MemoryFormat::channels_last);
+}

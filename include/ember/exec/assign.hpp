@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -194,12 +195,35 @@ void evaluate(const std::tuple<Tensor<Ts>...>& outs, const std::tuple<Es...>& es
   std::apply([](const auto&... o) { (o.storage()->bump_version(), ...); }, outs);
 }
 
-/// Evaluates `e` into `out` (allocating `out` when undefined).
+/// The memory format a new result of `e` takes: that of its first operand of the result's
+/// (rank-4) shape, so elementwise work on channels-last tensors stays channels-last, as in
+/// PyTorch, instead of transposing into NCHW on the way.
+template <class E>
+MemoryFormat result_format(const E& e) {
+  const Shape shape = e.shape();
+  if (shape.rank() != 4) return MemoryFormat::contiguous;
+  std::optional<MemoryFormat> format;
+  e.for_each_leaf([&](const expr::LeafInfo& leaf) {
+    if (format || !leaf.data || !(leaf.shape == shape)) return;
+    const auto dense_as = [&](const Strides& want) {
+      for (int i = 0; i < 4; ++i) {
+        if (shape[i] != 1 && leaf.strides[i] != want[i]) return false;
+      }
+      return true;
+    };
+    format = !dense_as(contiguous_strides(shape)) && dense_as(channels_last_strides(shape))
+                 ? MemoryFormat::channels_last
+                 : MemoryFormat::contiguous;
+  });
+  return format.value_or(MemoryFormat::contiguous);
+}
+
+/// Evaluates `e` into `out` (allocating `out` when undefined, in result_format(e)).
 template <StoreOp Op, Storable T, class E>
 void evaluate_into(Tensor<T>& out, const E& e) {
   if (!out.defined()) {
     std::optional<Device> dev = expr::detail::device_of(e);
-    out = empty<T>(e.shape(), dev.value_or(Device::cpu()));
+    out = empty<T>(e.shape(), dev.value_or(Device::cpu()), result_format(e));
   }
   evaluate<Op>(std::tuple<Tensor<T>>(out), std::tuple<E>(e));
 }
