@@ -9,6 +9,7 @@ their ratio, ember's layout against PyTorch's same layout and against PyTorch's 
 import argparse
 import datetime
 import json
+import os
 import subprocess
 
 
@@ -23,18 +24,32 @@ def ember_rates(path):
     return rates
 
 
+def machine():
+    """This machine in words: cores, model name, widest vector extension (the VMs differ)."""
+    info = open("/proc/cpuinfo").read()
+    model = next((l.split(":", 1)[1].strip() for l in info.splitlines()
+                  if l.startswith("model name")), "unknown CPU")
+    flags = set(next((l.split(":", 1)[1].split() for l in info.splitlines()
+                      if l.startswith("flags")), []))
+    isa = ("AVX-512 with BF16" if "avx512_bf16" in flags else "AVX-512" if "avx512f" in flags
+           else "AVX2, no AVX-512" if "avx2" in flags else "no AVX2")
+    return (f"{os.cpu_count()}-core x86-64 ({model}, {isa}, no GPU), "
+            f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ember", required=True)
     ap.add_argument("--torch", required=True)
     ap.add_argument("--note", default="")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--commit", help="the commit ember was built from (default: HEAD)")
     a = ap.parse_args()
     ember = ember_rates(a.ember)
     peer = json.load(open(a.torch))
     torch = peer["results"]
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
+    commit = a.commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"],
+                                        capture_output=True, text=True).stdout.strip()
     results = {}
     for case, rate in sorted(ember.items()):
         if case not in torch:
@@ -60,7 +75,7 @@ def main():
         results[case] = row
         print(line)
     out = {"date": datetime.date.today().isoformat(), "commit": commit,
-           "machine": "2-core x86-64 VM (AMD EPYC, AVX-512 with BF16, no GPU), OMP_NUM_THREADS=2",
+           "machine": machine(),
            "torch": peer.get("torch"), "torch_threads": peer.get("threads"), "note": a.note,
            "results": results}
     with open(a.out, "w") as f:
