@@ -13,22 +13,15 @@
 #include <ember/ember.hpp>
 #include <ember/nn/normalization.hpp>
 
+#include "support/differences.hpp"
+
 namespace {
 
 namespace dist = ember::dist;
 using ember::Shape;
 using ember::Tensor;
 using ember::Var;
-
-double worst(const Tensor<double>& a, const Tensor<double>& b) {
-  REQUIRE(a.shape() == b.shape());
-  const auto x = a.contiguous().to_vector(), y = b.contiguous().to_vector();
-  double w = 0;
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    w = std::max(w, std::abs(x[i] - y[i]) / std::max(1.0, std::abs(y[i])));
-  }
-  return w;
-}
+using ember::testing::max_relative_difference;
 
 }  // namespace
 
@@ -60,16 +53,16 @@ TEST_CASE("SyncBatchNorm2d on the ranks' parts equals BatchNorm2d on the whole b
     const Var<double> y_mine = synced.forward(x_mine);
     ember::sum(y_mine * part(weights)).backward();
 
-    REQUIRE(worst(y_mine.value(), part(y_all.value())) <= 1e-12);
-    REQUIRE(worst(x_mine.grad(), part(x_all.grad())) <= 1e-12);
+    REQUIRE(max_relative_difference(y_mine.value(), part(y_all.value())) <= 1e-12);
+    REQUIRE(max_relative_difference(x_mine.grad(), part(x_all.grad())) <= 1e-12);
     // Each rank holds the gradient of its own part's loss: summed, the whole batch's.
     Tensor<double> gw = synced.weight.grad().clone(), gb = synced.bias.grad().clone();
     dist::all_reduce(gw);
     dist::all_reduce(gb);
-    REQUIRE(worst(gw, reference.weight.grad()) <= 1e-12);
-    REQUIRE(worst(gb, reference.bias.grad()) <= 1e-12);
-    REQUIRE(worst(synced.running_mean, reference.running_mean) <= 1e-12);
-    REQUIRE(worst(synced.running_var, reference.running_var) <= 1e-12);
+    REQUIRE(max_relative_difference(gw, reference.weight.grad()) <= 1e-12);
+    REQUIRE(max_relative_difference(gb, reference.bias.grad()) <= 1e-12);
+    REQUIRE(max_relative_difference(synced.running_mean, reference.running_mean) <= 1e-12);
+    REQUIRE(max_relative_difference(synced.running_var, reference.running_var) <= 1e-12);
     REQUIRE(synced.num_batches_tracked.item() == reference.num_batches_tracked.item());
     reference.zero_grad();
     synced.zero_grad();
@@ -77,7 +70,8 @@ TEST_CASE("SyncBatchNorm2d on the ranks' parts equals BatchNorm2d on the whole b
   synced.eval();
   reference.eval();
   const Var<double> x_eval(part(whole));
-  REQUIRE(worst(synced.forward(x_eval).value(), reference.forward(x_eval).value()) <= 1e-12);
+  REQUIRE(max_relative_difference(synced.forward(x_eval).value(),
+                                  reference.forward(x_eval).value()) <= 1e-12);
   REQUIRE_THROWS_WITH(synced.forward(Var<double>(ember::zeros<double>(Shape{2, 3, 4, 4}))),
                       Catch::Contains("input must be [N, 4, H, W]"));
 }
@@ -98,11 +92,6 @@ struct BlockEndings : ember::nn::Module {
     return bn2.forward_add_relu(h, x);             // relu(bn2(h) + x)
   }
 };
-
-template <class T>
-Tensor<double> as_double(const Tensor<T>& t) {
-  return Tensor<double>(ember::cast<double>(t));
-}
 
 }  // namespace
 
@@ -146,17 +135,17 @@ TEMPLATE_TEST_CASE(
     ember::sum(y_mine * part(weights)).backward();
 
     REQUIRE(y_mine.value().is_contiguous(format));
-    REQUIRE(worst(as_double(y_mine.value()), as_double(part(y_all.value()))) <= tol);
-    REQUIRE(worst(as_double(x_mine.grad()), as_double(part(x_all.grad()))) <= tol);
+    REQUIRE(max_relative_difference(y_mine.value(), part(y_all.value())) <= tol);
+    REQUIRE(max_relative_difference(x_mine.grad(), part(x_all.grad())) <= tol);
     for (auto [mine, all] :
          {std::pair{&synced.bn1, &reference.bn1}, {&synced.bn2, &reference.bn2}}) {
       Tensor<T> gw = mine->weight.grad().clone(), gb = mine->bias.grad().clone();
       dist::all_reduce(gw);
       dist::all_reduce(gb);
-      REQUIRE(worst(as_double(gw), as_double(all->weight.grad())) <= tol);
-      REQUIRE(worst(as_double(gb), as_double(all->bias.grad())) <= tol);
-      REQUIRE(worst(as_double(mine->running_mean), as_double(all->running_mean)) <= tol);
-      REQUIRE(worst(as_double(mine->running_var), as_double(all->running_var)) <= tol);
+      REQUIRE(max_relative_difference(gw, all->weight.grad()) <= tol);
+      REQUIRE(max_relative_difference(gb, all->bias.grad()) <= tol);
+      REQUIRE(max_relative_difference(mine->running_mean, all->running_mean) <= tol);
+      REQUIRE(max_relative_difference(mine->running_var, all->running_var) <= tol);
     }
     reference.zero_grad();
     synced.zero_grad();

@@ -16,9 +16,12 @@
 #include <ember/ember.hpp>
 #include <ember/nn/linear.hpp>
 
+#include "support/differences.hpp"
+
 namespace {
 
 namespace dist = ember::dist;
+using ember::testing::max_relative_difference;
 namespace nn = ember::nn;
 namespace optim = ember::optim;
 using ember::Shape;
@@ -37,16 +40,6 @@ struct Net : nn::Module {
   }
 };
 
-double worst(const Tensor<double>& a, const Tensor<double>& b) {
-  REQUIRE(a.shape() == b.shape());
-  const auto x = a.contiguous().to_vector(), y = b.contiguous().to_vector();
-  double w = 0;
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    w = std::max(w, std::abs(x[i] - y[i]) / std::max(1.0, std::abs(y[i])));
-  }
-  return w;
-}
-
 // This rank's batch of step `step`, its loss's gradients averaged over the ranks (what DDP
 // leaves in grad()).
 void backward(const Net& net, int step) {
@@ -60,7 +53,8 @@ void backward(const Net& net, int step) {
 
 void require_same_parameters(const Net& a, const Net& b) {
   const auto pa = a.parameters<double>(), pb = b.parameters<double>();
-  for (std::size_t i = 0; i < pa.size(); ++i) REQUIRE(worst(pa[i].value(), pb[i].value()) <= 1e-12);
+  for (std::size_t i = 0; i < pa.size(); ++i)
+    REQUIRE(max_relative_difference(pa[i].value(), pb[i].value()) <= 1e-12);
 }
 
 void require_same_state(const optim::OptimizerState& a, const optim::OptimizerState& b) {
@@ -68,7 +62,7 @@ void require_same_state(const optim::OptimizerState& a, const optim::OptimizerSt
   for (std::size_t i = 0; i < a.size(); ++i) {
     REQUIRE(a[i].first == b[i].first);
     if (a[i].second.holds<double>()) {
-      REQUIRE(worst(a[i].second.as<double>(), b[i].second.as<double>()) <= 1e-12);
+      REQUIRE(max_relative_difference(a[i].second.as<double>(), b[i].second.as<double>()) <= 1e-12);
     } else {
       REQUIRE(a[i].second.as<std::int64_t>().item() == b[i].second.as<std::int64_t>().item());
     }
