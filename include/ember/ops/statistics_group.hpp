@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 
 #include "../core/shape.hpp"
 #include "../expr/operators.hpp"
