@@ -4,7 +4,8 @@
 # no GPU is present), builds everything, runs ctest and prints its summary line.
 #
 # Environment: EMBER_BUILD_DIR (default build/test), EMBER_CUDA (AUTO|ON|OFF, default AUTO),
-# EMBER_CMAKE_ARGS (more arguments for cmake), CTEST_ARGS (more arguments for ctest, e.g. "-L cpu").
+# EMBER_CMAKE_ARGS (more arguments for cmake), CTEST_ARGS (more arguments for ctest, e.g. "-L cpu"),
+# EMBER_WERROR (ON|OFF, default ON: a warning in ember's own code fails the build, as in CI).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
@@ -12,7 +13,8 @@ build="${EMBER_BUILD_DIR:-$EMBER_ROOT/build/test}"
 
 ember_apt_install "${EMBER_TEST_PACKAGES[@]}"
 ember_pip_install --no-deps "${EMBER_TEST_PIP_PACKAGES[@]}"
-ember_configure "$build" -DEMBER_BUILD_TESTS=ON -DEMBER_BUILD_BENCHMARKS=ON -DEMBER_BUILD_EXAMPLES=ON
+ember_configure "$build" -DEMBER_BUILD_TESTS=ON -DEMBER_BUILD_BENCHMARKS=ON -DEMBER_BUILD_EXAMPLES=ON \
+  -DEMBER_WERROR="${EMBER_WERROR:-ON}"
 
 ember_log "building everything with $(ember_jobs) jobs"
 start=$SECONDS
