@@ -16,6 +16,8 @@
 #include <ember/ember.hpp>
 #include <ember/nn/linear.hpp>
 
+#include "support/differences.hpp"
+
 namespace {
 
 namespace dist = ember::dist;
@@ -91,11 +93,7 @@ double max_relative_difference(const nn::Module& a, const nn::Module& b) {
   REQUIRE(pa.size() == pb.size());
   double worst = 0;
   for (std::size_t i = 0; i < pa.size(); ++i) {
-    const auto va = pa[i].value().to_vector(), vb = pb[i].value().to_vector();
-    for (std::size_t j = 0; j < va.size(); ++j) {
-      const double x = static_cast<double>(va[j]), y = static_cast<double>(vb[j]);
-      worst = std::max(worst, std::abs(x - y) / std::max(1.0, std::abs(y)));
-    }
+    worst = std::max(worst, ember::testing::max_relative_difference(pa[i].value(), pb[i].value()));
   }
   return worst;
 }
