@@ -204,16 +204,7 @@ MemoryFormat result_format(const E& e) {
   if (shape.rank() != 4) return MemoryFormat::contiguous;
   std::optional<MemoryFormat> format;
   e.for_each_leaf([&](const expr::LeafInfo& leaf) {
-    if (format || !leaf.data || !(leaf.shape == shape)) return;
-    const auto dense_as = [&](const Strides& want) {
-      for (int i = 0; i < 4; ++i) {
-        if (shape[i] != 1 && leaf.strides[i] != want[i]) return false;
-      }
-      return true;
-    };
-    format = !dense_as(contiguous_strides(shape)) && dense_as(channels_last_strides(shape))
-                 ? MemoryFormat::channels_last
-                 : MemoryFormat::contiguous;
+    if (!format && leaf.data && leaf.shape == shape) format = memory_format_of(shape, leaf.strides);
   });
   return format.value_or(MemoryFormat::contiguous);
 }

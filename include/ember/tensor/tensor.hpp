@@ -25,6 +25,26 @@ namespace ember {
 /// How a rank-4 tensor is laid out in memory; the logical order is always NCHW.
 enum class MemoryFormat { contiguous, channels_last };
 
+/// Whether elements of `shape` at `strides` lie dense in `format`'s order (unit dimensions may
+/// have any stride).
+inline bool is_dense_in(const Shape& shape, const Strides& strides, MemoryFormat format) {
+  const Strides want =
+      format == MemoryFormat::contiguous ? contiguous_strides(shape) : channels_last_strides(shape);
+  for (int i = 0; i < shape.rank(); ++i) {
+    if (shape[i] != 1 && strides[i] != want[i]) return false;
+  }
+  return true;
+}
+
+/// channels_last where `shape` has rank 4 and `strides` are dense in NHWC order but not in NCHW
+/// order, else contiguous (Tensor::memory_format).
+inline MemoryFormat memory_format_of(const Shape& shape, const Strides& strides) {
+  return shape.rank() == 4 && !is_dense_in(shape, strides, MemoryFormat::contiguous) &&
+                 is_dense_in(shape, strides, MemoryFormat::channels_last)
+             ? MemoryFormat::channels_last
+             : MemoryFormat::contiguous;
+}
+
 template <Storable T>
 class Tensor {
  public:
@@ -94,21 +114,12 @@ class Tensor {
 
   /// True when the elements are dense in row-major order (or, for channels_last, NHWC).
   bool is_contiguous(MemoryFormat format = MemoryFormat::contiguous) const {
-    const Strides want = format == MemoryFormat::contiguous ? contiguous_strides(shape_)
-                                                            : channels_last_strides(shape_);
-    for (int i = 0; i < rank(); ++i) {
-      if (shape_[i] != 1 && strides_[i] != want[i]) return false;
-    }
-    return true;
+    return is_dense_in(shape_, strides_, format);
   }
 
   /// channels_last for a rank-4 tensor dense in NHWC order (and not also in NCHW order, as
   /// tensors with a unit dimension can be), else contiguous: the format results should keep.
-  MemoryFormat memory_format() const {
-    return rank() == 4 && !is_contiguous() && is_contiguous(MemoryFormat::channels_last)
-               ? MemoryFormat::channels_last
-               : MemoryFormat::contiguous;
-  }
+  MemoryFormat memory_format() const { return memory_format_of(shape_, strides_); }
 
   // ---- views (no copy) ----
 
