@@ -287,15 +287,6 @@ Tensor<T> channel_normalize(const Tensor<T>& x, const BatchNormSetup<T>& s,
   return y;
 }
 
-/// The per-channel sums s1 = sum(g), s2 = sum(g xh) that dx is formed from: this member's own,
-/// or with a group, every member's (the parameters' gradients stay the member's own).
-template <class A, class Mode = exec::mode>
-std::pair<Tensor<A>, Tensor<A>> sums_for_dx(const StatisticsGroupPtr& group, const Tensor<A>& s1,
-                                            const Tensor<A>& s2) {
-  if (!group) return {s1, s2};
-  return sum_over_group<A, Mode>(*group, s1, s2);
-}
-
 /// batch_norm's training backward in two loops over a dense NCHW (a channel per thread) or
 /// channels-last CPU tensor: the sums s1, s2, then dx. With `relu_out` (y of relu(bn(x) +
 /// residual)) g is first masked by the ReLU, in the same loops, and the masked g is returned
@@ -320,7 +311,7 @@ std::tuple<Tensor<T>, Tensor<T>, Tensor<T>, Tensor<T>> channel_batch_norm_backwa
   const A inv_n = A(1) / static_cast<A>(s.count);
   const std::vector<A> mean = detail::channel_values(s.st.mean, C, A(0));
   const std::vector<A> rstd = detail::channel_values(s.st.rstd, C, A(1));
-  const auto [group_s1, group_s2] = sums_for_dx<A, Mode>(s.group, s1, s2);
+  const auto [group_s1, group_s2] = sum_over_group<A, Mode>(s.group.get(), s1, s2);
   const std::vector<A> sum1 = detail::channel_values(group_s1, C, A(0));
   const std::vector<A> sum2 = detail::channel_values(group_s2, C, A(0));
   std::vector<A> a = detail::channel_values(s.w, C, A(1)), k1(a.size()), k0(a.size());
@@ -362,7 +353,7 @@ std::tuple<Tensor<T>, Tensor<T>, Tensor<T>> batch_norm_backward(const Tensor<T>&
                                     true, true);
   }
   const double inv_n = s.count > 0 ? 1.0 / s.count : 0.0;
-  const auto [group_s1, group_s2] = sums_for_dx<A, Mode>(s.group, s1, s2);
+  const auto [group_s1, group_s2] = sum_over_group<A, Mode>(s.group.get(), s1, s2);
   const auto centred = g - (group_s1 + xh * group_s2) * inv_n;
   Tensor<T> gx = empty<T>(x.shape(), x.device(), x.memory_format()), gw, gb;
   if (s.w.defined()) {

@@ -59,15 +59,16 @@ double combine_statistics(const StatisticsGroup& group, Tensor<A>& mean, Tensor<
 }
 
 /// s1 and s2 (same shape) summed over the group, as new tensors (the caller's stay this
-/// member's own): one sum of both, in float64.
+/// member's own): one sum of both, in float64. Without a group, s1 and s2 themselves.
 template <class A, class Mode = exec::mode>
-std::pair<Tensor<A>, Tensor<A>> sum_over_group(const StatisticsGroup& group, const Tensor<A>& s1,
+std::pair<Tensor<A>, Tensor<A>> sum_over_group(const StatisticsGroup* group, const Tensor<A>& s1,
                                                const Tensor<A>& s2) {
+  if (!group) return {s1, s2};
   const std::int64_t C = s1.numel();
   const Tensor<double> both =
       cat<double, Mode>({Tensor<double>(cast<double>(s1.reshape(Shape{C}))),
                          Tensor<double>(cast<double>(s2.reshape(Shape{C})))});
-  group.sum(both);
+  group->sum(both);
   return {Tensor<A>(cast<A>(both.narrow(0, 0, C))).reshape(s1.shape()),
           Tensor<A>(cast<A>(both.narrow(0, C, C))).reshape(s2.shape())};
 }
