@@ -137,6 +137,15 @@ TEST_CASE("cuda: strided views, where, compound and multi-output assignment", "[
     const Tensor<float> s = a.slice(1, 1, 80, 2), sg = ag.slice(1, 1, 80, 2);
     require_close(Tensor<float>(exp(sg) - sg), Tensor<float>(exp(s) - s), 1e-6, 1e-7);
   }
+  SECTION("dense operands not aligned for packed loads take the strided kernel") {
+    // One element in: unit strides (a dense layout) but 4 bytes past a 16-byte boundary.
+    const Tensor<float> f = a.reshape({48 * 80}).narrow(0, 1, 48 * 80 - 1);
+    const Tensor<float> fg = ag.reshape({48 * 80}).narrow(0, 1, 48 * 80 - 1);
+    require_close(Tensor<float>(fg * 2.0f + 1.0f), Tensor<float>(f * 2.0f + 1.0f), 1e-6, 1e-7);
+    const Tensor<bf16> h = cast<bf16>(f), hg = cast<bf16>(fg);
+    const Tensor<bf16> hu = h.narrow(0, 3, 4000), hgu = hg.narrow(0, 3, 4000);
+    require_close(Tensor<bf16>(hgu * hgu), Tensor<bf16>(hu * hu), 0, 0);
+  }
   SECTION("where with a comparison") {
     require_close(Tensor<float>(where(ag > 0.0f, ag, ag * 0.1f)),
                   Tensor<float>(where(a > 0.0f, a, a * 0.1f)), 0, 0);
