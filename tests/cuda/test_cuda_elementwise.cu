@@ -169,6 +169,19 @@ TEST_CASE("cuda: strided views, where, compound and multi-output assignment", "[
   }
 }
 
+TEST_CASE("cuda: a strided pass over 2^31 elements or more indexes in 64 bits", "[cuda]") {
+  EMBER_REQUIRE_CUDA_DEVICE();
+  // One row broadcast down 32,769 rows: 2^31 + 2^16 bytes, past the 32-bit fast division.
+  const Tensor<std::uint8_t> row = cast<std::uint8_t>(arange<float>(65536, kGpu) * 0.003f);
+  Tensor<std::uint8_t> big = empty<std::uint8_t>({32769, 65536}, kGpu);
+  big.copy_(row);
+  const std::vector<std::uint8_t> want = row.to_vector();
+  for (const std::int64_t r : {std::int64_t{0}, std::int64_t{32767}, std::int64_t{32768}}) {
+    INFO("row " << r);
+    CHECK(big.narrow(0, r, 1).reshape({65536}).to_vector() == want);
+  }
+}
+
 TEST_CASE("cuda: mixing devices in one expression is an error", "[cuda]") {
   EMBER_REQUIRE_CUDA_DEVICE();
   const Tensor<float> c = ones<float>({4});

@@ -42,33 +42,42 @@ inline unsigned grid_for(std::int64_t work_items, int device) {
 
 inline void check_launch(const char* what) { cuda::check(cudaGetLastError(), what); }
 
-/// Coordinates of a linear index in the iteration space, by fast division (index < 2^31).
-struct CoordMap32 {
+/// Coordinates of a linear index in the iteration space: by fast 32-bit division when the
+/// space has fewer than 2^31 elements, by 64-bit division otherwise. Both in one map (a
+/// warp-uniform branch) so that each plan compiles to one strided kernel, not one per width.
+struct CoordMap {
   FastDivmod div[kMaxRank];
-  int ndim = 0;
-  EMBER_HD EMBER_FORCEINLINE void coords(std::uint32_t i, expr::CoordIndex& ix) const {
-#pragma unroll
-    for (int d = kMaxRank - 1; d >= 0; --d) {
-      if (d < ndim) {
-        std::uint32_t q, r;
-        div[d].divmod(i, q, r);
-        ix.c[d] = r;
-        i = q;
-      }
-    }
-  }
-};
-
-/// The same with 64-bit division, for iteration spaces of 2^31 elements or more.
-struct CoordMap64 {
   std::int64_t size[kMaxRank] = {};
   int ndim = 0;
-  EMBER_HD EMBER_FORCEINLINE void coords(std::int64_t i, expr::CoordIndex& ix) const {
+  bool wide = false;
+
+  explicit CoordMap(const IterLayout& L)
+      : ndim(L.ndim()), wide(L.numel >= (std::int64_t{1} << 31)) {
+    for (int d = 0; d < ndim; ++d) {
+      size[d] = L.sizes[d];
+      if (!wide) div[d] = FastDivmod(static_cast<std::uint32_t>(L.sizes[d]));
+    }
+  }
+
+  EMBER_HD EMBER_FORCEINLINE void coords(std::int64_t index, expr::CoordIndex& ix) const {
+    if (!wide) {
+      auto i = static_cast<std::uint32_t>(index);
 #pragma unroll
-    for (int d = kMaxRank - 1; d >= 0; --d) {
-      if (d < ndim) {
-        ix.c[d] = i % size[d];
-        i /= size[d];
+      for (int d = kMaxRank - 1; d >= 0; --d) {
+        if (d < ndim) {
+          std::uint32_t q, r;
+          div[d].divmod(i, q, r);
+          ix.c[d] = r;
+          i = q;
+        }
+      }
+    } else {
+#pragma unroll
+      for (int d = kMaxRank - 1; d >= 0; --d) {
+        if (d < ndim) {
+          ix.c[d] = index % size[d];
+          index /= size[d];
+        }
       }
     }
   }
@@ -83,10 +92,11 @@ __global__ void __launch_bounds__(kBlockThreads) dense_kernel(Plan plan, std::in
   for (std::int64_t i = nvec * V + tid; i < n; i += stride) plan.at(expr::LinearIndex{i});
 }
 
-template <class Map, class Index, class Plan>
-__global__ void __launch_bounds__(kBlockThreads) strided_kernel(Plan plan, Map map, Index n) {
-  const Index stride = static_cast<Index>(gridDim.x) * blockDim.x;
-  for (Index i = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+template <class Plan>
+__global__ void __launch_bounds__(kBlockThreads)
+    strided_kernel(Plan plan, CoordMap map, std::int64_t n) {
+  const std::int64_t stride = std::int64_t{gridDim.x} * blockDim.x;
+  for (std::int64_t i = std::int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += stride) {
     expr::CoordIndex ix;
     map.coords(i, ix);
     plan.at(ix);
@@ -95,8 +105,8 @@ __global__ void __launch_bounds__(kBlockThreads) strided_kernel(Plan plan, Map m
 
 /// Runs an AssignPlan over layout L on CUDA device `device`, on ember's current stream. A dense
 /// layout whose pointers are not aligned for V-element packs takes the strided kernel (one
-/// dimension, unit strides) rather than a scalar copy of the dense one: each plan then compiles
-/// to three kernels, not four (train.cu: 117 fewer kernels; docs/benchmarks.md, build time).
+/// dimension, unit strides) rather than a scalar copy of the dense one: each plan compiles to
+/// two kernels (docs/benchmarks.md, build time).
 template <int V, class Plan>
 void run(const Plan& plan, const IterLayout& L, bool vectorize, int device) {
   if (L.numel == 0) return;
@@ -105,18 +115,9 @@ void run(const Plan& plan, const IterLayout& L, bool vectorize, int device) {
   if (L.dense && (vectorize || V == 1)) {
     dense_kernel<V>
         <<<grid_for((L.numel + V - 1) / V, device), kBlockThreads, 0, stream>>>(plan, L.numel);
-  } else if (L.numel < (std::int64_t{1} << 31)) {
-    CoordMap32 map;
-    map.ndim = L.ndim();
-    for (int d = 0; d < L.ndim(); ++d)
-      map.div[d] = FastDivmod(static_cast<std::uint32_t>(L.sizes[d]));
-    strided_kernel<<<grid_for(L.numel, device), kBlockThreads, 0, stream>>>(
-        plan, map, static_cast<std::uint32_t>(L.numel));
   } else {
-    CoordMap64 map;
-    map.ndim = L.ndim();
-    for (int d = 0; d < L.ndim(); ++d) map.size[d] = L.sizes[d];
-    strided_kernel<<<grid_for(L.numel, device), kBlockThreads, 0, stream>>>(plan, map, L.numel);
+    strided_kernel<<<grid_for(L.numel, device), kBlockThreads, 0, stream>>>(plan, CoordMap(L),
+                                                                            L.numel);
   }
   check_launch("an elementwise kernel launch");
   count_launch();
