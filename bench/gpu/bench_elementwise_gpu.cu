@@ -109,6 +109,25 @@ void run_elementwise(std::int64_t n) {
               [&] { y = ember::relu(a * b + c) * 0.5 + a * c; });
   r.check = check_chain(false);
   keep(r);
+
+  // A bias broadcast down 1024-wide rows: not dense (the bias has stride 0 across rows), so
+  // the strided kernel, which divides each linear index into coordinates.
+  const std::int64_t cols = 1024, rows = n / cols;
+  const Tensor<bf16> a2 = a.narrow(0, 0, rows * cols).reshape({rows, cols});
+  const Tensor<bf16> bias = b.narrow(0, 0, cols);
+  Tensor<bf16> y2 = y.narrow(0, 0, rows * cols).reshape({rows, cols});
+  y = kNaN;
+  r = time_it("bias_add_bf16", std::to_string(rows) + "x" + std::to_string(cols), "ember_strided",
+              2 * rows * cols * elem, [&] { y2 = a2 + bias; });
+  {
+    const auto ya = host_floats(y2.narrow(0, rows - 1, 1)),
+               aa = host_floats(a2.narrow(0, rows - 1, 1));
+    const auto ba = host_floats(bias);
+    std::vector<double> want(ya.size());
+    for (std::size_t i = 0; i < want.size(); ++i) want[i] = double(aa[i]) + ba[i];
+    r.check = verdict(worst_error(ya, want, 1.0), 1e-2);
+  }
+  keep(r);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -135,6 +135,9 @@ def main():
             continue
         kind = r["bench"].split("_", 1)[0]
         target_copy = TARGET_COPY.get(kind)
+        # The 3x over eager is for fused chains and rows; a lone broadcast add (bias_add) is one
+        # kernel in eager mode too: its row is for reading the strided kernel's bandwidth.
+        target_eager = TARGET_EAGER if target_copy else None
         pc = gbps(r) / copy_bw if copy_bw == copy_bw else float("nan")
         eager = by.get((r["bench"], r["shape"], "torch_eager"))
         builtin = by.get((r["bench"], r["shape"], "torch_eager_builtin"))
@@ -144,9 +147,10 @@ def main():
             "gbps": gbps(r), "pct_copy": pc, "target_pct_copy": target_copy,
             "vs_torch_eager": ratio(eager, r), "vs_torch_eager_builtin": ratio(builtin, r),
             "vs_torch_compile": ratio(comp, r), "check": r.get("check", "?"),
+            "target_eager": target_eager,
             "meets": {
                 "copy": (pc >= target_copy) if target_copy and pc == pc else None,
-                "eager": (ratio(eager, r) >= TARGET_EAGER) if eager else None,
+                "eager": (ratio(eager, r) >= target_eager) if eager and target_eager else None,
                 "compile": (ratio(comp, r) >= TARGET_COMPILE) if comp else None,
             },
         })
@@ -175,7 +179,7 @@ def main():
             pc = "–" if x["pct_copy"] != x["pct_copy"] else (
                 f"{100 * x['pct_copy']:.0f}%" + (mark(x["pct_copy"], x["target_pct_copy"]) if x["target_pct_copy"] else ""))
             md.append(f"| {x['bench']} | {x['shape']} | {x['impl']} | {x['ms']:.3f} | {x['gbps']:.0f} | {pc} | "
-                      f"{fmt_x(x['vs_torch_eager'], TARGET_EAGER)} | {fmt_x(x['vs_torch_eager_builtin'])} | "
+                      f"{fmt_x(x['vs_torch_eager'], x['target_eager'])} | {fmt_x(x['vs_torch_eager_builtin'])} | "
                       f"{fmt_x(x['vs_torch_compile'], TARGET_COMPILE)} | {x['check']} |")
     # ---- autodiff: the fused backward against op by op, PyTorch eager and torch.compile ----
     autograd = []

@@ -6,6 +6,7 @@ compiled functions are compiled and warmed up before timing).
   chain_tanh_bf16   tanh(a*b + c) * 0.5 + a*c                    bf16, 2^29 elements
   chain_relu_bf16   relu(a*b + c) * 0.5 + a*c
   copy_bf16         y.copy_(a)
+  bias_add_bf16     a + bias over [n/1024, 1024] with a [1024] bias (a broadcast, strided pass)
   softmax_bf16      the expression ember runs (float compute: max, exp, sum, divide), and
                     F.softmax as the built-in kernel (torch_eager_builtin)
   layernorm_bf16    (x - mean) * rsqrt(var + eps) * gamma + beta in float, and F.layer_norm
@@ -162,7 +163,11 @@ def run_elementwise(n, use_compile, reps):
             ref = fn(a[:k].float(), b[:k].float(), c[:k].float())
             rec["check"] = close(cfn(a, b, c)[:k], ref, 1e-2)
             save()
-    del a, b, c, y
+    rows, cols = n // 1024, 1024
+    a2, bias, y2 = a[:rows * cols].view(rows, cols), b[:cols], y[:rows * cols].view(rows, cols)
+    time_it("bias_add_bf16", f"{rows}x{cols}", "torch_eager", 2 * rows * cols * el,
+            lambda: torch.add(a2, bias, out=y2), reps=reps)
+    del a, b, c, y, a2, bias, y2
     torch.cuda.empty_cache()
 
 
