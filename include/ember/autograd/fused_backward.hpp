@@ -252,7 +252,7 @@ void fused_backward(const E& e, const Tensor<GT>& up, const Rule& rule) {
     for (int k = 0; k < N; ++k) plan.dst[k] = dst[static_cast<std::size_t>(k)];
     if (device.is_cpu()) {
       // Dense: blocks of V lanes of the compute type (BackwardPlan::at_vec).
-      exec::cpu::run<exec::detail::vector_width<sizeof(A), exec::cpu::kBlockBytes>>(plan, L, true);
+      exec::cpu::run<exec::detail::vector_width<sizeof(A), exec::cpu::kBlockBytes>>(plan, L);
     } else {
       exec::require_runnable(device);
 #if defined(EMBER_CUDA_KERNELS)

@@ -185,7 +185,7 @@ void evaluate(const std::tuple<Tensor<Ts>...>& outs, const std::tuple<Es...>& es
   const auto plan = make_plan(std::index_sequence_for<Ts...>{});
 
   if (device.is_cpu()) {
-    cpu::run<kVecCpu>(plan, L, true);
+    cpu::run<kVecCpu>(plan, L);
   } else {
     require_runnable(device);
 #if defined(EMBER_CUDA_KERNELS)

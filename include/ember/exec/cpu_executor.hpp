@@ -30,20 +30,18 @@ EMBER_FORCEINLINE void block_boundary() {
 #endif
 }
 
+// Every CPU caller hands blocks (V > 1): with no scalar variant, each plan compiles to one
+// dense loop, not two.
 template <int V, class Plan>
-void run_dense(const Plan& plan, std::int64_t n, bool vectorize) {
-  if (vectorize && V > 1) {
-    const std::int64_t blocks = n / V;
+void run_dense(const Plan& plan, std::int64_t n) {
+  static_assert(V > 1, "ember: the CPU's dense path hands the plan blocks of V > 1 elements");
+  const std::int64_t blocks = n / V;
 #pragma omp parallel for schedule(static) if (n >= kParallelThreshold)
-    for (std::int64_t b = 0; b < blocks; ++b) {
-      plan.template at_vec<V>(b * V);
-      block_boundary();
-    }
-    for (std::int64_t i = blocks * V; i < n; ++i) plan.at(expr::LinearIndex{i});
-  } else {
-#pragma omp parallel for schedule(static) if (n >= kParallelThreshold)
-    for (std::int64_t i = 0; i < n; ++i) plan.at(expr::LinearIndex{i});
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    plan.template at_vec<V>(b * V);
+    block_boundary();
   }
+  for (std::int64_t i = blocks * V; i < n; ++i) plan.at(expr::LinearIndex{i});
 }
 
 template <int V, class Plan>
@@ -76,11 +74,11 @@ void run_strided(const Plan& plan, const IterLayout& L) {
 
 /// Runs an AssignPlan over layout L: one pass, counted as one launch.
 template <int V, class Plan>
-void run(const Plan& plan, const IterLayout& L, bool vectorize) {
+void run(const Plan& plan, const IterLayout& L) {
   if (L.numel == 0) return;
   count_launch();
   if (L.dense) {
-    run_dense<V>(plan, L.numel, vectorize);
+    run_dense<V>(plan, L.numel);
   } else {
     run_strided<V>(plan, L);
   }
