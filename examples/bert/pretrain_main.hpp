@@ -59,6 +59,7 @@
 #include "bert.hpp"
 #include "common/format.hpp"
 #include "common/run_support.hpp"
+#include "common/training_run.hpp"
 #include "pretraining_data.hpp"
 
 namespace bert {
@@ -396,41 +397,41 @@ void load_hugging_face(BertForPreTraining<T>& model, const std::filesystem::path
           path.string().c_str());
 }
 
-template <class T, class Opt>
-PretrainResult pretrain(const PretrainConfig& c, const PretrainData& data,
-                        const data::WordPieceTokenizer& tokenizer, Device device,
-                        bool quiet = false) {
-  namespace fs = std::filesystem;
-  // Rank 0 alone writes the logs and checkpoints; the others' logger writes nowhere.
-  const bool lead = dist::rank() == 0;
-  const fs::path out = c.out;
-  if (lead) fs::create_directories(out);
-  std::optional<ember::detect_anomaly> anomaly;  // this thread, while the run lasts
-  if (c.detect_anomaly) anomaly.emplace();
-  const fs::path ckpt = out / "ckpt-last.safetensors";
-  if (lead) io::remove_stale_temp_files(ckpt);  // what a run killed mid-save left
-  std::ofstream mllog_file;
-  if (lead) mllog_file.open(out / "mllog.txt", std::ios::app);
-  io::MlLoggerOptions mllog_options;
-  mllog_options.root_dir = EMBER_SOURCE_DIR;
-  io::MlLogger mllog(lead ? static_cast<std::ostream&>(mllog_file) : trainer::nowhere(),
-                     mllog_options);
-  std::optional<io::JsonlWriter> metrics;
-  if (lead) metrics.emplace(out / "metrics.jsonl");
-  mllog.event(io::mllog::kSubmissionBenchmark, std::string("bert"));
-  mllog.start(io::mllog::kInitStart);
+/// evaluate() within MLPerf's eval interval at `step`, its accuracy logged.
+template <class T>
+PretrainEval evaluate_step(BertForPreTraining<T>& model, const PretrainData& data,
+                           const PretrainConfig& c, Device device, std::int64_t step,
+                           trainer::RunFiles& files) {
+  const io::MlLogger::json at{{"step", step}};
+  files.mllog().start(io::mllog::kEvalStart, nullptr, at);
+  const PretrainEval e = evaluate(model, data.eval, c, device);
+  files.mllog().event(io::mllog::kEvalAccuracy, e.mlm_accuracy, at);
+  files.mllog().end(io::mllog::kEvalStop, nullptr, at);
+  return e;
+}
 
-  // The model, in the compute type T, on the device.
-  nn::manual_seed(c.seed);
-  BertConfig bc = config_by_name(c.config);
-  bc.vocab_size = tokenizer.vocab_size();
-  bc.pad_token_id = tokenizer.pad_id();
-  bc.max_positions = std::max<std::int64_t>(bc.max_positions, c.seq_len);
-  BertForPreTraining<T> model(bc, device);
-  if (!c.init_checkpoint.empty()) load_hugging_face(model, c.init_checkpoint);
+/// An evaluation in metrics.jsonl and on stdout.
+inline void report_eval(trainer::RunFiles& files, std::int64_t step, const PretrainEval& e,
+                        double unigram_baseline, double elapsed, bool quiet) {
+  files.metrics(step, {{"eval_mlm_accuracy", e.mlm_accuracy},
+                       {"eval_nsp_accuracy", e.nsp_accuracy},
+                       {"eval_mlm_loss", e.mlm_loss},
+                       {"eval_nsp_loss", e.nsp_loss},
+                       {"time_s", elapsed}});
+  if (quiet) return;
+  if (files.lead()) std::fprintf(stderr, "\n");
+  printf0(
+      "step %lld: masked-LM accuracy %.2f%% (unigram baseline %.2f%%), next sentence %.2f%%, "
+      "eval loss %.3f + %.3f, %s elapsed\n",
+      static_cast<long long>(step), 100 * e.mlm_accuracy, 100 * unigram_baseline,
+      100 * e.nsp_accuracy, e.mlm_loss, e.nsp_loss, hms(elapsed).c_str());
+  std::fflush(stdout);
+}
 
-  // LAMB (or AdamW) with warmup and linear decay to 0; no weight decay (and for LAMB no trust
-  // ratio) on biases and LayerNorm parameters, as MLPerf's reference.
+/// LAMB (or AdamW) with no weight decay (and for LAMB no trust ratio) on biases and LayerNorm
+/// parameters, as MLPerf's reference.
+template <class Opt, class T>
+Opt make_optimizer(BertForPreTraining<T>& model, const PretrainConfig& c) {
   using Options = typename Opt::options_type;
   Options main{};
   main.lr = c.lr;
@@ -438,36 +439,125 @@ PretrainResult pretrain(const PretrainConfig& c, const PretrainData& data,
   Options excluded = main;
   excluded.weight_decay = 0;
   if constexpr (std::is_same_v<Opt, optim::LAMB>) excluded.exclude_from_adaptation = true;
-  Opt opt(optim::decay_groups(model, main, excluded));
+  return Opt(optim::decay_groups(model, main, excluded));
+}
+
+/// Warm-up over the first --warmup of the steps, then a linear decay to 0.
+inline optim::Schedule make_schedule(const PretrainConfig& c) {
   const auto warmup_steps = std::min<std::int64_t>(
       c.steps - 1,
       static_cast<std::int64_t>(std::llround(c.warmup * static_cast<double>(c.steps))));
-  const optim::Schedule schedule =
-      optim::warmup(warmup_steps, optim::PolynomialDecay(c.lr, 0.0, c.steps - warmup_steps, 1.0));
+  return optim::warmup(warmup_steps,
+                       optim::PolynomialDecay(c.lr, 0.0, c.steps - warmup_steps, 1.0));
+}
+
+/// The model's configuration: --config's, with the tokenizer's vocabulary and room for
+/// --seq-len positions.
+inline BertConfig model_config(const PretrainConfig& c, const data::WordPieceTokenizer& tokenizer) {
+  BertConfig bc = config_by_name(c.config);
+  bc.vocab_size = tokenizer.vocab_size();
+  bc.pad_token_id = tokenizer.pad_id();
+  bc.max_positions = std::max<std::int64_t>(bc.max_positions, c.seq_len);
+  return bc;
+}
+
+/// The checkpoint --resume names.
+inline std::filesystem::path resume_path(const PretrainConfig& c, const trainer::RunFiles& files) {
+  return c.resume == "auto" ? files.checkpoint() : std::filesystem::path(c.resume);
+}
+
+/// What a checkpoint records of the run beyond the step: the data order's epoch and position in
+/// it, so a resumed run draws the batches an uninterrupted one would.
+inline io::TrainingProgress checkpoint_progress(std::int64_t step, const data::Batches& order) {
+  io::TrainingProgress progress;
+  progress.step = step;
+  progress.epoch = order.epoch();
+  progress.extra["batch_position"] = std::to_string(order.position());
+  return progress;
+}
+
+/// The data order's position saved by checkpoint_progress in the checkpoint `from`.
+inline std::int64_t batch_position(const io::TrainingProgress& p,
+                                   const std::filesystem::path& from) {
+  const auto position = p.extra.find("batch_position");
+  EMBER_CHECK(position != p.extra.end(), "bert_pretrain: '", from.string(),
+              "' is not a bert_pretrain checkpoint (it has no batch_position)");
+  return std::stoll(position->second);
+}
+
+/// One optimizer step at `lr`: the gradients of `accumulation` micro-batches, summed, then averaged
+/// through the optimizer's gradient scale (no pass of its own), and clipped. Returns the last
+/// micro-batch's output, what the log reports.
+template <class T, class Opt>
+PreTrainingOutput<T> train_step(BertForPreTraining<T>& model, Opt& opt,
+                                dist::DistributedDataParallel& ddp, data::Batches& order,
+                                const PretrainData& data, const PretrainConfig& c, Device device,
+                                std::int64_t step, double lr) {
+  PreTrainingOutput<T> out;
+  for (std::int64_t micro = 0; micro < c.accumulation; ++micro) {
+    if (!order.has_next()) order.restore(order.epoch() + 1, 0);
+    const PretrainingBatch b = batch_on(data.train, order.next(), c, device);
+    out = model.forward(b.input_ids, b.token_type_ids, b.attention_mask, b.masked_positions,
+                        b.masked_ids, b.next_sentence_labels);
+    if (device.is_cpu()) {
+      trainer::check_finite_loss(static_cast<double>(out.loss.value().item()), step + 1,
+                                 "bert_pretrain");
+    }
+    ddp.set_grad_sync(micro + 1 == c.accumulation);  // one all-reduce per step, at the last
+    out.loss.backward();
+  }
+  if (c.accumulation > 1) opt.scale_grads(1.0 / static_cast<double>(c.accumulation));
+  if (c.max_grad_norm > 0) opt.clip_grad_norm(c.max_grad_norm);
+  ember::fault_point("train-step");  // tests/examples/kill_check.sh may kill the run here
+  opt.set_lr(lr);
+  opt.step();
+  opt.zero_grad();
+  return out;
+}
+
+/// The losses after `step` in metrics.jsonl and on the progress bar (reading them waits for the
+/// device: only every --log-every steps).
+template <class T>
+void log_step(trainer::RunFiles& files, io::ProgressBar& bar, std::int64_t step,
+              const PreTrainingOutput<T>& out, double lr) {
+  const double l = trainer::step_loss(out.loss, step, "bert_pretrain");
+  files.metrics(
+      step,
+      {{"loss", l},
+       {"mlm_loss", trainer::mean_over_ranks(static_cast<double>(out.mlm_loss.value().item()))},
+       {"nsp_loss", trainer::mean_over_ranks(static_cast<double>(out.nsp_loss.value().item()))},
+       {"lr", lr}});
+  bar.update(step, {{"loss", l}, {"lr", lr}});
+}
+
+template <class T, class Opt>
+PretrainResult pretrain(const PretrainConfig& c, const PretrainData& data,
+                        const data::WordPieceTokenizer& tokenizer, Device device,
+                        bool quiet = false) {
+  trainer::RunFiles files(c.out, io::mllog::kBert);
+  std::optional<ember::detect_anomaly> anomaly;  // this thread, while the run lasts
+  if (c.detect_anomaly) anomaly.emplace();
+
+  // The model, in the compute type T, on the device; its optimizer and schedule.
+  nn::manual_seed(c.seed);
+  BertForPreTraining<T> model(model_config(c, tokenizer), device);
+  if (!c.init_checkpoint.empty()) load_hugging_face(model, c.init_checkpoint);
+  Opt opt = make_optimizer<Opt>(model, c);
+  const optim::Schedule schedule = make_schedule(c);
 
   data::Batches order(static_cast<std::int64_t>(data.train.size()), c.batch, true, c.seed, true);
   order.shard(dist::rank(), dist::world_size());  // this rank's part of every batch
   std::int64_t step = 0;
-  if (!c.resume.empty()) {
-    const fs::path from = c.resume == "auto" ? ckpt : fs::path(c.resume);
-    if (fs::exists(from)) {
-      const io::TrainingProgress p = io::load_training_checkpoint(from, model, opt);
-      step = p.step;
-      const auto position = p.extra.find("batch_position");
-      EMBER_CHECK(position != p.extra.end(), "bert_pretrain: '", from.string(),
-                  "' is not a bert_pretrain checkpoint (it has no batch_position)");
-      order.restore(p.epoch, std::stoll(position->second));
-      printf0("resumed from %s at step %lld\n", from.string().c_str(),
-              static_cast<long long>(step));
-    } else {
-      EMBER_CHECK(c.resume == "auto" && !c.eval_only, "bert_pretrain: --resume: no checkpoint at '",
-                  from.string(), "'");
-    }
+  if (const auto p =
+          trainer::resume_from(c.resume, files, model, opt, "bert_pretrain", !c.eval_only)) {
+    step = p->step;
+    order.restore(p->epoch, batch_position(*p, resume_path(c, files)));
+    printf0("resumed from %s at step %lld\n", resume_path(c, files).string().c_str(),
+            static_cast<long long>(step));
   }
-
+  PretrainResult result;
+  result.unigram_baseline = data.unigram_baseline;
   if (c.eval_only) {  // the weights of --init-checkpoint or --resume, evaluated
-    PretrainResult result;
-    result.unigram_baseline = data.unigram_baseline;
     result.steps = step;
     result.last = evaluate(model, data.eval, c, device);
     return result;
@@ -475,124 +565,40 @@ PretrainResult pretrain(const PretrainConfig& c, const PretrainData& data,
 
   // Every rank starts from rank 0's weights and averages its gradients with the others'.
   dist::DistributedDataParallel ddp(model);
-
-  mllog.event(io::mllog::kSubmissionPlatform,
-              std::to_string(dist::world_size()) + "x" + device.str());
-  mllog.event(io::mllog::kGlobalBatchSize, c.batch * c.accumulation);
-  mllog.event(io::mllog::kOptName, std::is_same_v<Opt, optim::LAMB> ? "lamb" : "adamw");
-  mllog.event(io::mllog::kOptBaseLearningRate, c.lr);
-  mllog.event(io::mllog::kSeed, c.seed);
-  mllog.event(io::mllog::kTrainSamples, static_cast<std::int64_t>(data.train.size()));
-  mllog.event(io::mllog::kEvalSamples, static_cast<std::int64_t>(data.eval.size()));
-  mllog.end(io::mllog::kInitStop);
-  mllog.start(io::mllog::kRunStart);
-
-  PretrainResult result;
-  result.unigram_baseline = data.unigram_baseline;
+  files.start_run({device, c.batch * c.accumulation,
+                   std::is_same_v<Opt, optim::LAMB> ? "lamb" : "adamw", c.lr, c.seed,
+                   static_cast<std::int64_t>(data.train.size()),
+                   static_cast<std::int64_t>(data.eval.size())});
   const auto run_start = std::chrono::steady_clock::now();
-  const std::int64_t warm_steps =
-      std::min<std::int64_t>(10, std::max<std::int64_t>(1, c.steps / 10));
-  // Training time after the warm-up, evaluations and checkpoints left out.
-  std::optional<std::chrono::steady_clock::time_point> timed_from;
-  std::int64_t timed_sequences = 0;
-  double timed_seconds = 0;
-  io::ProgressOptions bar_options;
-  if (quiet) bar_options.terminal = false;
-  io::ProgressBar bar(c.steps, "bert", lead ? std::cerr : trainer::nowhere(), bar_options);
-
-  const std::int64_t first_step = step;
-  while (step < c.steps) {
-    if (step - first_step == warm_steps && !timed_from) {
-      wait_for_device(device);
-      timed_from = std::chrono::steady_clock::now();
-    }
-    // One optimizer step: the gradients of `accumulation` micro-batches, summed, then averaged
-    // through the optimizer's gradient scale (no pass of its own).
-    PreTrainingOutput<T> out;  // of the last micro-batch: what the log reports
-    for (std::int64_t micro = 0; micro < c.accumulation; ++micro) {
-      if (!order.has_next()) order.restore(order.epoch() + 1, 0);
-      const std::vector<std::int64_t> idx = order.next();
-      const PretrainingBatch b = batch_on(data.train, idx, c, device);
-      out = model.forward(b.input_ids, b.token_type_ids, b.attention_mask, b.masked_positions,
-                          b.masked_ids, b.next_sentence_labels);
-      if (device.is_cpu()) {
-        trainer::check_finite_loss(static_cast<double>(out.loss.value().item()), step + 1,
-                                   "bert_pretrain");
-      }
-      ddp.set_grad_sync(micro + 1 == c.accumulation);  // one all-reduce per step, at the last
-      out.loss.backward();
-    }
-    if (c.accumulation > 1) opt.scale_grads(1.0 / static_cast<double>(c.accumulation));
-    if (c.max_grad_norm > 0) opt.clip_grad_norm(c.max_grad_norm);
-    ember::fault_point("train-step");  // tests/examples/kill_check.sh may kill the run here
-    opt.set_lr(schedule(step));
-    opt.step();
-    opt.zero_grad();
+  trainer::Throughput throughput(trainer::warm_up_steps(c.steps), device);
+  io::ProgressBar bar = files.progress_bar(c.steps, "bert", quiet);
+  for (const std::int64_t first_step = step; step < c.steps;) {
+    throughput.before_step(step - first_step);
+    const double lr = schedule(step);
+    const PreTrainingOutput<T> out = train_step(model, opt, ddp, order, data, c, device, step, lr);
     ++step;
-    if (timed_from) timed_sequences += c.batch * c.accumulation;  // global: every rank's part
-
-    if (step % c.log_every == 0 || step == c.steps) {
-      // Reading the loss waits for the device: only every log_every steps.
-      const double l = trainer::mean_over_ranks(static_cast<double>(out.loss.value().item()));
-      trainer::check_finite_loss(l, step, "bert_pretrain");
-      const double mlm = trainer::mean_over_ranks(static_cast<double>(out.mlm_loss.value().item()));
-      const double nsp = trainer::mean_over_ranks(static_cast<double>(out.nsp_loss.value().item()));
-      if (metrics) {
-        metrics->log(
-            step, {{"loss", l}, {"mlm_loss", mlm}, {"nsp_loss", nsp}, {"lr", schedule(step - 1)}});
-      }
-      bar.update(step, {{"loss", l}, {"lr", schedule(step - 1)}});
-    }
+    throughput.count(c.batch * c.accumulation);  // global: every rank's part
+    if (step % c.log_every == 0 || step == c.steps) log_step(files, bar, step, out, lr);
     const bool last = step == c.steps || (c.stop_after > 0 && step >= c.stop_after);
     if (step % c.eval_every == 0 || last) {
-      if (timed_from) {
-        wait_for_device(device);
-        timed_seconds += seconds_since(*timed_from);
-      }
-      mllog.start(io::mllog::kEvalStart, nullptr, {{"step", step}});
-      result.last = evaluate(model, data.eval, c, device);
+      throughput.pause();
+      result.last = evaluate_step(model, data, c, device, step, files);
       const double elapsed = seconds_since(run_start);
-      mllog.event(io::mllog::kEvalAccuracy, result.last.mlm_accuracy, {{"step", step}});
-      mllog.end(io::mllog::kEvalStop, nullptr, {{"step", step}});
-      if (metrics) {
-        metrics->log(step, {{"eval_mlm_accuracy", result.last.mlm_accuracy},
-                            {"eval_nsp_accuracy", result.last.nsp_accuracy},
-                            {"eval_mlm_loss", result.last.mlm_loss},
-                            {"eval_nsp_loss", result.last.nsp_loss},
-                            {"time_s", elapsed}});
-      }
-      if (!quiet) {
-        if (lead) std::fprintf(stderr, "\n");
-        printf0(
-            "step %lld: masked-LM accuracy %.2f%% (unigram baseline %.2f%%), next sentence "
-            "%.2f%%, eval loss %.3f + %.3f, %s elapsed\n",
-            static_cast<long long>(step), 100 * result.last.mlm_accuracy,
-            100 * data.unigram_baseline, 100 * result.last.nsp_accuracy, result.last.mlm_loss,
-            result.last.nsp_loss, hms(elapsed).c_str());
-        std::fflush(stdout);
-      }
-      io::TrainingProgress progress;
-      progress.step = step;
-      progress.epoch = order.epoch();
-      progress.extra["batch_position"] = std::to_string(order.position());
-      if (lead) io::save_training_checkpoint(ckpt, model, opt, progress);
+      report_eval(files, step, result.last, data.unigram_baseline, elapsed, quiet);
+      files.save(model, opt, checkpoint_progress(step, order));
       if (c.target_mlm_accuracy > 0 && result.last.mlm_accuracy >= c.target_mlm_accuracy &&
           result.seconds_to_target < 0) {
         result.seconds_to_target = elapsed;
       }
-      if (timed_from) timed_from = std::chrono::steady_clock::now();
+      throughput.resume();
     }
     if (last) break;
   }
   bar.finish();
   result.steps = step;
-  result.sequences_per_second =
-      timed_seconds > 0 ? static_cast<double>(timed_sequences) / timed_seconds : 0;
+  result.sequences_per_second = throughput.per_second();
   result.train_seconds = seconds_since(run_start);
-  mllog.end(io::mllog::kRunStop, nullptr,
-            {{"status", c.target_mlm_accuracy <= 0 || result.seconds_to_target >= 0
-                            ? std::string(io::mllog::kSuccess)
-                            : std::string(io::mllog::kAborted)}});
+  files.stop_run(c.target_mlm_accuracy <= 0 || result.seconds_to_target >= 0);
   return result;
 }
 

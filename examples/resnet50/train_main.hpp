@@ -48,6 +48,7 @@
 #include <ember/optim/sgd.hpp>
 
 #include "common/run_support.hpp"
+#include "common/training_run.hpp"
 #include "config.hpp"
 #include "data_sources.hpp"
 #include "resnet.hpp"
@@ -129,7 +130,7 @@ inline constexpr MemoryFormat kFormat = MemoryFormat::channels_last;
 
 /// Where a run keeps its checkpoint, and the one --resume names ("auto": that one).
 inline std::filesystem::path last_checkpoint(const Config& c) {
-  return std::filesystem::path(c.out) / "ckpt-last.safetensors";
+  return trainer::last_checkpoint_in(c.out);
 }
 inline std::filesystem::path resume_path(const Config& c) {
   return c.resume == "auto" ? last_checkpoint(c) : std::filesystem::path(c.resume);
@@ -175,27 +176,56 @@ struct RunResult {
   double train_seconds = 0;
 };
 
+/// evaluate() within MLPerf's eval interval of `epoch`, its accuracy logged.
+template <class T>
+Accuracy evaluate_epoch(ResNet<T>& model, ImageSource& data, Device device, std::int64_t epoch,
+                        trainer::RunFiles& files) {
+  const io::MlLogger::json at{{"epoch_num", epoch + 1}};
+  files.mllog().start(io::mllog::kEvalStart, nullptr, at);
+  const Accuracy acc = evaluate(model, data, device, kFormat);
+  files.mllog().event(io::mllog::kEvalAccuracy, acc.top1, at);
+  files.mllog().end(io::mllog::kEvalStop, nullptr, at);
+  return acc;
+}
+
+/// One training step on `batch` at learning rate `lr`: forward, loss, backward, update. Returns the
+/// loss (on the device: reading it waits for the step).
+template <class T, class Opt>
+Var<T> train_step(ResNet<T>& model, Opt& opt, const Batch& batch, double lr, std::int64_t step,
+                  Device device, const CrossEntropyOptions& loss_options) {
+  // Pinned batches (every source but synthetic, on a GPU) are copied without the host waiting.
+  const Var<T> x(
+      Tensor<T>(cast<T>(batch.images.to(device, /*non_blocking=*/true).contiguous(kFormat))));
+  const Tensor<std::int64_t> y = batch.labels.to(device, /*non_blocking=*/true);
+  Var<T> loss = cross_entropy(model.forward(x), y, loss_options);
+  if (device.is_cpu()) {
+    trainer::check_finite_loss(static_cast<double>(loss.value().item()), step + 1, "resnet50");
+  }
+  loss.backward();
+  ember::fault_point("train-step");  // tests/examples/kill_check.sh may kill the run here
+  opt.set_lr(lr);
+  opt.step();
+  opt.zero_grad();
+  return loss;
+}
+
+/// The end of an epoch in metrics.jsonl and on stdout.
+inline void report_epoch(trainer::RunFiles& files, std::int64_t epoch, std::int64_t step,
+                         double train_loss, const Accuracy& acc, double elapsed) {
+  files.metrics(step, {{"epoch", epoch + 1},
+                       {"train_loss", train_loss},
+                       {"eval_accuracy", acc.top1},
+                       {"eval_top5_accuracy", acc.top5},
+                       {"time_s", elapsed}});
+  printf0("epoch %lld: top-1 %.2f%%, top-5 %.2f%%, %s elapsed\n", static_cast<long long>(epoch + 1),
+          100 * acc.top1, 100 * acc.top5, hms(elapsed).c_str());
+}
+
 template <class T, class Opt>
 RunResult train(const Config& c, ImageSource& data, Device device, bool quiet = false) {
-  // Rank 0 alone writes the logs and checkpoints; the others' logger writes nowhere.
-  const bool lead = dist::rank() == 0;
-  const std::filesystem::path out = c.out;
-  if (lead) std::filesystem::create_directories(out);
+  trainer::RunFiles files(c.out, io::mllog::kResnet);
   std::optional<ember::detect_anomaly> anomaly;  // this thread, while the run lasts
   if (c.detect_anomaly) anomaly.emplace();
-  const std::filesystem::path ckpt = last_checkpoint(c);
-  if (lead) io::remove_stale_temp_files(ckpt);  // what a run killed mid-save left
-  std::ofstream mllog_file;
-  if (lead) mllog_file.open(out / "mllog.txt", std::ios::app);
-  io::MlLoggerOptions mllog_options;
-  mllog_options.root_dir = EMBER_SOURCE_DIR;  // file names relative to the repository
-  io::MlLogger mllog(lead ? static_cast<std::ostream&>(mllog_file) : trainer::nowhere(),
-                     mllog_options);
-  std::optional<io::JsonlWriter> metrics;
-  if (lead) metrics.emplace(out / "metrics.jsonl");
-
-  mllog.event(io::mllog::kSubmissionBenchmark, std::string(io::mllog::kResnet));
-  mllog.start(io::mllog::kInitStart);
 
   // The model, in the compute type T, on the device.
   nn::manual_seed(c.seed);
@@ -205,121 +235,56 @@ RunResult train(const Config& c, ImageSource& data, Device device, bool quiet = 
   // Optimizer and schedule: SGD with warmup + cosine, or MLPerf's LARS with warmup + poly(2).
   const std::int64_t steps_per_epoch = data.batches_per_epoch();
   const Recipe<Opt> recipe = make_recipe<Opt>(c, steps_per_epoch);
-  const optim::Schedule& schedule = recipe.schedule;
   Opt opt(optim::decay_groups(model, recipe.main, recipe.excluded));
 
   std::int64_t step = 0, first_epoch = 0;
-  if (!c.resume.empty()) {
-    const std::filesystem::path from = resume_path(c);
-    if (std::filesystem::exists(from)) {
-      const io::TrainingProgress p = io::load_training_checkpoint(from, model, opt);
-      step = p.step;
-      first_epoch = p.epoch;
-      printf0("resumed from %s at epoch %lld, step %lld\n", from.string().c_str(),
-              static_cast<long long>(first_epoch), static_cast<long long>(step));
-    } else {
-      EMBER_CHECK(c.resume == "auto", "resnet50: --resume: no checkpoint at '", from.string(), "'");
-    }
+  if (const auto p = trainer::resume_from(c.resume, files, model, opt, "resnet50")) {
+    step = p->step;
+    first_epoch = p->epoch;
+    printf0("resumed from %s at epoch %lld, step %lld\n", resume_path(c).string().c_str(),
+            static_cast<long long>(first_epoch), static_cast<long long>(step));
   }
 
   // Every rank starts from rank 0's weights and averages its gradients with the others'.
   dist::DistributedDataParallel ddp(model);
   // --sync-bn: batch norm normalises with the global batch's statistics, as one process would.
-  if (c.sync_bn) {
-    const std::size_t layers = dist::sync_batch_norm(model);
-    printf0("sync-bn: %zu batch-norm layers normalise with the global batch's statistics\n",
-            layers);
-  }
+  if (c.sync_bn) printf0("sync-bn: %zu batch-norm layers\n", dist::sync_batch_norm(model));
 
-  mllog.event(io::mllog::kSubmissionPlatform,
-              std::to_string(dist::world_size()) + "x" + device.str());
-  mllog.event(io::mllog::kGlobalBatchSize, c.batch);
-  mllog.event(io::mllog::kOptName, std::is_same_v<Opt, optim::LARS> ? "lars" : "sgd");
-  mllog.event(io::mllog::kOptBaseLearningRate, c.lr);
-  mllog.event(io::mllog::kSeed, c.seed);
-  mllog.event(io::mllog::kTrainSamples, data.train_size());
-  mllog.event(io::mllog::kEvalSamples, data.eval_size());
-  mllog.end(io::mllog::kInitStop);
-  mllog.start(io::mllog::kRunStart);
-
+  files.start_run({device, c.batch, std::is_same_v<Opt, optim::LARS> ? "lars" : "sgd", c.lr, c.seed,
+                   data.train_size(), data.eval_size()});
   const CrossEntropyOptions loss_options{.label_smoothing = c.label_smoothing};
   RunResult result;
   const auto run_start = std::chrono::steady_clock::now();
-  // Throughput is measured after a warm-up (the first steps allocate memory, pick algorithms).
-  const std::int64_t warm_steps =
-      std::min<std::int64_t>(10, std::max<std::int64_t>(1, c.epochs * steps_per_epoch / 10));
-  std::optional<std::chrono::steady_clock::time_point> timed_from;
-  std::int64_t timed_images = 0;
-  double timed_seconds = 0;
-
+  trainer::Throughput throughput(trainer::warm_up_steps(c.epochs * steps_per_epoch), device);
   for (std::int64_t epoch = first_epoch; epoch < c.epochs; ++epoch) {
-    mllog.start(io::mllog::kEpochStart, nullptr, {{"epoch_num", epoch + 1}});
-    io::ProgressOptions bar_options;
-    if (quiet) bar_options.terminal = false;
-    io::ProgressBar bar(steps_per_epoch, "epoch " + std::to_string(epoch + 1),
-                        lead ? std::cerr : trainer::nowhere(), bar_options);
-    double loss_sum = 0;
-    std::int64_t loss_count = 0;
+    files.mllog().start(io::mllog::kEpochStart, nullptr, {{"epoch_num", epoch + 1}});
+    io::ProgressBar bar =
+        files.progress_bar(steps_per_epoch, "epoch " + std::to_string(epoch + 1), quiet);
+    trainer::Mean train_loss;
     for (std::int64_t b = 0; b < steps_per_epoch; ++b, ++step) {
-      if (step - first_epoch * steps_per_epoch == warm_steps && !timed_from) {
-        wait_for_device(device);
-        timed_from = std::chrono::steady_clock::now();
-      }
+      throughput.before_step(step - first_epoch * steps_per_epoch);
       const Batch batch = data.train_batch(epoch, b);
-      // Pinned batches (every source but synthetic, on a GPU) are copied without the host waiting.
-      const Var<T> x(
-          Tensor<T>(cast<T>(batch.images.to(device, /*non_blocking=*/true).contiguous(kFormat))));
-      const Tensor<std::int64_t> y = batch.labels.to(device, /*non_blocking=*/true);
-      Var<T> loss = cross_entropy(model.forward(x), y, loss_options);
-      if (device.is_cpu()) {
-        trainer::check_finite_loss(static_cast<double>(loss.value().item()), step + 1, "resnet50");
-      }
-      loss.backward();
-      ember::fault_point("train-step");  // tests/examples/kill_check.sh may kill the run here
-      opt.set_lr(schedule(step));
-      opt.step();
-      opt.zero_grad();
-      if (timed_from) timed_images += batch.labels.numel();
+      const double lr = recipe.schedule(step);
+      const Var<T> loss = train_step(model, opt, batch, lr, step, device, loss_options);
+      throughput.count(batch.labels.numel() * dist::world_size());  // every rank's images
       if ((b + 1) % c.log_every == 0 || b + 1 == steps_per_epoch) {
-        // Reading the loss waits for the device: only every log_every steps.
-        const double l = trainer::mean_over_ranks(static_cast<double>(loss.value().item()));
-        trainer::check_finite_loss(l, step + 1, "resnet50");
-        loss_sum += l;
-        ++loss_count;
-        if (metrics)
-          metrics->log(step + 1, {{"epoch", epoch + 1}, {"loss", l}, {"lr", schedule(step)}});
-        bar.update(b + 1, {{"loss", l}, {"lr", schedule(step)}});
+        const double l = trainer::step_loss(loss, step + 1, "resnet50");  // waits for the device
+        train_loss.add(l);
+        files.metrics(step + 1, {{"epoch", epoch + 1}, {"loss", l}, {"lr", lr}});
+        bar.update(b + 1, {{"loss", l}, {"lr", lr}});
       }
     }
-    if (timed_from) {
-      wait_for_device(device);
-      timed_seconds = seconds_since(*timed_from);
-    }
+    throughput.pause();
     bar.finish();
-    mllog.end(io::mllog::kEpochStop, nullptr, {{"epoch_num", epoch + 1}});
+    files.mllog().end(io::mllog::kEpochStop, nullptr, {{"epoch_num", epoch + 1}});
 
-    mllog.start(io::mllog::kEvalStart, nullptr, {{"epoch_num", epoch + 1}});
     ddp.sync_buffers();  // every rank evaluates rank 0's running statistics, the ones it saves
-    const Accuracy acc = evaluate(model, data, device, kFormat);
+    const Accuracy acc = evaluate_epoch(model, data, device, epoch, files);
     const double elapsed = seconds_since(run_start);
-    mllog.event(io::mllog::kEvalAccuracy, acc.top1, {{"epoch_num", epoch + 1}});
-    mllog.end(io::mllog::kEvalStop, nullptr, {{"epoch_num", epoch + 1}});
-    if (metrics) {
-      metrics->log(step, {{"epoch", epoch + 1},
-                          {"train_loss", loss_count ? loss_sum / loss_count : NAN},
-                          {"eval_accuracy", acc.top1},
-                          {"eval_top5_accuracy", acc.top5},
-                          {"time_s", elapsed}});
-    }
-    printf0("epoch %lld: top-1 %.2f%%, top-5 %.2f%%, %s elapsed\n",
-            static_cast<long long>(epoch + 1), 100 * acc.top1, 100 * acc.top5,
-            hms(elapsed).c_str());
+    report_epoch(files, epoch, step, train_loss.value(), acc, elapsed);
     result.best_top1 = std::max(result.best_top1, acc.top1);
-
-    io::TrainingProgress progress;
-    progress.step = step;
-    progress.epoch = epoch + 1;
-    if (lead) io::save_training_checkpoint(ckpt, model, opt, progress);
+    files.save(model, opt, {.step = step, .epoch = epoch + 1});
+    throughput.resume();
     if (c.target_accuracy > 0 && acc.top1 >= c.target_accuracy && result.seconds_to_target < 0) {
       result.seconds_to_target = elapsed;
       printf0("target top-1 %.2f%% reached after %s\n", 100 * c.target_accuracy,
@@ -329,13 +294,8 @@ RunResult train(const Config& c, ImageSource& data, Device device, bool quiet = 
     if (c.stop_after > 0 && epoch + 1 >= c.stop_after) break;
   }
   result.train_seconds = seconds_since(run_start);
-  // Every rank trained on as many images as this one: the global rate.
-  result.images_per_second =
-      timed_seconds > 0 ? timed_images * dist::world_size() / timed_seconds : 0;
-  mllog.end(io::mllog::kRunStop, nullptr,
-            {{"status", c.target_accuracy <= 0 || result.seconds_to_target >= 0
-                            ? std::string(io::mllog::kSuccess)
-                            : std::string(io::mllog::kAborted)}});
+  result.images_per_second = throughput.per_second();
+  files.stop_run(c.target_accuracy <= 0 || result.seconds_to_target >= 0);
   if (data.skipped() > 0) {
     printf0("skipped %lld unreadable images\n", static_cast<long long>(data.skipped()));
   }
