@@ -156,18 +156,19 @@ class Throughput {
   }
   /// After a step that processed `items` (counted once the clock runs).
   void count(std::int64_t items) {
-    if (running_from_) items_ += items;
+    if (running_) items_ += items;
   }
   void pause() {
-    if (!running_from_) return;
+    if (!running_) return;
     wait_for_device(device_);
-    seconds_ += seconds_since(*running_from_);
-    running_from_.reset();
+    seconds_ += seconds_since(running_from_);
+    running_ = false;
   }
   void resume() {
-    if (!started_ || running_from_) return;
+    if (!started_ || running_) return;
     wait_for_device(device_);
     running_from_ = std::chrono::steady_clock::now();
+    running_ = true;
   }
   /// Items per second so far (0 before any timed step).
   double per_second() {
@@ -180,8 +181,8 @@ class Throughput {
  private:
   std::int64_t warm_steps_;
   ember::Device device_;
-  bool started_ = false;
-  std::optional<std::chrono::steady_clock::time_point> running_from_;
+  bool started_ = false, running_ = false;
+  std::chrono::steady_clock::time_point running_from_{};
   std::int64_t items_ = 0;
   double seconds_ = 0;
 };
