@@ -47,6 +47,12 @@ struct SeedOperand {
   /// V consecutive elements of the dense path; the branch is taken once per block.
   template <class A, int V>
   EMBER_HD EMBER_FORCEINLINE void load(std::int64_t base, A (&out)[V]) const {
+#if defined(EMBER_DEVICE_CODE)
+    if (!data) {  // the implicit 1 of `loss.backward()` (see upstream below)
+      for (int k = 0; k < V; ++k) out[k] = A(1);
+      return;
+    }
+#endif
     if (step == 0) {
       const A v = static_cast<A>(to_acc(data[0]));
       for (int k = 0; k < V; ++k) out[k] = v;

@@ -1,6 +1,7 @@
 // The CPU executor: one OpenMP parallel pass over the iteration space. The dense path hands
 // blocks of V elements to the plan (fixed-size loops the compiler turns into SIMD); the
-// strided path walks rows, advancing coordinates like an odometer instead of dividing.
+// strided path walks rows: a row's coordinates by one division each, then along the row without
+// dividing.
 #pragma once
 
 #include <cstdint>
