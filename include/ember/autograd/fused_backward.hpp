@@ -7,6 +7,7 @@
 // reduction per leaf that was broadcast (and the small reductions some seed rules need).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <functional>
@@ -124,6 +125,25 @@ struct backward_plan_of<std::tuple<Ns...>> {
   template <class A, class Fwd, class Seed>
   using type = BackwardPlan<A, Fwd, Seed, typename slot_out<Ns>::type...>;
 };
+
+namespace detail {
+/// The widest element among a seed's operands (a tuple of SeedOperand<X>).
+template <class Tuple>
+struct max_seed_bytes;
+template <class... X>
+struct max_seed_bytes<std::tuple<SeedOperand<X>...>> {
+  static constexpr std::size_t value = std::max({std::size_t{0}, sizeof(X)...});
+};
+
+/// A slot's pointers, for the alignment check of the GPU's dense path.
+template <int V, Storable T>
+void require_aligned(exec::detail::AlignmentCheck& check, const SlotOut<T>& slot) {
+  check.template require<V>(slot.direct, sizeof(T));
+  check.template require<V>(slot.wide, sizeof(acc_t<T>));
+}
+template <int V>
+void require_aligned(exec::detail::AlignmentCheck&, const NoOut&) {}
+}  // namespace detail
 
 // The evaluating parts live in the translation unit's executor namespace (core/config.hpp), so
 // that .cpp and .cu instantiations of the same node never collide at link time.
@@ -256,7 +276,26 @@ void fused_backward(const E& e, const Tensor<GT>& up, const Rule& rule) {
     } else {
       exec::require_runnable(device);
 #if defined(EMBER_CUDA_KERNELS)
-      exec::gpu::run<1>(plan, L, false, device.index());
+      // The forward's policy: the dense path moves 16 bytes per access of the widest element
+      // (4 floats), where every pointer it reads or writes along the layout is aligned for that.
+      constexpr std::size_t kMaxBytes =
+          std::max({sizeof(GT), sizeof(A), E::max_element_size,
+                    detail::max_seed_bytes<std::remove_cvref_t<decltype(operand_plans)>>::value});
+      constexpr int kVec = exec::detail::vector_width<kMaxBytes, 16>;
+      exec::detail::AlignmentCheck aligned;
+      const auto require_seed = [&](const auto& p) {
+        if (p.step != 0) aligned.template require<kVec>(p.data, sizeof(*p.data));
+      };
+      require_seed(up_plan);
+      std::apply([&](const auto&... p) { (require_seed(p), ...); }, operand_plans);
+      e.for_each_leaf([&](const expr::LeafInfo& leaf) {
+        aligned.template require<kVec>(leaf.data, leaf.element_size);
+      });
+      [&]<std::size_t... K>(std::index_sequence<K...>) {
+        (detail::require_aligned<kVec>(aligned, expr::get<K>(outs)), ...);
+      }
+      (std::make_index_sequence<static_cast<std::size_t>(N)>{});
+      exec::gpu::run<kVec>(plan, L, aligned.ok, device.index());
 #endif
     }
     for_each_var_leaf(e, [&](auto k, const auto& var) {

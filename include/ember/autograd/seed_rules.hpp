@@ -57,7 +57,13 @@ struct SeedOperand {
       const A v = static_cast<A>(to_acc(data[0]));
       for (int k = 0; k < V; ++k) out[k] = v;
     } else {
+#if defined(EMBER_DEVICE_CODE)
+      X p[V];
+      expr::packed_load<V>(data + base, p);
+      for (int k = 0; k < V; ++k) out[k] = static_cast<A>(to_acc(p[k]));
+#else
       for (int k = 0; k < V; ++k) out[k] = static_cast<A>(to_acc(data[base + k]));
+#endif
     }
   }
 };

@@ -55,22 +55,18 @@ struct OutputSlot {
   template <int V>
   EMBER_HD EMBER_FORCEINLINE void store_vec(std::int64_t base, const value_type (&vals)[V]) const {
 #if defined(EMBER_DEVICE_CODE)
-    // One aligned 16-byte store (and load, for += and friends) of V elements.
-    struct alignas(sizeof(T) * V) Pack {
-      T v[V];
-    };
-    auto* dst = reinterpret_cast<Pack*>(data + base);
-    Pack out;
-    if constexpr (Op != StoreOp::set) out = *dst;
+    // One packed store (and load, for += and friends) of V elements.
+    T out[V];
+    if constexpr (Op != StoreOp::set) expr::packed_load<V>(data + base, out);
 #pragma unroll
     for (int k = 0; k < V; ++k) {
       if constexpr (Op == StoreOp::set) {
-        out.v[k] = to_storage<T>(vals[k]);
+        out[k] = to_storage<T>(vals[k]);
       } else {
-        out.v[k] = to_storage<T>(combine<Op>(to_acc(out.v[k]), static_cast<acc>(vals[k])));
+        out[k] = to_storage<T>(combine<Op>(to_acc(out[k]), static_cast<acc>(vals[k])));
       }
     }
-    *dst = out;
+    expr::packed_store<V>(data + base, out);
 #else
     // Plain stores, which the compiler vectorises; staging a block in a local copy stalls
     // store forwarding on the CPU.

@@ -24,13 +24,10 @@ struct LeafPlan {
   template <int V>
   EMBER_HD EMBER_FORCEINLINE void at_vec(std::int64_t base, acc_type (&out)[V]) const {
 #if defined(EMBER_DEVICE_CODE)
-    // One aligned 16-byte load of V elements (the executor checked the alignment).
-    struct alignas(sizeof(T) * V) Pack {
-      T v[V];
-    };
-    const Pack p = *reinterpret_cast<const Pack*>(data + base);
+    T p[V];
+    packed_load<V>(data + base, p);
 #pragma unroll
-    for (int k = 0; k < V; ++k) out[k] = to_acc(p.v[k]);
+    for (int k = 0; k < V; ++k) out[k] = to_acc(p[k]);
 #else
     // Plain loads: the compiler turns the fixed-size loop into vector loads itself.
     for (int k = 0; k < V; ++k) out[k] = to_acc(data[base + k]);

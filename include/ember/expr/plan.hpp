@@ -40,6 +40,30 @@ struct RowBlock {
   CoordIndex ix;
 };
 
+/// V consecutive elements moved as one aligned access: in device code one packed load or store
+/// (16 bytes, LDG.128/STG.128, for 4 floats or 8 bf16 values); the executor checked that every
+/// pointer is aligned to V elements before it took the dense path. The host's dense loops use
+/// plain element loops instead, which the compiler vectorises without the staging copy.
+template <int V, class T>
+EMBER_HD EMBER_FORCEINLINE void packed_load(const T* p, T (&out)[V]) {
+  struct alignas(sizeof(T) * V) Pack {
+    T v[V];
+  };
+  const Pack pack = *reinterpret_cast<const Pack*>(p);
+#pragma unroll
+  for (int k = 0; k < V; ++k) out[k] = pack.v[k];
+}
+template <int V, class T>
+EMBER_HD EMBER_FORCEINLINE void packed_store(T* p, const T (&in)[V]) {
+  struct alignas(sizeof(T) * V) Pack {
+    T v[V];
+  };
+  Pack pack;
+#pragma unroll
+  for (int k = 0; k < V; ++k) pack.v[k] = in[k];
+  *reinterpret_cast<Pack*>(p) = pack;
+}
+
 /// What the executor needs to know about one leaf before planning.
 struct LeafInfo {
   Shape shape;
