@@ -50,7 +50,9 @@ EMBER_HD EMBER_FORCEINLINE void packed_load(const T* p, T (&out)[V]) {
     T v[V];
   };
   const Pack pack = *reinterpret_cast<const Pack*>(p);
+#if defined(__CUDACC__)
 #pragma unroll
+#endif
   for (int k = 0; k < V; ++k) out[k] = pack.v[k];
 }
 template <int V, class T>
@@ -59,7 +61,9 @@ EMBER_HD EMBER_FORCEINLINE void packed_store(T* p, const T (&in)[V]) {
     T v[V];
   };
   Pack pack;
+#if defined(__CUDACC__)
 #pragma unroll
+#endif
   for (int k = 0; k < V; ++k) pack.v[k] = in[k];
   *reinterpret_cast<Pack*>(p) = pack;
 }
