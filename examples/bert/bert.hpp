@@ -22,8 +22,8 @@
 // zero, LayerNorm weight one and bias zero; the word embeddings' [PAD] row (pad_token_id) starts
 // at zeros and gets no gradient (padding_idx, as Hugging Face's nn.Embedding).
 //
-// Evaluating members take the defaulted `Mode` template argument of every ember template
-// (core/config.hpp) so that .cpp and .cu translation units may both build the model.
+// Model code, as a user writes it: no build plumbing. In a CUDA build a program compiles it in
+// its .cu files (docs/design.md, "One source, two kinds of translation unit").
 #pragma once
 
 #include <array>
@@ -88,22 +88,22 @@ inline BertConfig config_by_name(std::string_view name) {
 namespace detail {
 
 /// Hugging Face's Linear init: weight N(0, std), bias zero.
-template <ember::FloatingElement T, class Mode = ember::exec::mode>
+template <ember::FloatingElement T>
 void init_linear(ember::nn::Linear<T>& lin, double std) {
   const ember::Device device = lin.weight.value().device();
-  lin.weight = ember::param(ember::nn::init::normal<T, Mode>(lin.weight.shape(), 0.0, std, device));
+  lin.weight = ember::param(ember::nn::init::normal<T>(lin.weight.shape(), 0.0, std, device));
   if (lin.bias.defined()) {
-    lin.bias = ember::param(ember::nn::init::zeros<T, Mode>(lin.bias.shape(), device));
+    lin.bias = ember::param(ember::nn::init::zeros<T>(lin.bias.shape(), device));
   }
 }
-template <ember::FloatingElement T, class Mode = ember::exec::mode>
+template <ember::FloatingElement T>
 void init_embedding(ember::nn::Embedding<T>& emb, double std) {
   ember::Tensor<T> table =
-      ember::nn::init::normal<T, Mode>(emb.weight.shape(), 0.0, std, emb.weight.value().device());
+      ember::nn::init::normal<T>(emb.weight.shape(), 0.0, std, emb.weight.value().device());
   if (emb.padding_idx) {
     ember::Tensor<T> row =
         table.narrow(0, ember::ops::padding_row(emb.padding_idx, emb.num_embeddings), 1);
-    row.template operator=<double, Mode>(0.0);
+    row = 0.0;
   }
   emb.weight = ember::param(table);
 }
@@ -120,16 +120,15 @@ class BertEmbeddings : public ember::nn::Module {
   ember::nn::LayerNorm<T> LayerNorm;  // NOLINT(readability-identifier-naming): HF's name
   ember::nn::Dropout<T> dropout;
 
-  template <class Mode = ember::exec::mode>
   BertEmbeddings(const BertConfig& c, ember::Device device)
       : word_embeddings(c.vocab_size, c.hidden, device, c.pad_token_id),
         position_embeddings(c.max_positions, c.hidden, device),
         token_type_embeddings(c.type_vocab, c.hidden, device),
         LayerNorm(c.hidden, c.layer_norm_eps, true, device),
         dropout(c.dropout) {
-    detail::init_embedding<T, Mode>(word_embeddings, c.init_std);
-    detail::init_embedding<T, Mode>(position_embeddings, c.init_std);
-    detail::init_embedding<T, Mode>(token_type_embeddings, c.init_std);
+    detail::init_embedding<T>(word_embeddings, c.init_std);
+    detail::init_embedding<T>(position_embeddings, c.init_std);
+    detail::init_embedding<T>(token_type_embeddings, c.init_std);
     register_module("word_embeddings", word_embeddings);
     register_module("position_embeddings", position_embeddings);
     register_module("token_type_embeddings", token_type_embeddings);
@@ -138,7 +137,6 @@ class BertEmbeddings : public ember::nn::Module {
   }
 
   /// input_ids, token_type_ids [B, S] -> [B, S, H] (token_type_ids undefined: all zeros).
-  template <class Mode = ember::exec::mode>
   ember::Var<T> forward(const ember::Tensor<std::int64_t>& input_ids,
                         const ember::Tensor<std::int64_t>& token_type_ids = {}) const {
     const std::int64_t B = input_ids.size(0), S = input_ids.size(1);
@@ -155,10 +153,10 @@ class BertEmbeddings : public ember::nn::Module {
             : ember::from_vector<std::int64_t>(
                   std::vector<std::int64_t>(static_cast<std::size_t>(B * S), 0), ember::Shape{B, S},
                   device);
-    const ember::Var<T> sum = word_embeddings.template forward<Mode>(input_ids) +
-                              position_embeddings.template forward<Mode>(position_ids) +
-                              token_type_embeddings.template forward<Mode>(types);
-    return dropout.template forward<Mode>(LayerNorm.template forward<Mode>(sum));
+    const ember::Var<T> sum = word_embeddings.forward(input_ids) +
+                              position_embeddings.forward(position_ids) +
+                              token_type_embeddings.forward(types);
+    return dropout.forward(LayerNorm.forward(sum));
   }
 };
 
@@ -170,7 +168,6 @@ class BertSelfAttention : public ember::nn::Module {
   std::int64_t num_heads, head_dim;
   double dropout;
 
-  template <class Mode = ember::exec::mode>
   BertSelfAttention(const BertConfig& c, ember::Device device)
       : query(c.hidden, c.hidden, true, device),
         key(c.hidden, c.hidden, true, device),
@@ -180,29 +177,26 @@ class BertSelfAttention : public ember::nn::Module {
         dropout(c.dropout) {
     EMBER_CHECK(c.heads > 0 && c.hidden % c.heads == 0, "bert: hidden ", c.hidden,
                 " must be a multiple of heads ", c.heads);
-    for (auto* lin : {&query, &key, &value}) detail::init_linear<T, Mode>(*lin, c.init_std);
+    for (auto* lin : {&query, &key, &value}) detail::init_linear<T>(*lin, c.init_std);
     register_module("query", query);
     register_module("key", key);
     register_module("value", value);
   }
 
   /// x [B, S, H] -> the heads' context, concatenated: [B, S, H]. mask: true = attend.
-  template <class Mode = ember::exec::mode>
   ember::Var<T> forward(const ember::Var<T>& x, const ember::Tensor<bool>& mask) const {
     const std::int64_t B = x.shape()[0], S = x.shape()[1], H = num_heads, D = head_dim;
     auto heads = [&](const ember::nn::Linear<T>& lin) {  // [B, S, H*D] -> [B, H, S, D]
-      return lin.template forward<Mode>(x)
-          .template reshape<Mode>(ember::Shape{B, S, H, D})
-          .template transpose<Mode>(1, 2);
+      return lin.forward(x).reshape(ember::Shape{B, S, H, D}).transpose(1, 2);
     };
     ember::AttentionOptions opt;
     if (is_training() && dropout > 0) {
       opt.dropout_p = dropout;
       std::tie(opt.seed, opt.offset) = ember::nn::reserve_random(B * H * S * S);
     }
-    const ember::Var<T> ctx = ember::scaled_dot_product_attention<T, Mode>(heads(query), heads(key),
-                                                                           heads(value), mask, opt);
-    return ctx.template transpose<Mode>(1, 2).template reshape<Mode>(ember::Shape{B, S, H * D});
+    const ember::Var<T> ctx =
+        ember::scaled_dot_product_attention<T>(heads(query), heads(key), heads(value), mask, opt);
+    return ctx.transpose(1, 2).reshape(ember::Shape{B, S, H * D});
   }
 };
 
@@ -214,22 +208,19 @@ class BertResidualOutput : public ember::nn::Module {
   ember::nn::LayerNorm<T> LayerNorm;  // NOLINT(readability-identifier-naming): HF's name
   ember::nn::Dropout<T> dropout;
 
-  template <class Mode = ember::exec::mode>
   BertResidualOutput(std::int64_t in, const BertConfig& c, ember::Device device)
       : dense(in, c.hidden, true, device),
         LayerNorm(c.hidden, c.layer_norm_eps, true, device),
         dropout(c.dropout) {
-    detail::init_linear<T, Mode>(dense, c.init_std);
+    detail::init_linear<T>(dense, c.init_std);
     register_module("dense", dense);
     register_module("LayerNorm", LayerNorm);
     register_module("dropout", dropout);
   }
 
-  template <class Mode = ember::exec::mode>
   ember::Var<T> forward(const ember::Var<T>& x, const ember::Var<T>& residual) const {
     // LayerNorm(dropout(dense(x)) + residual): one pass each way after the GEMM.
-    return ember::nn::dropout_add_layer_norm<T, Mode>(dense.template forward<Mode>(x), residual,
-                                                      dropout, LayerNorm);
+    return ember::nn::dropout_add_layer_norm<T>(dense.forward(x), residual, dropout, LayerNorm);
   }
 };
 
@@ -239,16 +230,14 @@ class BertAttention : public ember::nn::Module {
   BertSelfAttention<T> self;
   BertResidualOutput<T> output;
 
-  template <class Mode = ember::exec::mode>
   BertAttention(const BertConfig& c, ember::Device device)
       : self(c, device), output(c.hidden, c, device) {
     register_module("self", self);
     register_module("output", output);
   }
 
-  template <class Mode = ember::exec::mode>
   ember::Var<T> forward(const ember::Var<T>& x, const ember::Tensor<bool>& mask) const {
-    return output.template forward<Mode>(self.template forward<Mode>(x, mask), x);
+    return output.forward(self.forward(x, mask), x);
   }
 };
 
@@ -258,17 +247,13 @@ class BertIntermediate : public ember::nn::Module {
  public:
   ember::nn::Linear<T> dense;
 
-  template <class Mode = ember::exec::mode>
   BertIntermediate(const BertConfig& c, ember::Device device)
       : dense(c.hidden, c.intermediate, true, device, ember::Activation::gelu) {
-    detail::init_linear<T, Mode>(dense, c.init_std);
+    detail::init_linear<T>(dense, c.init_std);
     register_module("dense", dense);
   }
 
-  template <class Mode = ember::exec::mode>
-  ember::Var<T> forward(const ember::Var<T>& x) const {
-    return dense.template forward<Mode>(x);
-  }
+  ember::Var<T> forward(const ember::Var<T>& x) const { return dense.forward(x); }
 };
 
 /// encoder.layer.N: attention, intermediate, output.
@@ -279,7 +264,6 @@ class BertLayer : public ember::nn::Module {
   BertIntermediate<T> intermediate;
   BertResidualOutput<T> output;
 
-  template <class Mode = ember::exec::mode>
   BertLayer(const BertConfig& c, ember::Device device)
       : attention(c, device), intermediate(c, device), output(c.intermediate, c, device) {
     register_module("attention", attention);
@@ -287,10 +271,9 @@ class BertLayer : public ember::nn::Module {
     register_module("output", output);
   }
 
-  template <class Mode = ember::exec::mode>
   ember::Var<T> forward(const ember::Var<T>& x, const ember::Tensor<bool>& mask) const {
-    const ember::Var<T> a = attention.template forward<Mode>(x, mask);
-    return output.template forward<Mode>(intermediate.template forward<Mode>(a), a);
+    const ember::Var<T> a = attention.forward(x, mask);
+    return output.forward(intermediate.forward(a), a);
   }
 };
 
@@ -300,7 +283,6 @@ class BertLayerList : public ember::nn::Module {
  public:
   std::vector<std::unique_ptr<BertLayer<T>>> layers;
 
-  template <class Mode = ember::exec::mode>
   BertLayerList(const BertConfig& c, ember::Device device) {
     for (std::int64_t i = 0; i < c.layers; ++i) {
       layers.push_back(std::make_unique<BertLayer<T>>(c, device));
@@ -314,14 +296,12 @@ class BertEncoder : public ember::nn::Module {
  public:
   BertLayerList<T> layer;
 
-  template <class Mode = ember::exec::mode>
   BertEncoder(const BertConfig& c, ember::Device device) : layer(c, device) {
     register_module("layer", layer);
   }
 
-  template <class Mode = ember::exec::mode>
   ember::Var<T> forward(ember::Var<T> x, const ember::Tensor<bool>& mask) const {
-    for (const auto& l : layer.layers) x = l->template forward<Mode>(x, mask);
+    for (const auto& l : layer.layers) x = l->forward(x, mask);
     return x;
   }
 };
@@ -332,15 +312,13 @@ class BertPooler : public ember::nn::Module {
  public:
   ember::nn::Linear<T> dense;
 
-  template <class Mode = ember::exec::mode>
   BertPooler(const BertConfig& c, ember::Device device) : dense(c.hidden, c.hidden, true, device) {
-    detail::init_linear<T, Mode>(dense, c.init_std);
+    detail::init_linear<T>(dense, c.init_std);
     register_module("dense", dense);
   }
 
-  template <class Mode = ember::exec::mode>
   ember::Var<T> forward(const ember::Var<T>& h) const {
-    return ember::tanh(dense.template forward<Mode>(h.template select<Mode>(1, 0)));
+    return ember::tanh(dense.forward(h.select(1, 0)));
   }
 };
 
@@ -358,7 +336,6 @@ class BertModel : public ember::nn::Module {
   BertEncoder<T> encoder;
   std::unique_ptr<BertPooler<T>> pooler;  // null when built without add_pooling_layer
 
-  template <class Mode = ember::exec::mode>
   explicit BertModel(const BertConfig& c = BertConfig::base(), bool add_pooling_layer = true,
                      ember::Device device = ember::Device::cpu())
       : config(c), embeddings(c, device), encoder(c, device) {
@@ -372,7 +349,6 @@ class BertModel : public ember::nn::Module {
 
   /// input_ids, token_type_ids, attention_mask [B, S] int64 (the last two may be undefined:
   /// all type 0, no padding). attention_mask is 1 for real tokens and 0 for padding.
-  template <class Mode = ember::exec::mode>
   BertModelOutput<T> forward(const ember::Tensor<std::int64_t>& input_ids,
                              const ember::Tensor<std::int64_t>& token_type_ids = {},
                              const ember::Tensor<std::int64_t>& attention_mask = {}) const {
@@ -387,19 +363,17 @@ class BertModel : public ember::nn::Module {
     ember::Tensor<bool> mask;
     if (attention_mask.defined()) {
       const ember::Tensor<bool> keep = attention_mask != std::int64_t{0};
-      mask = keep.template reshape<Mode>(ember::Shape{s[0], 1, 1, s[1]});
+      mask = keep.reshape(ember::Shape{s[0], 1, 1, s[1]});
     }
     BertModelOutput<T> out;
-    out.last_hidden_state = encoder.template forward<Mode>(
-        embeddings.template forward<Mode>(input_ids, token_type_ids), mask);
-    if (pooler) out.pooler_output = pooler->template forward<Mode>(out.last_hidden_state);
+    out.last_hidden_state = encoder.forward(embeddings.forward(input_ids, token_type_ids), mask);
+    if (pooler) out.pooler_output = pooler->forward(out.last_hidden_state);
     return out;
   }
-  template <class Mode = ember::exec::mode>
   BertModelOutput<T> operator()(const ember::Tensor<std::int64_t>& input_ids,
                                 const ember::Tensor<std::int64_t>& token_type_ids = {},
                                 const ember::Tensor<std::int64_t>& attention_mask = {}) const {
-    return forward<Mode>(input_ids, token_type_ids, attention_mask);
+    return forward(input_ids, token_type_ids, attention_mask);
   }
 };
 
@@ -412,18 +386,16 @@ class BertPredictionHeadTransform : public ember::nn::Module {
   ember::nn::Linear<T> dense;
   ember::nn::LayerNorm<T> LayerNorm;  // NOLINT(readability-identifier-naming): HF's name
 
-  template <class Mode = ember::exec::mode>
   BertPredictionHeadTransform(const BertConfig& c, ember::Device device)
       : dense(c.hidden, c.hidden, true, device, ember::Activation::gelu),
         LayerNorm(ember::Shape{c.hidden}, c.layer_norm_eps, true, device) {
-    detail::init_linear<T, Mode>(dense, c.init_std);
+    detail::init_linear<T>(dense, c.init_std);
     register_module("dense", dense);
     register_module("LayerNorm", LayerNorm);
   }
 
-  template <class Mode = ember::exec::mode>
   ember::Var<T> forward(const ember::Var<T>& x) const {
-    return LayerNorm.template forward<Mode>(dense.template forward<Mode>(x));
+    return LayerNorm.forward(dense.forward(x));
   }
 };
 
@@ -435,17 +407,15 @@ class BertLMPredictionHead : public ember::nn::Module {
   BertPredictionHeadTransform<T> transform;
   ember::Var<T> bias;  // [vocab]
 
-  template <class Mode = ember::exec::mode>
   BertLMPredictionHead(const BertConfig& c, ember::Device device) : transform(c, device) {
-    bias = ember::param(ember::nn::init::zeros<T, Mode>(ember::Shape{c.vocab_size}, device));
+    bias = ember::param(ember::nn::init::zeros<T>(ember::Shape{c.vocab_size}, device));
     register_module("transform", transform);
     register_parameter("bias", bias);
   }
 
   /// x [..., H] -> logits [..., vocab] = transform(x) word_embeddings^T + bias.
-  template <class Mode = ember::exec::mode>
   ember::Var<T> forward(const ember::Var<T>& x, const ember::Var<T>& word_embeddings) const {
-    return ember::linear(transform.template forward<Mode>(x), word_embeddings, bias);
+    return ember::linear(transform.forward(x), word_embeddings, bias);
   }
 };
 
@@ -456,10 +426,9 @@ class BertPreTrainingHeads : public ember::nn::Module {
   BertLMPredictionHead<T> predictions;
   ember::nn::Linear<T> seq_relationship;
 
-  template <class Mode = ember::exec::mode>
   BertPreTrainingHeads(const BertConfig& c, ember::Device device)
       : predictions(c, device), seq_relationship(c.hidden, 2, true, device) {
-    detail::init_linear<T, Mode>(seq_relationship, c.init_std);
+    detail::init_linear<T>(seq_relationship, c.init_std);
     register_module("predictions", predictions);
     register_module("seq_relationship", seq_relationship);
   }
@@ -488,7 +457,6 @@ class BertForPreTraining : public ember::nn::Module {
   BertModel<T> bert;
   BertPreTrainingHeads<T> cls;
 
-  template <class Mode = ember::exec::mode>
   explicit BertForPreTraining(const BertConfig& c = BertConfig::base(),
                               ember::Device device = ember::Device::cpu())
       : bert(c, true, device), cls(c, device) {
@@ -502,7 +470,6 @@ class BertForPreTraining : public ember::nn::Module {
   /// padding entries may be any valid index); masked_ids [B, P] (the original tokens, -100 for
   /// padding); next_sentence_labels [B] (0: B follows A, 1: random). Labels may be undefined:
   /// then only the logits are computed.
-  template <class Mode = ember::exec::mode>
   PreTrainingOutput<T> forward(const ember::Tensor<std::int64_t>& input_ids,
                                const ember::Tensor<std::int64_t>& token_type_ids,
                                const ember::Tensor<std::int64_t>& attention_mask,
@@ -513,24 +480,22 @@ class BertForPreTraining : public ember::nn::Module {
                     masked_positions.size(0) == input_ids.size(0),
                 "bert: masked_positions must be [B, P] for input_ids [B, S], got ",
                 masked_positions.defined() ? masked_positions.shape().str() : "undefined");
-    const BertModelOutput<T> h =
-        bert.template forward<Mode>(input_ids, token_type_ids, attention_mask);
+    const BertModelOutput<T> h = bert.forward(input_ids, token_type_ids, attention_mask);
     const std::int64_t B = input_ids.size(0), S = input_ids.size(1);
     const std::int64_t H = config().hidden;
     // Row b * S + position of the [B * S, H] hidden states, for each masked slot.
-    const ember::Tensor<std::int64_t> rows = flat_rows<Mode>(masked_positions, S);
+    const ember::Tensor<std::int64_t> rows = flat_rows(masked_positions, S);
     const ember::Var<T> gathered =
-        ember::embedding(h.last_hidden_state.template reshape<Mode>(ember::Shape{B * S, H}), rows);
+        ember::embedding(h.last_hidden_state.reshape(ember::Shape{B * S, H}), rows);
     PreTrainingOutput<T> out;
-    out.mlm_logits =
-        cls.predictions.template forward<Mode>(gathered, bert.embeddings.word_embeddings.weight);
-    out.nsp_logits = cls.seq_relationship.template forward<Mode>(h.pooler_output);
+    out.mlm_logits = cls.predictions.forward(gathered, bert.embeddings.word_embeddings.weight);
+    out.nsp_logits = cls.seq_relationship.forward(h.pooler_output);
     if (masked_ids.defined()) {
       EMBER_CHECK(masked_ids.shape() == masked_positions.shape(), "bert: masked_ids ",
                   masked_ids.shape().str(), " must be shaped as masked_positions ",
                   masked_positions.shape().str());
-      out.mlm_loss = ember::cross_entropy(
-          out.mlm_logits, masked_ids.template reshape<Mode>(ember::Shape{masked_ids.numel()}));
+      out.mlm_loss = ember::cross_entropy(out.mlm_logits,
+                                          masked_ids.reshape(ember::Shape{masked_ids.numel()}));
     }
     if (next_sentence_labels.defined()) {
       out.nsp_loss = ember::cross_entropy(out.nsp_logits, next_sentence_labels);
@@ -541,15 +506,12 @@ class BertForPreTraining : public ember::nn::Module {
 
  private:
   /// b * S + masked_positions[b, p], as one flat index tensor on the positions' device.
-  template <class Mode>
   static ember::Tensor<std::int64_t> flat_rows(const ember::Tensor<std::int64_t>& positions,
                                                std::int64_t S) {
     const std::int64_t B = positions.size(0);
-    const ember::Tensor<std::int64_t> base =
-        ember::arange<std::int64_t, Mode>(B, positions.device()) * S;
-    const ember::Tensor<std::int64_t> rows =
-        positions + base.template reshape<Mode>(ember::Shape{B, 1});
-    return rows.template reshape<Mode>(ember::Shape{positions.numel()});
+    const ember::Tensor<std::int64_t> base = ember::arange<std::int64_t>(B, positions.device()) * S;
+    const ember::Tensor<std::int64_t> rows = positions + base.reshape(ember::Shape{B, 1});
+    return rows.reshape(ember::Shape{positions.numel()});
   }
 };
 

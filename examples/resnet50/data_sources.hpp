@@ -117,14 +117,13 @@ class InMemorySource : public ImageSource {
 /// so the loop measures the model and nothing else. `eval` sees the same batch.
 class SyntheticSource : public ImageSource {
  public:
-  template <class Mode = ember::exec::mode>
   SyntheticSource(std::int64_t batch, std::int64_t size, std::int64_t classes,
                   std::int64_t steps_per_epoch, ember::Device device, std::uint64_t seed)
       : size_(size), classes_(classes), batch_(batch), steps_(steps_per_epoch) {
-    images_ = ember::randn<float, Mode>(ember::Shape{batch, 3, size, size}, seed, device);
+    images_ = ember::randn<float>(ember::Shape{batch, 3, size, size}, seed, device);
     labels_ = ember::Tensor<std::int64_t>(ember::cast<std::int64_t>(
-        ember::rand<float, Mode>(ember::Shape{batch}, seed + 1, ember::Device::cpu(), 0.0,
-                                 static_cast<double>(classes) - 1e-3)));
+        ember::rand<float>(ember::Shape{batch}, seed + 1, ember::Device::cpu(), 0.0,
+                           static_cast<double>(classes) - 1e-3)));
   }
   std::string name() const override { return "synthetic"; }
   std::int64_t channels() const override { return 3; }

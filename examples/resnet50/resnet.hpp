@@ -27,9 +27,8 @@
 // layout whichever layout it has, and conv2d's backward writes the weight
 // gradient NCHW, so an NHWC weight would get its gradient in the other layout.
 //
-// Evaluating members take the defaulted `Mode` template argument of every ember template
-// (core/config.hpp) so that .cpp and .cu translation units may both build the model; the layers
-// they call use the same default.
+// Model code, as a user writes it: no build plumbing. In a CUDA build a program compiles it in
+// its .cu files (docs/design.md, "One source, two kinds of translation unit").
 #pragma once
 
 #include <array>
@@ -121,12 +120,12 @@ namespace detail {
 
 /// torchvision's conv init: kaiming_normal_(mode='fan_out', nonlinearity='relu'), i.e.
 /// N(0, 2 / fan_out) with fan_out = out_channels * kh * kw.
-template <ember::FloatingElement T, class Mode = ember::exec::mode>
+template <ember::FloatingElement T>
 void kaiming_normal_fan_out(ember::nn::Conv2d<T>& conv) {
   const ember::Shape shape = conv.weight.shape();
   const double fan_out = ember::nn::init::fans(shape).second;
-  conv.weight = ember::param(ember::nn::init::normal<T, Mode>(shape, 0.0, std::sqrt(2.0 / fan_out),
-                                                              conv.weight.value().device()));
+  conv.weight = ember::param(ember::nn::init::normal<T>(shape, 0.0, std::sqrt(2.0 / fan_out),
+                                                        conv.weight.value().device()));
 }
 
 /// The output shape of `conv` for an input of shape `in` ([N, C, H, W]).
@@ -144,14 +143,14 @@ ember::Shape conv_output_shape(const ember::nn::Conv2d<T>& conv, const ember::Sh
 
 /// torchvision's `downsample`: conv1x1(in, out, stride) then a batch norm, as an nn::Sequential
 /// ("downsample.0", "downsample.1").
-template <ember::FloatingElement T, class Mode = ember::exec::mode>
+template <ember::FloatingElement T>
 std::unique_ptr<ember::nn::Sequential<T>> make_downsample(std::int64_t in, std::int64_t out,
                                                           std::int64_t stride,
                                                           ember::Device device) {
   auto seq = std::make_unique<ember::nn::Sequential<T>>();
-  seq->template emplace<ember::nn::Conv2d<T>, Mode>(
+  seq->template emplace<ember::nn::Conv2d<T>>(
       in, out, 1, ember::Conv2dOptions{.stride = {stride, stride}}, false, device);
-  seq->template emplace<ember::nn::BatchNorm2d<T>, Mode>(out, 1e-5, 0.1, true, true, device);
+  seq->template emplace<ember::nn::BatchNorm2d<T>>(out, 1e-5, 0.1, true, true, device);
   return seq;
 }
 
@@ -167,7 +166,6 @@ class BasicBlock : public ember::nn::Module {
   ember::nn::BatchNorm2d<T> bn2;
   std::unique_ptr<ember::nn::Sequential<T>> downsample;  // null: the identity shortcut
 
-  template <class Mode = ember::exec::mode>
   BasicBlock(std::int64_t inplanes, std::int64_t planes, std::int64_t stride, bool with_downsample,
              ember::Device device)
       : conv1(inplanes, planes, 3, {.stride = {stride, stride}, .padding = {1, 1}}, false, device),
@@ -179,21 +177,17 @@ class BasicBlock : public ember::nn::Module {
     register_module("conv2", conv2);
     register_module("bn2", bn2);
     if (with_downsample) {
-      downsample = make_downsample<T, Mode>(inplanes, planes * expansion, stride, device);
+      downsample = make_downsample<T>(inplanes, planes * expansion, stride, device);
       register_module("downsample", *downsample);
     }
   }
 
-  template <class Mode = ember::exec::mode>
   ember::Var<T> forward(const ember::Var<T>& x) const {
     const ember::Var<T> identity = downsample ? (*downsample)(x) : x;
     const ember::Var<T> out = bn1.forward_add_relu(conv1(x), {});  // relu(bn1(conv1(x)))
     return bn2.forward_add_relu(conv2(out), identity);             // relu(bn2(..) + identity)
   }
-  template <class Mode = ember::exec::mode>
-  ember::Var<T> operator()(const ember::Var<T>& x) const {
-    return forward<Mode>(x);
-  }
+  ember::Var<T> operator()(const ember::Var<T>& x) const { return forward(x); }
 
   /// Shape inference, for summary(): the output shape for an input of shape `in`.
   ember::Shape output_shape(const ember::Shape& in) const {
@@ -218,7 +212,6 @@ class Bottleneck : public ember::nn::Module {
   ember::nn::BatchNorm2d<T> bn3;
   std::unique_ptr<ember::nn::Sequential<T>> downsample;  // null: the identity shortcut
 
-  template <class Mode = ember::exec::mode>
   Bottleneck(std::int64_t inplanes, std::int64_t planes, std::int64_t stride, bool with_downsample,
              ember::Device device)
       : conv1(inplanes, planes, 1, {}, false, device),
@@ -234,22 +227,18 @@ class Bottleneck : public ember::nn::Module {
     register_module("conv3", conv3);
     register_module("bn3", bn3);
     if (with_downsample) {
-      downsample = make_downsample<T, Mode>(inplanes, planes * expansion, stride, device);
+      downsample = make_downsample<T>(inplanes, planes * expansion, stride, device);
       register_module("downsample", *downsample);
     }
   }
 
-  template <class Mode = ember::exec::mode>
   ember::Var<T> forward(const ember::Var<T>& x) const {
     const ember::Var<T> identity = downsample ? (*downsample)(x) : x;
     ember::Var<T> out = bn1.forward_add_relu(conv1(x), {});  // relu(bn1(conv1(x)))
     out = bn2.forward_add_relu(conv2(out), {});              // relu(bn2(conv2(out)))
     return bn3.forward_add_relu(conv3(out), identity);       // relu(bn3(conv3(out)) + identity)
   }
-  template <class Mode = ember::exec::mode>
-  ember::Var<T> operator()(const ember::Var<T>& x) const {
-    return forward<Mode>(x);
-  }
+  ember::Var<T> operator()(const ember::Var<T>& x) const { return forward(x); }
 
   ember::Shape output_shape(const ember::Shape& in) const {
     const ember::Shape a = detail::conv_output_shape(conv1, in);
@@ -269,7 +258,6 @@ class ResNet : public ember::nn::Module {
   ember::nn::AdaptiveAvgPool2d<T> avgpool{1};
   ember::nn::Linear<T> fc;
 
-  template <class Mode = ember::exec::mode>
   explicit ResNet(const ResNetOptions& opt = {})
       : options(checked(opt)),
         conv1(opt.in_channels, opt.width, opt.small_stem ? 3 : 7,
@@ -289,9 +277,9 @@ class ResNet : public ember::nn::Module {
     for (int i = 0; i < 4; ++i) {
       const std::int64_t planes = opt.width << i, stride = i == 0 ? 1 : 2;
       if (s.bottleneck) {
-        make_layer<Bottleneck<T>, Mode>(*layers[i], inplanes, planes, s.blocks[i], stride);
+        make_layer<Bottleneck<T>>(*layers[i], inplanes, planes, s.blocks[i], stride);
       } else {
-        make_layer<BasicBlock<T>, Mode>(*layers[i], inplanes, planes, s.blocks[i], stride);
+        make_layer<BasicBlock<T>>(*layers[i], inplanes, planes, s.blocks[i], stride);
       }
       register_module("layer" + std::to_string(i + 1), *layers[i]);
     }
@@ -302,7 +290,7 @@ class ResNet : public ember::nn::Module {
     // keeps nn::Linear's default (nn.Linear's).
     for (const auto& [n, m] : named_modules()) {
       if (auto* conv = dynamic_cast<ember::nn::Conv2d<T>*>(m)) {
-        detail::kaiming_normal_fan_out<T, Mode>(*conv);
+        detail::kaiming_normal_fan_out<T>(*conv);
       }
     }
     if (opt.zero_init_residual) {
@@ -311,15 +299,13 @@ class ResNet : public ember::nn::Module {
         if (auto* b = dynamic_cast<Bottleneck<T>*>(m)) last = &b->last_bn();
         if (auto* b = dynamic_cast<BasicBlock<T>*>(m)) last = &b->last_bn();
         if (last) {
-          last->weight =
-              ember::param(ember::nn::init::zeros<T, Mode>(last->weight.shape(), opt.device));
+          last->weight = ember::param(ember::nn::init::zeros<T>(last->weight.shape(), opt.device));
         }
       }
     }
   }
 
   /// x [N, in_channels, H, W] (any memory format) -> logits [N, num_classes].
-  template <class Mode = ember::exec::mode>
   ember::Var<T> forward(const ember::Var<T>& x) const {
     ember::Var<T> h = stem(x);
     h = layer1(h);
@@ -329,14 +315,10 @@ class ResNet : public ember::nn::Module {
     h = avgpool(h);                                                  // [N, 512 * expansion, 1, 1]
     return fc(h.reshape(ember::Shape{h.shape()[0], h.shape()[1]}));  // torch.flatten(h, 1)
   }
-  template <class Mode = ember::exec::mode>
-  ember::Var<T> operator()(const ember::Var<T>& x) const {
-    return forward<Mode>(x);
-  }
+  ember::Var<T> operator()(const ember::Var<T>& x) const { return forward(x); }
 
   /// The stem: conv1, bn1, relu and (unless small_stem) maxpool, in `options.format`:
   /// [N, in_channels, H, W] -> [N, 64, H / 4, W / 4] (H, W with small_stem).
-  template <class Mode = ember::exec::mode>
   ember::Var<T> stem(const ember::Var<T>& x) const {
     EMBER_CHECK(x.shape().rank() == 4 && x.shape()[1] == options.in_channels,
                 "resnet: input must be [N, ", options.in_channels, ", H, W], got ",
@@ -365,21 +347,20 @@ class ResNet : public ember::nn::Module {
   }
   /// x as it is when already dense in options.format, else a copy in it (recorded: the
   /// gradient flows back).
-  template <class Mode = ember::exec::mode>
   ember::Var<T> in_format(const ember::Var<T>& x) const {
     return x.value().is_contiguous(options.format) ? x : x.contiguous(options.format);
   }
 
   /// torchvision's _make_layer: the first block changes the width (and the resolution, by
   /// `stride`) and so gets a downsample shortcut; the others keep both.
-  template <class Block, class Mode>
+  template <class Block>
   void make_layer(ember::nn::Sequential<T>& layer, std::int64_t& inplanes, std::int64_t planes,
                   int blocks, std::int64_t stride) {
     const bool with_downsample = stride != 1 || inplanes != planes * Block::expansion;
-    layer.template emplace<Block, Mode>(inplanes, planes, stride, with_downsample, options.device);
+    layer.template emplace<Block>(inplanes, planes, stride, with_downsample, options.device);
     inplanes = planes * Block::expansion;
     for (int b = 1; b < blocks; ++b) {
-      layer.template emplace<Block, Mode>(inplanes, planes, std::int64_t{1}, false, options.device);
+      layer.template emplace<Block>(inplanes, planes, std::int64_t{1}, false, options.device);
     }
   }
 };

@@ -1,8 +1,8 @@
 // nn::Sequential: layers run one after the other, as PyTorch's nn.Sequential. Each layer is
 // built in place by emplace<L>(constructor arguments), owned here and registered under its
 // index ("0", "1", ...), so parameters get PyTorch's names ("0.weight", "1.running_mean").
-// forward chains the layers' forward(const Var<T>&) (type-erased; the Mode each layer runs with
-// is fixed when it is emplaced, like every evaluating template: see core/config.hpp).
+// forward chains the layers' forward(const Var<T>&) (type-erased; for ember's own layers the
+// translation-unit tag is fixed when the layer is emplaced: see core/config.hpp).
 //
 //   nn::Sequential<float> stem;
 //   auto& conv = stem.emplace<nn::Conv2d<float>>(3, 64, 7, Conv2dOptions{{2, 2}, {3, 3}}, false);
@@ -12,6 +12,7 @@
 //   Var<float> y = stem(x);
 #pragma once
 
+#include <concepts>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -30,18 +31,26 @@ class Sequential : public Module {
   Sequential() = default;
 
   /// Builds L(args...) as the next layer and returns it. L is an nn::Module with a
-  /// forward<Mode>(const Var<T>&) returning Var<T>.
+  /// forward(const Var<T>&) returning Var<T>: ember's layers, or the user's own.
   template <class L, class Mode = exec::mode, class... Args>
   L& emplace(Args&&... args) {
     static_assert(std::is_base_of_v<Module, L>, "ember: nn::Sequential holds nn::Module layers");
-    static_assert(std::is_convertible_v<decltype(std::declval<const L&>().template forward<Mode>(
-                                            std::declval<const Var<T>&>())),
-                                        Var<T>>,
-                  "ember: a layer of nn::Sequential<T> needs forward(const Var<T>&) -> Var<T>");
+    static_assert(
+        requires(const L& l, const Var<T>& x) {
+          { l.forward(x) } -> std::convertible_to<Var<T>>;
+        },
+        "ember: a layer of nn::Sequential<T> needs forward(const Var<T>&) -> Var<T>");
     auto layer = std::make_unique<L>(std::forward<Args>(args)...);
     L& ref = *layer;
     register_module(std::to_string(layers_.size()), ref);
-    steps_.push_back([&ref](const Var<T>& x) { return ref.template forward<Mode>(x); });
+    steps_.push_back([&ref](const Var<T>& x) -> Var<T> {
+      // ember's layers run in this translation unit's mode; a user's layer has one forward.
+      if constexpr (requires { ref.template forward<Mode>(x); }) {
+        return ref.template forward<Mode>(x);
+      } else {
+        return ref.forward(x);
+      }
+    });
     layers_.push_back(std::move(layer));
     return ref;
   }
