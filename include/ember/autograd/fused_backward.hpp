@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "../exec/assign.hpp"
+#include "../exec/launch.hpp"
 #include "../exec/layout.hpp"
 #include "../exec/reduce.hpp"
 #include "../expr/generator.hpp"
@@ -126,34 +127,147 @@ struct backward_plan_of<std::tuple<Ns...>> {
   using type = BackwardPlan<A, Fwd, Seed, typename slot_out<Ns>::type...>;
 };
 
-namespace detail {
-/// The widest element among a seed's operands (a tuple of SeedOperand<X>).
-template <class Tuple>
-struct max_seed_bytes;
-template <class... X>
-struct max_seed_bytes<std::tuple<SeedOperand<X>...>> {
-  static constexpr std::size_t value = std::max({std::size_t{0}, sizeof(X)...});
+/// The gradient outputs of a backward plan, one per leaf.
+template <class Leaves, class = std::make_index_sequence<std::tuple_size_v<Leaves>>>
+struct slot_outs;
+template <class Leaves, std::size_t... K>
+struct slot_outs<Leaves, std::index_sequence<K...>> {
+  using type = expr::Pack<typename slot_out<std::tuple_element_t<K, Leaves>>::type...>;
 };
 
-/// A slot's pointers, for the alignment check of the GPU's dense path.
-template <int V, Storable T>
-void require_aligned(exec::detail::AlignmentCheck& check, const SlotOut<T>& slot) {
-  check.template require<V>(slot.direct, sizeof(T));
-  check.template require<V>(slot.wide, sizeof(acc_t<T>));
-}
-template <int V>
-void require_aligned(exec::detail::AlignmentCheck&, const NoOut&) {}
+namespace detail {
+/// The widest element among the tensors a seed rule reads (a tuple of Tensor<X>).
+template <class Tuple>
+struct max_operand_bytes;
+template <class... X>
+struct max_operand_bytes<std::tuple<Tensor<X>...>> {
+  static constexpr std::size_t value = std::max({std::size_t{0}, sizeof(X)...});
+};
 }  // namespace detail
 
 // The evaluating parts live in the translation unit's executor namespace (core/config.hpp), so
 // that .cpp and .cu instantiations of the same node never collide at link time.
 inline namespace EMBER_EXEC_NS {
 
+/// Where the fused backward of `e` writes: for each slot (leaf) of e, the gradient its adjoint
+/// goes to. A Var of e's shape takes it directly (added to its gradient, or written as a fresh
+/// one); a broadcast Var gets a temporary of e's shape, reduced into its gradient after the
+/// launch.
+template <class E>
+class GradientTargets {
+ public:
+  using Leaves = leaves_t<E>;
+  static constexpr std::size_t N = std::tuple_size_v<Leaves>;
+  using Outs = typename slot_outs<Leaves>::type;
+
+  GradientTargets(const E& e, const Shape& shape, Device device) {
+    dst_.fill(-1);
+    std::array<const VarNodeBase*, N ? N : 1> slot_var{};
+    for_each_var_leaf(e, [&](auto k, const auto& var) {
+      constexpr std::size_t K = decltype(k)::value;
+      using T = typename std::remove_cvref_t<decltype(var)>::value_type;
+      if constexpr (FloatingElement<T>) {
+        VarNode<T>* vn = var.node().get();
+        slot_var[K] = vn;
+        if (!vn->requires_grad) return;
+        for (std::size_t j = 0; j != K; ++j) {
+          if (dst_[j] == static_cast<int>(j) && slot_var[j] == vn) {
+            dst_[K] = static_cast<int>(j);  // x * x: both adjoints go to the first slot
+            return;
+          }
+        }
+        dst_[K] = static_cast<int>(K);
+        target(expr::get<K>(outs_), vn, shape, device);
+      }
+    });
+  }
+
+  /// Whether any slot wants a gradient.
+  bool any() const {
+    return std::any_of(dst_.begin(), dst_.end(), [](int d) { return d >= 0; });
+  }
+  const Outs& outs() const { return outs_; }
+  /// dst[k]: k itself, an earlier slot holding the same Var, or -1 (no gradient wanted).
+  const std::array<int, N ? N : 1>& dst() const { return dst_; }
+
+  /// The gradients' pointers, for the GPU's alignment check.
+  void touch(exec::LaunchSpace& space) const {
+    [&]<std::size_t... K>(std::index_sequence<K...>) { (touch(space, expr::get<K>(outs_)), ...); }
+    (std::make_index_sequence<N>{});
+  }
+
+  /// After the launch: the written gradients' versions, and the broadcast slots' reductions.
+  void finish(const E& e) {
+    for_each_var_leaf(e, [&](auto k, const auto& var) {
+      if (dst_[decltype(k)::value] == static_cast<int>(decltype(k)::value) &&
+          var.node()->grad.defined()) {
+        var.node()->grad.storage()->bump_version();
+      }
+    });
+    for (auto& reduce : reductions_) reduce();
+  }
+
+ private:
+  template <Storable T>
+  void target(SlotOut<T>& slot, VarNode<T>* vn, const Shape& shape, Device device) {
+    if (vn->value.shape() == shape) {
+      vn->template own_grad<exec::mode>();
+      slot.add = vn->grad.defined();  // else the launch writes a fresh gradient
+      if (!slot.add) vn->grad = empty<T>(shape, device);
+      EMBER_CHECK(vn->grad.is_contiguous(), "ember: internal: non-contiguous gradient");
+      slot.direct = vn->grad.data();
+      return;
+    }
+    Tensor<acc_t<T>> temp = empty<acc_t<T>>(shape, device);
+    slot.wide = temp.data();
+    reductions_.push_back([temp, vn, shape] {
+      const Shape leaf = vn->value.shape();
+      Tensor<T> r = exec::reduce_expression<T>(expr::Leaf<acc_t<T>>(temp),
+                                               reduce::Bound<reduce::Sum<acc_t<T>>>{}, "sum",
+                                               broadcast_axes(leaf, shape), true, true);
+      accumulate_grad<T, T, exec::mode>(*vn, r.reshape(leaf), true);
+    });
+  }
+  template <Storable T>
+  static void touch(exec::LaunchSpace& space, const SlotOut<T>& slot) {
+    space.touches(slot.direct, sizeof(T));
+    space.touches(slot.wide, sizeof(acc_t<T>));
+  }
+  static void touch(exec::LaunchSpace&, const NoOut&) {}
+
+  Outs outs_{};
+  std::array<int, N ? N : 1> dst_{};
+  std::vector<std::function<void()>> reductions_;
+};
+
 /// A constant 1 in host memory: the implicit upstream gradient of `loss.backward()` on the CPU.
 template <Storable G>
 const G* host_one() {
   static const G one = to_storage<G>(acc_t<G>(1));
   return &one;
+}
+
+/// The seed reads the upstream gradient and the rule's operands, each broadcast to the shape (an
+/// undefined tensor: an all-zero stride, planned as a null pointer or host_one).
+template <Storable X>
+void add_seed_array(exec::LaunchSpace& space, const Tensor<X>& t) {
+  if (!t.defined()) {
+    space.add(Strides::filled(space.shape().rank(), 0));
+    return;
+  }
+  space.add(broadcast_strides(t.shape(), t.strides(), space.shape()), t.data(), sizeof(X));
+}
+
+/// A seed operand one element broadcast over everything keeps the dense path when every other
+/// array is dense (SeedOperand::step reads it with stride 0): arrays [first, end) are the seed's.
+inline void allow_broadcast_seeds(exec::IterLayout& L, std::size_t first, std::size_t end) {
+  if (L.ndim() != 1) return;
+  bool dense = true;
+  for (std::size_t i = 0; i < L.arrays.size(); ++i) {
+    const std::int64_t st = L.arrays[i][0];
+    dense = dense && (st == 1 || (i >= first && i < end && st == 0));
+  }
+  L.dense = dense;
 }
 
 /// The plan of a tensor read by the seed: an undefined tensor plans as a null pointer, or as
@@ -170,141 +284,50 @@ SeedOperand<X> seed_operand_plan(const Tensor<X>& t, expr::PlanBuilder& b, std::
 /// requires grad. One launch, plus one reduction per broadcast leaf.
 template <class E, Storable GT, class Rule>
 void fused_backward(const E& e, const Tensor<GT>& up, const Rule& rule) {
-  using Leaves = leaves_t<E>;
-  constexpr int N = static_cast<int>(std::tuple_size_v<Leaves>);
-  using V = typename E::value_type;
-  using A = acc_t<V>;
+  using A = acc_t<typename E::value_type>;
   if constexpr (!std::is_floating_point_v<A>) {
     return;  // integer and bool expressions are not differentiable
   } else {
     const Shape shape = e.shape();
-    std::optional<Device> dev = expr::detail::device_of(e);
-    const Device device = up.defined() ? up.device() : dev.value_or(Device::cpu());
+    const Device device =
+        up.defined() ? up.device() : expr::detail::device_of(e).value_or(Device::cpu());
+    GradientTargets<E> targets(e, shape, device);
+    if (!targets.any()) return;
 
-    // Where each slot's adjoint goes. dst[k]: k itself, an earlier slot holding the same Var
-    // (x * x adds both adjoints there), or -1 (no gradient wanted).
-    std::array<int, static_cast<std::size_t>(N > 0 ? N : 1)> dst{};
-    dst.fill(-1);
-    std::array<const VarNodeBase*, static_cast<std::size_t>(N > 0 ? N : 1)> slot_var{};
-    using Outs = decltype([]<std::size_t... K>(std::index_sequence<K...>) {
-      return expr::Pack<typename slot_out<std::tuple_element_t<K, Leaves>>::type...>{};
-    }(std::make_index_sequence<static_cast<std::size_t>(N)>{}));
-    Outs outs{};
-    bool any = false;
-    // Per broadcast slot: reduce its temporary into the Var's gradient after the launch.
-    std::vector<std::function<void()>> finish;
-    for_each_var_leaf(e, [&](auto k, const auto& var) {
-      constexpr std::size_t K = decltype(k)::value;
-      using T = typename std::remove_cvref_t<decltype(var)>::value_type;
-      if constexpr (FloatingElement<T>) {
-        VarNode<T>* vn = var.node().get();
-        slot_var[K] = vn;
-        if (!vn->requires_grad) return;
-        for (std::size_t j = 0; j != K; ++j) {
-          if (dst[j] == static_cast<int>(j) && slot_var[j] == vn) {
-            dst[K] = static_cast<int>(j);
-            return;
-          }
-        }
-        any = true;
-        dst[K] = static_cast<int>(K);
-        auto& slot = expr::get<K>(outs);
-        if (vn->value.shape() == shape) {
-          vn->template own_grad<exec::mode>();
-          slot.add = vn->grad.defined();  // else the launch writes a fresh gradient
-          if (!slot.add) vn->grad = empty<T>(shape, device);
-          EMBER_CHECK(vn->grad.is_contiguous(), "ember: internal: non-contiguous gradient");
-          slot.direct = vn->grad.data();
-        } else {
-          Tensor<acc_t<T>> temp = empty<acc_t<T>>(shape, device);
-          slot.wide = temp.data();
-          finish.push_back([temp, vn, shape] {
-            const Shape leaf = vn->value.shape();
-            Tensor<T> r = exec::reduce_expression<T>(expr::Leaf<acc_t<T>>(temp),
-                                                     reduce::Bound<reduce::Sum<acc_t<T>>>{}, "sum",
-                                                     broadcast_axes(leaf, shape), true, true);
-            accumulate_grad<T, T, exec::mode>(*vn, r.reshape(leaf), true);
-          });
-        }
-      }
-    });
-    if (!any) return;
-
+    // The arrays: the gradients (contiguous, e's shape), the upstream gradient, the seed
+    // rule's operands, the leaves; planned in that order.
     const auto operands = rule.operands(e);
-    std::vector<Strides> arrays;
-    const auto push_array = [&](const auto& t) {
-      arrays.push_back(t.defined() ? broadcast_strides(t.shape(), t.strides(), shape)
-                                   : Strides::filled(shape.rank(), 0));
-    };
-    arrays.push_back(contiguous_strides(shape));
-    push_array(up);
-    std::apply([&](const auto&... t) { (push_array(t), ...); }, operands);
-    e.for_each_leaf([&](const expr::LeafInfo& leaf) {
-      arrays.push_back(broadcast_strides(leaf.shape, leaf.strides, shape));
-    });
-    exec::IterLayout L = exec::make_layout(shape, arrays);
-    const int nd = L.ndim();
-    // The seed's operands may be one element broadcast over everything (stride 0): the path
-    // stays dense when every other array is (SeedOperand::step).
-    const std::size_t n_seed = 1 + std::tuple_size_v<std::remove_cvref_t<decltype(operands)>>;
-    if (nd == 1) {
-      bool dense = true;
-      for (std::size_t i = 0; i < L.arrays.size(); ++i) {
-        const std::int64_t st = L.arrays[i][0];
-        const bool seed_array = i >= 1 && i <= n_seed;
-        dense = dense && (st == 1 || (seed_array && st == 0));
-      }
-      L.dense = dense;
-    }
+    constexpr std::size_t kSeedEnd = 2 + std::tuple_size_v<std::remove_cvref_t<decltype(operands)>>;
+    exec::LaunchSpace space(shape, device);
+    space.add(contiguous_strides(shape));
+    targets.touch(space);
+    add_seed_array(space, up);
+    std::apply([&](const auto&... t) { (add_seed_array(space, t), ...); }, operands);
+    space.add_leaves(e, "backward");
+    exec::IterLayout& L = space.collapse();
+    allow_broadcast_seeds(L, 1, kSeedEnd);
+
+    expr::PlanBuilder b = space.planner(1, L.arrays.size());
     std::size_t next_seed = 1;
-    const auto step = [&] { return nd == 1 ? L.arrays[next_seed++][0] : std::int64_t{0}; };
-    // Planned in the order the arrays were listed: upstream, seed operands, leaves.
-    expr::PlanBuilder b(nd, std::vector<Strides>(L.arrays.begin() + 1, L.arrays.end()));
+    const auto step = [&] { return L.ndim() == 1 ? L.arrays[next_seed++][0] : std::int64_t{0}; };
     const SeedOperand<GT> up_plan =
         seed_operand_plan(up, b, step(), device.is_cpu() ? host_one<GT>() : nullptr);
     const auto operand_plans = std::apply(
         [&](const auto&... t) { return std::tuple{seed_operand_plan(t, b, step())...}; }, operands);
     auto seed = std::apply([&](const auto&... p) { return rule.template seed<A>(up_plan, p...); },
                            operand_plans);
-    using Plan =
-        typename backward_plan_of<Leaves>::template type<A, typename E::plan_type, decltype(seed)>;
-    Plan plan{e.plan(b), seed, expr::PlanStrides(L.arrays[0], nd), outs, {}};
-    for (int k = 0; k < N; ++k) plan.dst[k] = dst[static_cast<std::size_t>(k)];
-    if (device.is_cpu()) {
-      // Dense: blocks of V lanes of the compute type (BackwardPlan::at_vec).
-      exec::cpu::run<exec::detail::vector_width<sizeof(A), exec::cpu::kBlockBytes>>(plan, L);
-    } else {
-      exec::require_runnable(device);
-#if defined(EMBER_CUDA_KERNELS)
-      // The forward's policy: the dense path moves 16 bytes per access of the widest element
-      // (4 floats), where every pointer it reads or writes along the layout is aligned for that.
-      constexpr std::size_t kMaxBytes =
-          std::max({sizeof(GT), sizeof(A), E::max_element_size,
-                    detail::max_seed_bytes<std::remove_cvref_t<decltype(operand_plans)>>::value});
-      constexpr int kVec = exec::detail::vector_width<kMaxBytes, 16>;
-      exec::detail::AlignmentCheck aligned;
-      const auto require_seed = [&](const auto& p) {
-        if (p.step != 0) aligned.template require<kVec>(p.data, sizeof(*p.data));
-      };
-      require_seed(up_plan);
-      std::apply([&](const auto&... p) { (require_seed(p), ...); }, operand_plans);
-      e.for_each_leaf([&](const expr::LeafInfo& leaf) {
-        aligned.template require<kVec>(leaf.data, leaf.element_size);
-      });
-      [&]<std::size_t... K>(std::index_sequence<K...>) {
-        (detail::require_aligned<kVec>(aligned, expr::get<K>(outs)), ...);
-      }
-      (std::make_index_sequence<static_cast<std::size_t>(N)>{});
-      exec::gpu::run<kVec>(plan, L, aligned.ok, device.index());
-#endif
-    }
-    for_each_var_leaf(e, [&](auto k, const auto& var) {
-      if (dst[decltype(k)::value] == static_cast<int>(decltype(k)::value) &&
-          var.node()->grad.defined()) {
-        var.node()->grad.storage()->bump_version();
-      }
-    });
-    for (auto& f : finish) f();
+    using Plan = typename backward_plan_of<leaves_t<E>>::template type<A, typename E::plan_type,
+                                                                       decltype(seed)>;
+    Plan plan{e.plan(b), seed, space.plan_strides(0), targets.outs(), {}};
+    for (std::size_t k = 0; k < GradientTargets<E>::N; ++k) plan.dst[k] = targets.dst()[k];
+
+    // The CPU's blocks have lanes of the compute type (BackwardPlan::at_vec); the GPU moves 16
+    // bytes of the widest element per access, as the forward does.
+    constexpr std::size_t kMaxBytes =
+        std::max({sizeof(GT), sizeof(A), E::max_element_size,
+                  detail::max_operand_bytes<std::remove_cvref_t<decltype(operands)>>::value});
+    space.template run<exec::cpu_width<sizeof(A)>, exec::gpu_width<kMaxBytes>>(plan);
+    targets.finish(e);
   }
 }
 

@@ -10,6 +10,7 @@
 // S(x) = sum(r * f(x)), one input element at a time.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <ostream>
@@ -57,6 +58,47 @@ struct GradcheckOptions {
   double rtol = 1e-3;
 };
 
+namespace detail {
+/// The fixed pseudo-random seed of a gradcheck: m values in [0.5, 1.5) with alternating signs.
+inline std::vector<double> gradcheck_seed(std::int64_t m) {
+  std::vector<double> r(static_cast<std::size_t>(m));
+  std::uint64_t state = 0x9E3779B97F4A7C15ull;
+  for (std::int64_t i = 0; i < m; ++i) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    const double u = static_cast<double>(state >> 11) * 0x1.0p-53;
+    r[static_cast<std::size_t>(i)] = (i % 2 ? -1.0 : 1.0) * (0.5 + u);
+  }
+  return r;
+}
+
+/// Folds one element's analytic and numeric gradients into the result, keeping the worst
+/// element (the largest error relative to its tolerance).
+class GradcheckTally {
+ public:
+  explicit GradcheckTally(GradcheckResult& res) : res_(res) {}
+  void add(int input, std::int64_t element, double analytic, double numeric) {
+    const double err = std::fabs(analytic - numeric);
+    const double tol = res_.atol + res_.rtol * std::fabs(numeric);
+    res_.max_abs_error = std::max(res_.max_abs_error, err);
+    res_.max_rel_error = std::max(res_.max_rel_error, err / std::max(std::fabs(numeric), 1e-300));
+    if (!(err <= tol)) res_.ok = false;
+    const double ratio = std::isnan(err) ? 1e300 : err / tol;
+    if (ratio > worst_ratio_) {
+      worst_ratio_ = ratio;
+      res_.input = input;
+      res_.element = element;
+      res_.analytic = analytic;
+      res_.numeric = numeric;
+    }
+    ++res_.checked;
+  }
+
+ private:
+  GradcheckResult& res_;
+  double worst_ratio_ = -1;
+};
+}  // namespace detail
+
 template <class F>
 GradcheckResult gradcheck(F&& f, const std::vector<Tensor<double>>& inputs,
                           const GradcheckOptions& opt = {}) {
@@ -67,15 +109,7 @@ GradcheckResult gradcheck(F&& f, const std::vector<Tensor<double>>& inputs,
   for (const auto& t : inputs) xs.push_back(param(t.to(Device::cpu()).clone()));
 
   Var<double> y = f(xs);
-  // Fixed pseudo-random seed in [0.5, 1.5) with alternating signs.
-  const std::int64_t m = y.value().numel();
-  std::vector<double> r(static_cast<std::size_t>(m));
-  std::uint64_t state = 0x9E3779B97F4A7C15ull;
-  for (std::int64_t i = 0; i < m; ++i) {
-    state = state * 6364136223846793005ull + 1442695040888963407ull;
-    const double u = static_cast<double>(state >> 11) * 0x1.0p-53;
-    r[static_cast<std::size_t>(i)] = (i % 2 ? -1.0 : 1.0) * (0.5 + u);
-  }
+  const std::vector<double> r = detail::gradcheck_seed(y.value().numel());
   if (!y.requires_grad()) {
     res.note = "the output does not require grad; every analytic gradient is zero";
   } else {
@@ -90,7 +124,7 @@ GradcheckResult gradcheck(F&& f, const std::vector<Tensor<double>>& inputs,
     return s;
   };
 
-  double worst_ratio = -1;
+  detail::GradcheckTally tally(res);
   for (std::size_t i = 0; i < xs.size(); ++i) {
     const Tensor<double>& x = xs[i].value();
     const std::vector<double> g =
@@ -104,22 +138,8 @@ GradcheckResult gradcheck(F&& f, const std::vector<Tensor<double>>& inputs,
       p[j] = old - opt.eps;
       const double down = objective();
       p[j] = old;
-      const double num = (up - down) / (2 * opt.eps);
-      const double ana = g[static_cast<std::size_t>(j)];
-      const double err = std::fabs(ana - num);
-      const double tol = opt.atol + opt.rtol * std::fabs(num);
-      res.max_abs_error = std::max(res.max_abs_error, err);
-      res.max_rel_error = std::max(res.max_rel_error, err / std::max(std::fabs(num), 1e-300));
-      if (!(err <= tol)) res.ok = false;
-      const double ratio = std::isnan(err) ? 1e300 : err / tol;
-      if (ratio > worst_ratio) {
-        worst_ratio = ratio;
-        res.input = static_cast<int>(i);
-        res.element = j;
-        res.analytic = ana;
-        res.numeric = num;
-      }
-      ++res.checked;
+      tally.add(static_cast<int>(i), j, g[static_cast<std::size_t>(j)],
+                (up - down) / (2 * opt.eps));
     }
   }
   return res;

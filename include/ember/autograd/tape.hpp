@@ -133,42 +133,24 @@ inline void queue_callback(std::function<void()> f) {
   detail::queued_callbacks->push_back(std::move(f));
 }
 
-/// Runs backward from `root` (whose gradient is already seeded).
-inline void run_backward(VarNodeBase& root, bool retain_graph) {
-  std::vector<std::function<void()>> callbacks;
-  struct CallbackScope {
-    std::vector<std::function<void()>>* previous;
-    explicit CallbackScope(std::vector<std::function<void()>>* mine)
-        : previous(std::exchange(detail::queued_callbacks, mine)) {}
-    ~CallbackScope() { detail::queued_callbacks = previous; }
-  } scope(&callbacks);
-  const auto run_callbacks = [&] {
-    for (std::size_t i = 0; i < callbacks.size(); ++i) {
-      auto f = std::move(callbacks[i]);  // f may queue more, growing `callbacks`
-      f();
-    }
-  };
-  if (!root.grad_fn) {
-    if (!root.grad_ready_hooks.empty()) detail::run_grad_ready_hooks(root);
-    run_callbacks();
-    return;
-  }
-  std::vector<std::shared_ptr<TapeNode>> nodes;
-  std::unordered_set<const TapeNode*> seen;
-  std::vector<TapeNode*> stack;
+namespace detail {
+/// Whether ins[k] is a leaf with gradient-ready hooks that `ins` lists for the first time: a
+/// node that lists a leaf twice (x * x) feeds it once.
+inline bool first_hooked_leaf(const std::vector<VarNodeBase*>& ins, std::size_t k) {
+  VarNodeBase* v = ins[k];
+  const auto before = ins.begin() + static_cast<std::ptrdiff_t>(k);
+  return !v->grad_fn && !v->grad_ready_hooks.empty() && std::find(ins.begin(), before, v) == before;
+}
+
+/// The tape nodes `root` depends on, latest first (the order backward runs them), and in
+/// `feeds`, for each hooked leaf, how many of them feed it (only hooked leaves are counted, off
+/// the common path).
+inline std::vector<std::shared_ptr<TapeNode>> nodes_to_run(
+    VarNodeBase& root, std::unordered_map<VarNodeBase*, int>& feeds) {
+  std::vector<std::shared_ptr<TapeNode>> nodes{root.grad_fn};
+  std::unordered_set<const TapeNode*> seen{root.grad_fn.get()};
+  std::vector<TapeNode*> stack{root.grad_fn.get()};
   std::vector<VarNodeBase*> ins;
-  // Leaves with hooks: how many of the nodes to run still feed each. A node that lists a leaf
-  // twice (x * x) feeds it once; only hooked leaves are checked for that, off the common path.
-  std::unordered_map<VarNodeBase*, int> feeds;
-  const auto hooked_leaf_first_seen = [&](std::size_t k) {
-    VarNodeBase* v = ins[k];
-    return !v->grad_fn && !v->grad_ready_hooks.empty() &&
-           std::find(ins.begin(), ins.begin() + static_cast<std::ptrdiff_t>(k), v) ==
-               ins.begin() + static_cast<std::ptrdiff_t>(k);
-  };
-  nodes.push_back(root.grad_fn);
-  seen.insert(root.grad_fn.get());
-  stack.push_back(root.grad_fn.get());
   while (!stack.empty()) {
     TapeNode* n = stack.back();
     stack.pop_back();
@@ -185,22 +167,59 @@ inline void run_backward(VarNodeBase& root, bool retain_graph) {
         nodes.push_back(v->grad_fn);
         stack.push_back(v->grad_fn.get());
       }
-      if (hooked_leaf_first_seen(k)) ++feeds[v];
+      if (first_hooked_leaf(ins, k)) ++feeds[v];
     }
   }
   std::sort(nodes.begin(), nodes.end(),
             [](const auto& a, const auto& b) { return a->seq > b->seq; });
+  return nodes;
+}
+
+/// The callbacks queue_callback adds during one backward on this thread; run() runs them, in
+/// order, including those they queue.
+class CallbackQueue {
+ public:
+  CallbackQueue() : previous_(std::exchange(queued_callbacks, &callbacks_)) {}
+  ~CallbackQueue() { queued_callbacks = previous_; }
+  CallbackQueue(const CallbackQueue&) = delete;
+  CallbackQueue& operator=(const CallbackQueue&) = delete;
+
+  void run() {
+    for (std::size_t i = 0; i < callbacks_.size(); ++i) {
+      auto f = std::move(callbacks_[i]);  // f may queue more, growing the queue
+      f();
+    }
+  }
+
+ private:
+  std::vector<std::function<void()>> callbacks_;
+  std::vector<std::function<void()>>* previous_;
+};
+}  // namespace detail
+
+/// Runs backward from `root` (whose gradient is already seeded).
+inline void run_backward(VarNodeBase& root, bool retain_graph) {
+  detail::CallbackQueue callbacks;
+  if (!root.grad_fn) {
+    if (!root.grad_ready_hooks.empty()) detail::run_grad_ready_hooks(root);
+    callbacks.run();
+    return;
+  }
+  std::unordered_map<VarNodeBase*, int> feeds;
+  std::vector<std::shared_ptr<TapeNode>> nodes = detail::nodes_to_run(root, feeds);
+  std::vector<VarNodeBase*> ins;
   for (const auto& n : nodes) {
     n->backward();
     if (feeds.empty()) continue;
     ins.clear();
     n->inputs(ins);
     for (std::size_t k = 0; k < ins.size(); ++k) {
-      if (!hooked_leaf_first_seen(k)) continue;
-      if (--feeds[ins[k]] == 0) detail::run_grad_ready_hooks(*ins[k]);
+      if (detail::first_hooked_leaf(ins, k) && --feeds[ins[k]] == 0) {
+        detail::run_grad_ready_hooks(*ins[k]);
+      }
     }
   }
-  run_callbacks();
+  callbacks.run();
   if (!retain_graph) {
     for (const auto& n : nodes) {
       n->release();

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <tuple>
@@ -20,10 +21,8 @@
 #include "../tensor/tensor.hpp"
 #include "assign_plan.hpp"
 #include "cpu_executor.hpp"
+#include "launch.hpp"
 #include "layout.hpp"
-#if defined(EMBER_CUDA_KERNELS)
-#include "cuda_executor.cuh"
-#endif
 
 namespace ember {
 
@@ -36,18 +35,6 @@ constexpr void check_assignable() {
                 "tensor; convert it explicitly with ember::cast<T>(expression)");
 }
 
-/// Throws unless every operand lives on `device`; with no CUDA compiler, explains how to get one.
-inline void require_runnable(Device device) {
-  if (device.is_cuda()) {
-    cuda::require_device(device.index());
-#if !defined(EMBER_CUDA_KERNELS)
-    fail("ember: evaluating an expression on ", device.str(),
-         " needs its translation unit compiled by nvcc (a .cu file, or CMake's CUDA language); "
-         "this one was compiled by the host compiler");
-#endif
-  }
-}
-
 inline namespace EMBER_EXEC_NS {
 
 namespace detail {
@@ -57,19 +44,53 @@ std::string describe_shape_error(const E& e, const Shape& out, std::string_view 
                                " cannot be written to a tensor of shape ", out.str());
 }
 
-// Whether every pointer is aligned for V-element packs.
-struct AlignmentCheck {
-  bool ok = true;
-  template <int V>
-  void require(const void* p, std::size_t element_size) {
-    if (element_size == 0 || p == nullptr) return;
-    const auto a = reinterpret_cast<std::uintptr_t>(p);
-    if (a % (element_size * V) != 0) ok = false;
+/// Output `o` as the next array of the space: the first output's shape and device, and no
+/// broadcast view (several elements would share one memory location).
+template <Storable T>
+void add_output(LaunchSpace& space, const Tensor<T>& o) {
+  const Shape& shape = space.shape();
+  EMBER_CHECK(o.defined(), "ember: assignment to an undefined tensor");
+  EMBER_CHECK(o.shape() == shape, "ember: assign: outputs have different shapes (", shape.str(),
+              " and ", o.shape().str(), ")");
+  EMBER_CHECK(o.device() == space.device(), "ember: assign: outputs are on different devices (",
+              space.device().str(), " and ", o.device().str(), ")");
+  for (int d = 0; d < shape.rank(); ++d) {
+    EMBER_CHECK(shape[d] <= 1 || o.strides()[d] != 0,
+                "ember: assign: the output is a broadcast view (stride 0 on dimension ", d,
+                " of shape ", shape.str(), "); several elements would share one memory location");
   }
+  space.add(o.strides(), o.data(), sizeof(T));
+}
+
+/// Where an output writes, for the aliasing check.
+struct Written {
+  const Storage* storage;
+  const void* data;
+  Strides strides;
 };
 
-template <std::size_t Bytes, int Target>
-inline constexpr int vector_width = Bytes == 0 ? Target / 4 : std::max<int>(1, Target / int(Bytes));
+/// Whether a leaf with strides `s` reads elements of `w` other than the one being written: with
+/// the work split over threads, another may already have overwritten them.
+inline bool reads_ahead(const expr::LeafInfo& leaf, const Strides& s, const Written& w) {
+  return leaf.storage && leaf.storage == w.storage && (leaf.data != w.data || !(s == w.strides));
+}
+
+/// The plan of outputs `outs` and expressions `es`: expression I reads the collapsed arrays
+/// [begin[I], begin[I + 1]) of the space.
+template <StoreOp Op, Storable... Ts, class... Es, std::size_t... I>
+auto assign_plan(const std::tuple<Tensor<Ts>...>& outs, const std::tuple<Es...>& es,
+                 const LaunchSpace& space, const std::array<std::size_t, sizeof...(Es) + 1>& begin,
+                 std::index_sequence<I...>) {
+  const auto slot = [&]<std::size_t K>(std::integral_constant<std::size_t, K>) {
+    expr::PlanBuilder b = space.planner(begin[K], begin[K + 1]);
+    using Slot = OutputSlot<Op, std::tuple_element_t<K, std::tuple<Ts...>>,
+                            typename std::tuple_element_t<K, std::tuple<Es...>>::plan_type>;
+    return Slot{std::get<K>(outs).data(), space.plan_strides(K), std::get<K>(es).plan(b)};
+  };
+  return AssignPlan<OutputSlot<Op, Ts, typename Es::plan_type>...>{
+      expr::Pack<OutputSlot<Op, Ts, typename Es::plan_type>...>(
+          slot(std::integral_constant<std::size_t, I>{})...)};
+}
 }  // namespace detail
 
 /// Evaluates es[k] into outs[k] for every k in one launch. Outputs must share one shape and
@@ -78,80 +99,46 @@ template <StoreOp Op, Storable... Ts, class... Es>
 void evaluate(const std::tuple<Tensor<Ts>...>& outs, const std::tuple<Es...>& es) {
   static_assert(sizeof...(Ts) == sizeof...(Es), "ember: assign needs one expression per output");
   (check_assignable<Ts, typename Es::value_type>(), ...);
-
   const auto& first = std::get<0>(outs);
   EMBER_CHECK(first.defined(), "ember: assignment to an undefined tensor");
-  const Shape shape = first.shape();
-  const Device device = first.device();
-
-  std::vector<Strides> arrays;
-  std::vector<const Storage*> out_storage;
-  std::vector<const void*> out_data;
-  std::apply(
-      [&](const auto&... o) {
-        (
-            [&] {
-              EMBER_CHECK(o.defined(), "ember: assignment to an undefined tensor");
-              EMBER_CHECK(o.shape() == shape, "ember: assign: outputs have different shapes (",
-                          shape.str(), " and ", o.shape().str(), ")");
-              EMBER_CHECK(o.device() == device, "ember: assign: outputs are on different devices (",
-                          device.str(), " and ", o.device().str(), ")");
-              for (int d = 0; d < shape.rank(); ++d) {
-                EMBER_CHECK(shape[d] <= 1 || o.strides()[d] != 0,
-                            "ember: assign: the output is a broadcast view (stride 0 on "
-                            "dimension ",
-                            d, " of shape ", shape.str(),
-                            "); several elements would share one memory location");
-              }
-              arrays.push_back(o.strides());
-              out_storage.push_back(o.storage().get());
-              out_data.push_back(o.data());
-            }(),
-            ...);
+  LaunchSpace space(first.shape(), first.device());
+  std::apply([&](const auto&... o) { (detail::add_output(space, o), ...); }, outs);
+  const auto written = std::apply(
+      [](const auto&... o) {
+        return std::array{detail::Written{o.storage().get(), o.data(), o.strides()}...};
       },
       outs);
-  const std::size_t n_out = arrays.size();
 
-  // Leaves of every expression, in planning order.
-  std::vector<std::size_t> leaf_begin;
+  // Each expression's leaves, in planning order.
+  std::array<std::size_t, sizeof...(Es) + 1> begin{};
   bool aliased = false;
-  detail::AlignmentCheck align_gpu;  // the CPU's plain loads need no alignment
-  constexpr std::size_t kMaxBytes = std::max({sizeof(Ts)..., Es::max_element_size...});
-  constexpr int kVecGpu = detail::vector_width<kMaxBytes, 16>;
-  constexpr int kVecCpu = detail::vector_width<kMaxBytes, cpu::kBlockBytes>;
+  std::size_t k = 0;
   std::apply(
       [&](const auto&... e) {
         (
             [&] {
-              if (!broadcastable_to(e.shape(), shape)) {
-                throw Error(detail::describe_shape_error(e, shape, "assign"));
+              if (!broadcastable_to(e.shape(), space.shape())) {
+                throw Error(detail::describe_shape_error(e, space.shape(), "assign"));
               }
-              leaf_begin.push_back(arrays.size());
-              e.for_each_leaf([&](const expr::LeafInfo& leaf) {
-                if (leaf.has_device && !(leaf.device == device)) {
-                  fail("ember: assign: an operand is on ", leaf.device.str(),
-                       " but the output is on ", device.str(), "; move it with .to(device) first");
+              begin[k++] = space.size();
+              space.add_leaves(e, "assign", [&](const expr::LeafInfo& leaf, const Strides& s) {
+                for (const detail::Written& w : written) {
+                  aliased = aliased || detail::reads_ahead(leaf, s, w);
                 }
-                Strides s = broadcast_strides(leaf.shape, leaf.strides, shape);
-                for (std::size_t k = 0; k < n_out; ++k) {
-                  if (leaf.storage && leaf.storage == out_storage[k] &&
-                      (leaf.data != out_data[k] || !(s == arrays[k]))) {
-                    aliased = true;  // reads elements another thread may already have written
-                  }
-                }
-                align_gpu.template require<kVecGpu>(leaf.data, leaf.element_size);
-                arrays.push_back(std::move(s));
               });
             }(),
             ...);
       },
       es);
-  leaf_begin.push_back(arrays.size());
+  begin.back() = space.size();
 
   if (aliased) {
     // Materialise every expression first, then store: two launches instead of a wrong answer.
     auto temps = std::apply(
-        [&](const auto&...) { return std::make_tuple(empty<Ts>(shape, device)...); }, es);
+        [&](const auto&...) {
+          return std::make_tuple(empty<Ts>(first.shape(), first.device())...);
+        },
+        es);
     evaluate<StoreOp::set>(temps, es);
     auto leaves =
         std::apply([](const auto&... t) { return std::make_tuple(expr::Leaf(t)...); }, temps);
@@ -159,39 +146,10 @@ void evaluate(const std::tuple<Tensor<Ts>...>& outs, const std::tuple<Es...>& es
     return;
   }
 
-  std::apply(
-      [&](const auto&... o) {
-        (align_gpu.template require<kVecGpu>(
-             o.data(), sizeof(typename std::remove_cvref_t<decltype(o)>::value_type)),
-         ...);
-      },
-      outs);
-
-  const IterLayout L = make_layout(shape, std::move(arrays));
-  const int nd = L.ndim();
-
-  auto make_plan = [&]<std::size_t... I>(std::index_sequence<I...>) {
-    return AssignPlan<OutputSlot<Op, Ts, typename Es::plan_type>...>{
-        expr::Pack<OutputSlot<Op, Ts, typename Es::plan_type>...>(
-            OutputSlot<Op, Ts, typename Es::plan_type>{
-                std::get<I>(outs).data(), expr::PlanStrides(L.arrays[I], nd), [&] {
-                  expr::PlanBuilder b(
-                      nd, std::vector<Strides>(
-                              L.arrays.begin() + static_cast<std::ptrdiff_t>(leaf_begin[I]),
-                              L.arrays.begin() + static_cast<std::ptrdiff_t>(leaf_begin[I + 1])));
-                  return std::get<I>(es).plan(b);
-                }()}...)};
-  };
-  const auto plan = make_plan(std::index_sequence_for<Ts...>{});
-
-  if (device.is_cpu()) {
-    cpu::run<kVecCpu>(plan, L);
-  } else {
-    require_runnable(device);
-#if defined(EMBER_CUDA_KERNELS)
-    gpu::run<kVecGpu>(plan, L, align_gpu.ok, device.index());
-#endif
-  }
+  space.collapse();
+  constexpr std::size_t kMaxBytes = std::max({sizeof(Ts)..., Es::max_element_size...});
+  space.template run<cpu_width<kMaxBytes>, gpu_width<kMaxBytes>>(
+      detail::assign_plan<Op>(outs, es, space, begin, std::index_sequence_for<Ts...>{}));
   std::apply([](const auto&... o) { (o.storage()->bump_version(), ...); }, outs);
 }
 

@@ -93,6 +93,22 @@ inline bool columns_are_dense(const ReduceLayout& L) {
   return true;
 }
 
+// The coordinates of a column task's first element: output row `row` (the kept dimensions
+// outside the innermost one), reduced row `r0`, innermost kept coordinate 0.
+inline expr::CoordIndex column_task_start(const ReduceLayout& L, std::int64_t row,
+                                          std::int64_t r0) {
+  expr::CoordIndex ix{};
+  for (int d = L.kept - 2; d >= 0; --d) {
+    ix.c[d] = row % L.sizes[d];
+    row /= L.sizes[d];
+  }
+  for (int d = L.ndim() - 1; d >= L.kept; --d) {
+    ix.c[d] = r0 % L.sizes[d];
+    r0 /= L.sizes[d];
+  }
+  return ix;
+}
+
 // The column path: each task folds a block of adjacent outputs over a chunk of reduced rows,
 // reading each row's elements in memory order; the chunks' states combine in chunk order.
 template <class R, class Red, class Plan>
@@ -118,19 +134,9 @@ void run_reduce_columns(const Red& red, const Plan& plan, const ReduceLayout& L,
     State* states = partial.data() + t * kColumnBlock;
     for (std::int64_t j = 0; j < width; ++j) states[j] = red.init();
 
-    expr::CoordIndex ix{};
-    std::int64_t rem = row;
-    for (int d = inner_dim - 1; d >= 0; --d) {
-      ix.c[d] = rem % L.sizes[d];
-      rem /= L.sizes[d];
-    }
     const std::int64_t r0 = chunk * kColumnChunk;
     const std::int64_t r1 = std::min(n, r0 + kColumnChunk);
-    rem = r0;
-    for (int d = L.ndim() - 1; d >= L.kept; --d) {
-      ix.c[d] = rem % L.sizes[d];
-      rem /= L.sizes[d];
-    }
+    expr::CoordIndex ix = column_task_start(L, row, r0);
     const std::int64_t o0 = row * inner + j0;
     for (std::int64_t r = r0; r < r1; ++r) {
       if (L.dense_columns) {  // linear indexing: the compiler vectorises across outputs
