@@ -24,6 +24,7 @@
 #include "../exec/layout.hpp"
 #include "../exec/reduce.hpp"
 #include "../expr/generator.hpp"
+#include "../expr/leaves.hpp"
 #include "../expr/operators.hpp"
 #include "backward_plan.hpp"
 #include "seed_rules.hpp"
@@ -37,25 +38,10 @@ class Var;
 
 namespace autograd {
 
-// ---- the leaves of an expression type, in for_each_leaf / planning order ----
+// The leaves of an expression are expr::leaf_types_t<E>, in the order of e.leaves()
+// (expr/leaves.hpp): the backward's slots are indexed as the plan's leaves are.
 template <class E>
-struct leaves_of {
-  using type = std::tuple<E>;  // Leaf, Var, Generated
-};
-template <class S>
-struct leaves_of<expr::ScalarNode<S>> {
-  using type = std::tuple<>;
-};
-template <class F, class... Es>
-struct leaves_of<expr::Map<F, Es...>> {
-  using type = decltype(std::tuple_cat(std::declval<typename leaves_of<Es>::type>()...));
-};
-template <Storable U, class E>
-struct leaves_of<expr::Cast<U, E>> {
-  using type = typename leaves_of<E>::type;
-};
-template <class E>
-using leaves_t = typename leaves_of<std::remove_cvref_t<E>>::type;
+using leaves_t = expr::leaf_types_t<E>;
 
 template <class N>
 struct is_var : std::false_type {};
@@ -69,35 +55,12 @@ struct any_var<std::tuple<Ns...>> : std::bool_constant<(false || ... || is_var<N
 template <class E>
 inline constexpr bool contains_var_v = any_var<leaves_t<E>>::value;
 
-/// Pointers to the leaf nodes of `e`, in slot order.
-template <class E>
-void collect_leaves(const E& e, std::vector<const void*>& out) {
-  if constexpr (requires { e.children(); }) {
-    std::apply([&](const auto&... c) { (collect_leaves(c, out), ...); }, e.children());
-  } else if constexpr (requires { e.child(); }) {
-    collect_leaves(e.child(), out);
-  } else if constexpr (!std::remove_cvref_t<E>::is_scalar_node) {
-    out.push_back(&e);
-  }
-}
-
 /// Calls f(std::integral_constant<std::size_t, K>{}, leaf) for every leaf of `e` that is a Var.
 template <class E, class F>
 void for_each_var_leaf(const E& e, F&& f) {
-  using Leaves = leaves_t<E>;
-  std::vector<const void*> nodes;
-  collect_leaves(e, nodes);
-  [&]<std::size_t... K>(std::index_sequence<K...>) {
-    (
-        [&] {
-          using Node = std::tuple_element_t<K, Leaves>;
-          if constexpr (is_var<Node>::value) {
-            f(std::integral_constant<std::size_t, K>{}, *static_cast<const Node*>(nodes[K]));
-          }
-        }(),
-        ...);
-  }
-  (std::make_index_sequence<std::tuple_size_v<Leaves>>{});
+  expr::for_each_indexed_leaf(e, [&](auto k, const auto& leaf) {
+    if constexpr (is_var<std::remove_cvref_t<decltype(leaf)>>::value) f(k, leaf);
+  });
 }
 
 template <class E>

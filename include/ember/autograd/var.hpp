@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -122,6 +123,7 @@ class Var {
   Var detach() const { return Var(value(), false); }
 
   // ---- expression-leaf protocol ----
+  std::tuple<const Var&> leaves() const { return {*this}; }
   template <class F>
   void for_each_leaf(F&& f) const {
     expr::Leaf<T>(value()).for_each_leaf(f);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <tuple>
 
 #include "../core/device.hpp"
 #include "../core/dtype.hpp"
@@ -94,6 +95,7 @@ class Generated {
   const Shape& shape() const { return shape_; }
   Device device() const { return device_; }
 
+  std::tuple<const Generated&> leaves() const { return {*this}; }
   template <class F>
   void for_each_leaf(F&& f) const {
     LeafInfo info;

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <tuple>
 
 #include "../core/dtype.hpp"
 #include "../tensor/tensor.hpp"
@@ -92,6 +93,7 @@ class Leaf {
   const Shape& shape() const { return t_.shape(); }
   const Tensor<T>& tensor() const { return t_; }
 
+  std::tuple<const Leaf&> leaves() const { return {*this}; }
   template <class F>
   void for_each_leaf(F&& f) const {
     LeafInfo info;
@@ -166,6 +168,7 @@ class ScalarNode {
     return rank0;
   }
   S value() const { return v_; }
+  std::tuple<> leaves() const { return {}; }
   template <class F>
   void for_each_leaf(F&&) const {}
   plan_type plan(PlanBuilder&) const { return plan_type{v_}; }

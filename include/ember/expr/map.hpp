@@ -14,6 +14,7 @@
 #include "../core/shape.hpp"
 #include "functors.hpp"
 #include "leaf.hpp"
+#include "leaves.hpp"
 #include "pack.hpp"
 #include "plan.hpp"
 
@@ -325,9 +326,13 @@ class Map {
   const F& functor_value() const { return f_; }
   const std::tuple<Es...>& children() const { return children_; }
 
+  /// The leaves below this node, left to right (expr/leaves.hpp).
+  auto leaves() const {
+    return std::apply([](const auto&... c) { return std::tuple_cat(c.leaves()...); }, children_);
+  }
   template <class V>
   void for_each_leaf(V&& visit) const {
-    std::apply([&](const auto&... c) { (c.for_each_leaf(visit), ...); }, children_);
+    std::apply([&](const auto&... leaf) { (leaf.for_each_leaf(visit), ...); }, leaves());
   }
 
   plan_type plan(PlanBuilder& b) const { return plan_impl(b, std::index_sequence_for<Es...>{}); }
@@ -417,6 +422,7 @@ class Cast {
   explicit Cast(E child) : child_(std::move(child)) {}
   const Shape& shape() const { return child_.shape(); }
   const E& child() const { return child_; }
+  auto leaves() const { return child_.leaves(); }
   template <class V>
   void for_each_leaf(V&& visit) const {
     child_.for_each_leaf(visit);

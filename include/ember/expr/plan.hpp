@@ -6,9 +6,9 @@
 //   at(LinearIndex)       element i when every operand is dense and unbroadcast;
 //   at(CoordIndex)        element at collapsed coordinates (broadcast or strided operands);
 //   at_vec<V>(base, out)  V consecutive elements from `base` on the dense path.
-// Leaves are visited twice, in the same order: once by for_each_leaf (so the executor can see
-// every operand's layout and collapse the iteration space), then by plan (each leaf takes its
-// collapsed strides from the PlanBuilder).
+// Leaves are visited twice, in the order of the node's leaves() (expr/leaves.hpp): once by
+// for_each_leaf (so the executor can see every operand's layout and collapse the iteration
+// space), then by plan (each leaf takes its collapsed strides from the PlanBuilder).
 #pragma once
 
 #include <cstddef>
