@@ -13,10 +13,8 @@ namespace ember::exec {
 
 /// The reduction's iteration space: kept dimensions first (they index the output, which is
 /// dense), then reduced ones; each group collapsed separately.
-struct ReduceLayout {
-  Shape sizes;
-  std::vector<Strides> arrays;  // one per leaf
-  int kept = 0;                 // sizes[0, kept) are kept, sizes[kept, ndim) reduced
+struct ReduceLayout : StridedSpace {
+  int kept = 0;  // sizes[0, kept) are kept, sizes[kept, ndim) reduced
   std::int64_t outputs = 1;
   std::int64_t reduced = 1;
   // Every leaf is dense in (kept..., reduced...) order: element r of output o sits at linear
@@ -25,31 +23,23 @@ struct ReduceLayout {
   // Every leaf is dense in (reduced..., kept...) order: element r of output o sits at linear
   // index r * outputs + o (a sum over the batch axis of a dense tensor).
   bool dense_columns = false;
-  int ndim() const { return sizes.rank(); }
 };
 
 inline ReduceLayout make_reduce_layout(const Shape& shape, const std::vector<bool>& is_reduced,
                                        const std::vector<Strides>& leaf_strides) {
-  ReduceLayout L;
   std::vector<int> order;
+  int kept = 0;
   for (int pass = 0; pass < 2; ++pass) {
     for (int d = 0; d < shape.rank(); ++d) {
       if (is_reduced[static_cast<std::size_t>(d)] == (pass == 1) && shape[d] != 1)
         order.push_back(d);
     }
-    if (pass == 0) L.kept = static_cast<int>(order.size());
+    if (pass == 0) kept = static_cast<int>(order.size());
   }
-  for (int d : order) L.sizes.push_back(shape[d]);
-  for (const Strides& s : leaf_strides) {
-    Strides c;
-    for (int d : order) c.push_back(s[d]);
-    L.arrays.push_back(c);
-  }
-  int end = L.sizes.rank();
-  int kept_end = L.kept;
-  merge_dims(L.sizes, L.arrays, kept_end, end);  // reduced group
-  merge_dims(L.sizes, L.arrays, 0, kept_end);    // kept group
-  L.kept = kept_end;
+  ReduceLayout L;
+  static_cast<StridedSpace&>(L) = StridedSpace::permuted(shape, leaf_strides, order);
+  L.coalesce(kept, L.ndim());    // the reduced group
+  L.kept = L.coalesce(0, kept);  // the kept group
   for (int d = 0; d < L.kept; ++d) L.outputs *= L.sizes[d];
   for (int d = L.kept; d < L.ndim(); ++d) L.reduced *= L.sizes[d];
   const Strides dense = contiguous_strides(L.sizes);
