@@ -1,6 +1,6 @@
 # Resolves the EMBER_BLAS option (AUTO, ON or OFF) into EMBER_WITH_BLAS: the CPU matrix product
 # calls CBLAS (OpenBLAS preferred; Debian: libopenblas-dev) when it is found, else ember's own
-# blocked OpenMP kernel (include/ember/ops/gemm_cpu.hpp).
+# blocked OpenMP kernel (include/ember/ops/matmul/gemm_cpu.hpp).
 #
 # Sets:
 #   EMBER_WITH_BLAS       ON or OFF

@@ -1,6 +1,6 @@
 # Resolves the EMBER_DNNL option (AUTO, ON or OFF) into EMBER_WITH_DNNL: conv2d on the CPU runs on
 # oneDNN (Debian: libdnnl-dev, 2.6; header oneapi/dnnl/dnnl.hpp) when it is found, else on
-# im2col + GEMM (include/ember/ops/conv.hpp). Found by its header and library, like cuDNN, so
+# im2col + GEMM (include/ember/ops/conv/conv.hpp). Found by its header and library, like cuDNN, so
 # oneDNN's own package config (which wants OpenCL's) is not needed.
 #
 # Sets:

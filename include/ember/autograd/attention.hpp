@@ -1,9 +1,10 @@
-// scaled_dot_product_attention of Vars: ops/attention.hpp's forward, recorded with its backward.
+// scaled_dot_product_attention of Vars: ops/rows/attention.hpp's forward, recorded with its
+// backward.
 #pragma once
 
 #include <vector>
 
-#include "../ops/attention.hpp"
+#include "../ops/rows/attention.hpp"
 #include "normalization.hpp"
 #include "op_node.hpp"
 #include "var.hpp"

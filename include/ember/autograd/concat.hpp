@@ -1,5 +1,5 @@
-// cat, stack, split and chunk of Vars: ops/concat.hpp's, recorded. cat's backward hands each
-// input the part of the gradient it filled (a view of it: no copy); stack is cat of unsqueezed
+// cat, stack, split and chunk of Vars: ops/indexing/concat.hpp's, recorded. cat's backward hands
+// each input the part of the gradient it filled (a view of it: no copy); stack is cat of unsqueezed
 // views; split's and chunk's pieces are narrow views, whose backward (views.hpp) writes each
 // piece's gradient into zeros of the input's shape. A Tensor joins a list as a constant:
 // `cat({x, Var<float>(t)}, 1)`.
@@ -10,7 +10,7 @@
 #include <memory>
 #include <vector>
 
-#include "../ops/concat.hpp"
+#include "../ops/indexing/concat.hpp"
 #include "op_node.hpp"
 #include "var.hpp"
 #include "views.hpp"

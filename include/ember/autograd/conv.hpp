@@ -1,11 +1,11 @@
-// conv2d of Vars: ops/conv.hpp's convolution, recorded with its backward (the input's and the
+// conv2d of Vars: ops/conv/conv.hpp's convolution, recorded with its backward (the input's and the
 // weight's gradients from ops::conv2d_backward, the bias's as a sum over N, H and W). The weight
 // and bias may be Vars, Tensors (constants) or, for the bias, undefined.
 #pragma once
 
 #include <vector>
 
-#include "../ops/conv.hpp"
+#include "../ops/conv/conv.hpp"
 #include "normalization.hpp"
 #include "op_node.hpp"
 #include "var.hpp"

@@ -1,4 +1,4 @@
-// embedding on Vars: the lookup of ops/embedding.hpp, recorded with its deterministic
+// embedding on Vars: the lookup of ops/indexing/embedding.hpp, recorded with its deterministic
 // scatter-add backward for the weight (the ids are integers: no gradient).
 #pragma once
 
@@ -7,14 +7,14 @@
 
 #include <optional>
 
-#include "../ops/embedding.hpp"
+#include "../ops/indexing/embedding.hpp"
 #include "op_node.hpp"
 #include "var.hpp"
 
 namespace ember {
 
-/// embedding of a Var table, recorded (see ops/embedding.hpp). With max_norm the table's value
-/// is renormalised in place first (no gradient flows through that: PyTorch's rule).
+/// embedding of a Var table, recorded (see ops/indexing/embedding.hpp). With max_norm the table's
+/// value is renormalised in place first (no gradient flows through that: PyTorch's rule).
 template <FloatingElement T, class Mode = exec::mode>
 Var<T> embedding(const Var<T>& weight, const Tensor<std::int64_t>& ids,
                  std::optional<std::int64_t> padding_idx = std::nullopt,

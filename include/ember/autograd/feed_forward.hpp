@@ -21,7 +21,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "../ops/feed_forward.hpp"
+#include "../ops/matmul/feed_forward.hpp"
 #include "matmul.hpp"
 
 namespace ember {

@@ -1,5 +1,5 @@
-// Indexing and rearranging Vars: ops/indexing.hpp's and ops/rearrange.hpp's, recorded, each with
-// a deterministic backward (no atomics):
+// Indexing and rearranging Vars: ops/indexing/indexing.hpp's and ops/indexing/rearrange.hpp's,
+// recorded, each with a deterministic backward (no atomics):
 //   index_select  the gradient's slices added back at the indices: embedding's sorted scatter-add
 //                 (ops::embedding_backward) with the indexed dimension moved to the front
 //   gather        scatter_add of the gradient into zeros
@@ -18,10 +18,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "../ops/embedding.hpp"
-#include "../ops/indexing.hpp"
-#include "../ops/rearrange.hpp"
-#include "../ops/sort.hpp"
+#include "../ops/indexing/embedding.hpp"
+#include "../ops/indexing/indexing.hpp"
+#include "../ops/indexing/rearrange.hpp"
+#include "../ops/indexing/sort.hpp"
 #include "op_node.hpp"
 #include "var.hpp"
 #include "views.hpp"

@@ -1,5 +1,5 @@
-// softmax, log_softmax and the losses on Vars: the Tensor operators of ops/softmax.hpp and
-// ops/losses.hpp, recorded with their hand-written backward passes (one reduction and one
+// softmax, log_softmax and the losses on Vars: the Tensor operators of ops/rows/softmax.hpp and
+// ops/rows/losses.hpp, recorded with their hand-written backward passes (one reduction and one
 // elementwise pass for softmax; one elementwise pass for cross_entropy and nll_loss).
 // mse_loss of Vars is an ordinary expression reduction, fused like any other.
 #pragma once
@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "../ops/losses.hpp"
-#include "../ops/softmax.hpp"
+#include "../ops/rows/losses.hpp"
+#include "../ops/rows/softmax.hpp"
 #include "op_node.hpp"
 #include "reductions.hpp"
 #include "var.hpp"

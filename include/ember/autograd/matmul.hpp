@@ -1,5 +1,5 @@
-// matmul and linear of Vars (mixed with Tensors): the products of ops/matmul.hpp, recorded with
-// their backward rules.
+// matmul and linear of Vars (mixed with Tensors): the products of ops/matmul/matmul.hpp, recorded
+// with their backward rules.
 //
 //   C = A B:                dA = dC B^T, dB = A^T dC, each summed over the batch dimensions its
 //                           operand was broadcast along (vectors as NumPy promotes them)
@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "../exec/reduce.hpp"
-#include "../ops/matmul.hpp"
+#include "../ops/matmul/matmul.hpp"
 #include "op_node.hpp"
 #include "var.hpp"
 

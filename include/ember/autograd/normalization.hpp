@@ -1,6 +1,6 @@
-// layer_norm, batch_norm and dropout on Vars: the Tensor operators of ops/normalization.hpp and
-// ops/dropout.hpp, recorded with their backward passes. Weight and bias may be Vars, Tensors
-// (constants) or undefined.
+// layer_norm, batch_norm and dropout on Vars: the Tensor operators of
+// ops/normalization/normalization.hpp and ops/dropout.hpp, recorded with their backward passes.
+// Weight and bias may be Vars, Tensors (constants) or undefined.
 #pragma once
 
 #include <cstdint>
@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "../ops/dropout.hpp"
-#include "../ops/dropout_add_layer_norm.hpp"
-#include "../ops/normalization.hpp"
+#include "../ops/normalization/normalization.hpp"
+#include "../ops/rows/dropout_add_layer_norm.hpp"
 #include "matmul.hpp"
 #include "op_node.hpp"
 #include "var.hpp"
@@ -132,7 +132,7 @@ Var<T> batch_norm_add_relu(const Var<T>& x, const autograd::param_arg_t<T>& resi
 }
 
 /// layer_norm(dropout(x) + residual) over the last dimension of Vars, in one row pass each way
-/// (ops/dropout_add_layer_norm.hpp); residual, weight and bias may be Vars, Tensors or (weight
+/// (ops/rows/dropout_add_layer_norm.hpp); residual, weight and bias may be Vars, Tensors or (weight
 /// and bias) undefined.
 template <FloatingElement T, class Mode = exec::mode>
 Var<T> dropout_add_layer_norm(const Var<T>& x, const autograd::param_arg_t<T>& residual,

@@ -4,10 +4,10 @@
 //   dist::sync_batch_norm(model);               // every nn::BatchNorm2d of a model, in place
 //   dist::SyncBatchNorm2d<float> bn(64);        // or one layer: an nn::BatchNorm2d, synchronised
 //
-// Both set the layers' statistics_group to the world (ops/statistics_group.hpp): the forward
-// combines the ranks' per-channel means and variances (two all-reduces of C + 1 and C values), and
-// the backward sums the ranks' per-channel gradient sums before forming the input's gradient (one
-// all-reduce of 2C values), inside batch norm's own passes, fused ones included
+// Both set the layers' statistics_group to the world (ops/normalization/statistics_group.hpp): the
+// forward combines the ranks' per-channel means and variances (two all-reduces of C + 1 and C
+// values), and the backward sums the ranks' per-channel gradient sums before forming the input's
+// gradient (one all-reduce of 2C values), inside batch norm's own passes, fused ones included
 // (forward_add_relu, ResNet's block ending). The parameters' gradients stay each rank's own, for
 // DistributedDataParallel to average. Running statistics as BatchNorm2d's (the unbiased variance
 // of the global batch), so every rank keeps the same ones. Every rank must run the same layers in
@@ -28,7 +28,7 @@
 #include "../core/half.hpp"
 #include "../nn/module.hpp"
 #include "../nn/normalization.hpp"
-#include "../ops/statistics_group.hpp"
+#include "../ops/normalization/statistics_group.hpp"
 #include "collectives.hpp"
 
 namespace ember::dist {

@@ -7,7 +7,7 @@
 // running statistics. Without tracking, it always uses the batch's. forward_add_relu(x, residual)
 // is relu(bn(x) + residual) in one pass after the statistics: ResNet's block ending. With
 // statistics_group set, training uses the statistics of the whole group's batch
-// (ops/statistics_group.hpp, dist::sync_batch_norm).
+// (ops/normalization/statistics_group.hpp, dist::sync_batch_norm).
 // The buffers are tensor handles: forward (const, like every layer's) updates their elements in
 // place, so a handle taken before sees the new values.
 //

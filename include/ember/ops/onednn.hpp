@@ -1,8 +1,8 @@
-// What ember's oneDNN paths share (ops/conv_dnnl.hpp, ops/gemm_dnnl.hpp): the CPU engine, a
-// stream per host thread, owning handles for oneDNN's C objects, and buffers from ember's host
-// allocator. oneDNN's C API (dnnl.h) rather than dnnl.hpp: nvcc 13's C++20 front end stops with
-// an internal error on dnnl.hpp (and on a std::vector of one of its unnamed C structs), and every
-// ember header must compile in .cu translation units too.
+// What ember's oneDNN paths share (ops/conv/conv_dnnl.hpp, ops/matmul/gemm_dnnl.hpp): the CPU
+// engine, a stream per host thread, owning handles for oneDNN's C objects, and buffers from ember's
+// host allocator. oneDNN's C API (dnnl.h) rather than dnnl.hpp: nvcc 13's C++20 front end stops
+// with an internal error on dnnl.hpp (and on a std::vector of one of its unnamed C structs), and
+// every ember header must compile in .cu translation units too.
 #pragma once
 
 #include <oneapi/dnnl/dnnl.h>
