@@ -60,8 +60,8 @@ class LaunchSpace {
   Device device() const { return device_; }
   /// Arrays added so far.
   std::size_t size() const { return arrays_.size(); }
-  /// Array i's strides as added (before collapse()).
-  const Strides& strides(std::size_t i) const { return arrays_[i]; }
+  /// The arrays' strides as added (before collapse()).
+  const std::vector<Strides>& arrays() const { return arrays_; }
 
   /// An array walked with strides `s` (already broadcast to shape()) from `data`, or from
   /// pointers the plan holds itself (null: name them with touches()).

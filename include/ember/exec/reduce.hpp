@@ -11,6 +11,7 @@
 
 #include "../core/concepts.hpp"
 #include "assign.hpp"
+#include "launch.hpp"
 #include "reduce_layout.hpp"
 #include "reducers.hpp"
 #if defined(EMBER_OPENMP)
@@ -247,23 +248,14 @@ Tensor<R> reduce_expression(const E& e, const Red& red, const char* name, const 
          axes.rank() ? axes.str() : std::string("all"), "); the result has no identity");
   }
 
-  std::optional<Device> dev;
-  std::vector<Strides> leaf_strides;
-  e.for_each_leaf([&](const expr::LeafInfo& leaf) {
-    if (leaf.has_device) {
-      if (dev && !(*dev == leaf.device)) {
-        fail("ember: ", name, ": operands are on different devices (", dev->str(), " and ",
-             leaf.device.str(), ")");
-      }
-      dev = leaf.device;
-    }
-    leaf_strides.push_back(broadcast_strides(leaf.shape, leaf.strides, shape));
-  });
-  const Device device = dev.value_or(Device::cpu());
+  // The operands as a launch sees them (launch.hpp); the result goes on their device.
+  LaunchSpace space(shape, expr::detail::device_of(e).value_or(Device::cpu()));
+  space.add_leaves(e, name);
+  const Device device = space.device();
   Tensor<R> out = empty<R>(out_shape, device);
   if (out.numel() == 0) return out;
 
-  const ReduceLayout L = make_reduce_layout(shape, is_reduced, leaf_strides);
+  const ReduceLayout L = make_reduce_layout(shape, is_reduced, space.arrays());
   expr::PlanBuilder b(L.ndim(), L.arrays);
   const auto plan = e.plan(b);
   if (device.is_cpu()) {
