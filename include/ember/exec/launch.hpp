@@ -3,7 +3,8 @@
 // what the plan reads in planning order, each with its strides broadcast to the launch's shape.
 // The space checks the operands' devices, collapses the iteration space (layout.hpp), hands the
 // plans their collapsed strides, knows whether every pointer suits the GPU's packed access, and
-// runs the plan on its device. The vector-width policy is here too.
+// runs the plan on its device. The vector-width policy is here too. A reduction (reduce.hpp)
+// gathers its operands the same way, for a layout of its own (reduce_layout.hpp).
 #pragma once
 
 #include <algorithm>
