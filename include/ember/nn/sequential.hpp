@@ -12,7 +12,6 @@
 //   Var<float> y = stem(x);
 #pragma once
 
-#include <concepts>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -25,6 +24,18 @@
 
 namespace ember::nn {
 
+namespace detail {
+// Whether L has forward(const Var<T>&) returning something convertible to Var<T>. (A trait, not
+// a requires-expression: nvcc 13's front end rejected the latter for the ResNet blocks.)
+template <class L, class T, class = void>
+struct has_var_forward : std::false_type {};
+template <class L, class T>
+struct has_var_forward<
+    L, T, std::void_t<decltype(std::declval<const L&>().forward(std::declval<const Var<T>&>()))>>
+    : std::is_convertible<decltype(std::declval<const L&>().forward(std::declval<const Var<T>&>())),
+                          Var<T>> {};
+}  // namespace detail
+
 template <FloatingElement T = float>
 class Sequential : public Module {
  public:
@@ -35,22 +46,13 @@ class Sequential : public Module {
   template <class L, class Mode = exec::mode, class... Args>
   L& emplace(Args&&... args) {
     static_assert(std::is_base_of_v<Module, L>, "ember: nn::Sequential holds nn::Module layers");
-    static_assert(
-        requires(const L& l, const Var<T>& x) {
-          { l.forward(x) } -> std::convertible_to<Var<T>>;
-        },
-        "ember: a layer of nn::Sequential<T> needs forward(const Var<T>&) -> Var<T>");
+    static_assert(detail::has_var_forward<L, T>::value,
+                  "ember: a layer of nn::Sequential<T> needs forward(const Var<T>&) -> Var<T>");
     auto layer = std::make_unique<L>(std::forward<Args>(args)...);
     L& ref = *layer;
     register_module(std::to_string(layers_.size()), ref);
-    steps_.push_back([&ref](const Var<T>& x) -> Var<T> {
-      // ember's layers run in this translation unit's mode; a user's layer has one forward.
-      if constexpr (requires { ref.template forward<Mode>(x); }) {
-        return ref.template forward<Mode>(x);
-      } else {
-        return ref.forward(x);
-      }
-    });
+    // ember's layers default their translation-unit tag to this file's, as emplace does.
+    steps_.push_back([&ref](const Var<T>& x) -> Var<T> { return ref.forward(x); });
     layers_.push_back(std::move(layer));
     return ref;
   }
