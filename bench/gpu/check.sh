@@ -158,18 +158,16 @@ main() {
       cmake_args+=("-DCatch2_DIR=$root/.device-deps/catch2/lib/cmake/Catch2")
     fi
     if limited 90 cmake "${cmake_args[@]}" >"$work/configure.log" 2>&1; then
-      # The executables the CUDA-labelled tests run: one per test folder (test_ops_cuda runs
-      # test_ops_conv_cuda, test_ops_matmul_cuda, ...), so test names are not target names.
-      mapfile -t cuda_tests < <(ctest --test-dir "$build" --show-only=json-v1 -L cuda 2>/dev/null |
-        python3 -c 'import json, os, sys
-tests = json.load(sys.stdin).get("tests", [])
-print("\n".join(sorted({os.path.basename(t["command"][0]) for t in tests if t.get("command")})))')
+      # One target builds every executable the CUDA-labelled tests run (tests/CMakeLists.txt:
+      # test names are not target names, test_ops_conv_cuda runs test_ops_cuda).
+      mapfile -t cuda_tests < <(ctest --test-dir "$build" -N -L cuda 2>/dev/null |
+        sed -n 's/^ *Test *#[0-9]*: *\([A-Za-z0-9_]*\).*/\1/p')
       if ((${#cuda_tests[@]} == 0)); then
         note "tests: configure found no CUDA-labelled tests"
       else
-        echo "== building ${#cuda_tests[@]} CUDA test executable(s) in the background: ${cuda_tests[*]}"
+        echo "== building the executables of ${#cuda_tests[@]} CUDA test(s) in the background"
         (
-          limited 300 cmake --build "$build" -j "$jobs" --target "${cuda_tests[@]}" >"$work/build.log" 2>&1
+          limited 300 cmake --build "$build" -j "$jobs" --target ember_cuda_tests >"$work/build.log" 2>&1
           echo $? >"$work/build.rc"
         ) &
         test_build_pid=$!
