@@ -21,6 +21,7 @@ struct TwoLayerNet : ember::nn::Module {
   }
 
   ember::Var<T> forward(const ember::Var<T>& x) const { return fc2(ember::relu(fc1(x))); }
+  ember::Var<T> operator()(const ember::Var<T>& x) const { return forward(x); }
 };
 
 /// x * scale + shift, evaluated where it is called.
