@@ -34,7 +34,7 @@ using param_arg_t = std::type_identity_t<ParamArg<T>>;
 
 /// The recorded normalisation with statistics of x itself (layer_norm where its rows do not
 /// apply): y = normalize(x; st, w, b) with the backward of ops/.
-template <FloatingElement T, class Mode>
+template <FloatingElement T, class Mode = exec::mode>
 Var<T> record_normalize(const char* name, const Var<T>& x, const ops::NormStats<acc_t<T>>& st,
                         const ParamArg<T>& w, const ParamArg<T>& b, const Tensor<T>& wv,
                         const Tensor<T>& bv, const Dims& axes) {

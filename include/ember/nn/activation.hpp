@@ -18,7 +18,7 @@ class ReLU : public Module {
   }
   template <class Mode = exec::mode>
   Var<T> operator()(const Var<T>& x) const {
-    return forward<Mode>(x);
+    return forward(x);
   }
 };
 
@@ -37,7 +37,7 @@ class GELU : public Module {
   }
   template <class Mode = exec::mode>
   Var<T> operator()(const Var<T>& x) const {
-    return forward<Mode>(x);
+    return forward(x);
   }
 };
 

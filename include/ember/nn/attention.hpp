@@ -46,12 +46,12 @@ class MultiheadSelfAttention : public Module {
         num_heads(heads),
         head_dim(embed / heads),
         dropout(dropout_p) {
-    in_proj_weight = param(init::xavier_uniform<T, Mode>(Shape{3 * embed, embed}, 1.0, device));
+    in_proj_weight = param(init::xavier_uniform<T>(Shape{3 * embed, embed}, 1.0, device));
     register_parameter("in_proj_weight", in_proj_weight);
     if (with_bias) {
-      in_proj_bias = param(init::zeros<T, Mode>(Shape{3 * embed}, device));
+      in_proj_bias = param(init::zeros<T>(Shape{3 * embed}, device));
       register_parameter("in_proj_bias", in_proj_bias);
-      out_proj.bias = param(init::zeros<T, Mode>(Shape{embed}, device));
+      out_proj.bias = param(init::zeros<T>(Shape{embed}, device));
     }
     register_module("out_proj", out_proj);
   }
@@ -65,29 +65,25 @@ class MultiheadSelfAttention : public Module {
                 s.str());
     const std::int64_t B = s[0], S = s[1], H = num_heads, D = head_dim;
     if (mask.defined()) check_mask(mask.shape(), B, S);
-    const Var<T> qkv =
-        in_proj_bias.defined()
-            ? linear<Var<T>, Var<T>, Var<T>, Mode>(x, in_proj_weight, in_proj_bias)
-            : linear<Var<T>, Var<T>, Tensor<T>, Mode>(x, in_proj_weight, Tensor<T>());
+    const Var<T> qkv = in_proj_bias.defined()
+                           ? linear<Var<T>, Var<T>, Var<T>>(x, in_proj_weight, in_proj_bias)
+                           : linear<Var<T>, Var<T>, Tensor<T>>(x, in_proj_weight, Tensor<T>());
     // [B, S, 3E] -> [3, B, H, S, D]: q, k and v as views.
-    const Var<T> heads = qkv.template reshape<Mode>(Shape{B, S, 3, H, D})
-                             .template permute<Mode>(Dims{2, 0, 3, 1, 4});
+    const Var<T> heads = qkv.reshape(Shape{B, S, 3, H, D}).permute(Dims{2, 0, 3, 1, 4});
     AttentionOptions opt;
     opt.causal = causal;
     if (is_training() && dropout > 0) {
       opt.dropout_p = dropout;
       std::tie(opt.seed, opt.offset) = reserve_random(B * H * S * S);
     }
-    const Var<T> att = scaled_dot_product_attention<T, Mode>(
-        heads.template select<Mode>(0, 0), heads.template select<Mode>(0, 1),
-        heads.template select<Mode>(0, 2), mask, opt);
+    const Var<T> att = scaled_dot_product_attention<T>(heads.select(0, 0), heads.select(0, 1),
+                                                       heads.select(0, 2), mask, opt);
     // [B, H, S, D] -> [B, S, E].
-    return out_proj.template forward<Mode>(
-        att.template transpose<Mode>(1, 2).template reshape<Mode>(Shape{B, S, embed_dim}));
+    return out_proj.forward(att.transpose(1, 2).reshape(Shape{B, S, embed_dim}));
   }
   template <class Mode = exec::mode>
   Var<T> operator()(const Var<T>& x, const Tensor<bool>& mask = {}, bool causal = false) const {
-    return forward<Mode>(x, mask, causal);
+    return forward(x, mask, causal);
   }
 
   /// The attention mask for a key-padding mask keep [B, S] (true for real tokens, false for
@@ -98,7 +94,7 @@ class MultiheadSelfAttention : public Module {
     EMBER_CHECK(keep.defined() && keep.rank() == 2,
                 "ember: nn::MultiheadSelfAttention: a key-padding mask is [B, S], got ",
                 keep.defined() ? keep.shape().str() : std::string("undefined"));
-    return keep.template reshape<Mode>(Shape{keep.size(0), 1, 1, keep.size(1)});
+    return keep.reshape(Shape{keep.size(0), 1, 1, keep.size(1)});
   }
 
  private:

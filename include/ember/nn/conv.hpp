@@ -45,11 +45,11 @@ class Conv2d : public Module {
                 opt.stride[0], "x", opt.stride[1], ", padding ", opt.padding[0], "x",
                 opt.padding[1], ", dilation ", opt.dilation[0], "x", opt.dilation[1]);
     const Shape wshape{out, in / opt.groups, kernel[0], kernel[1]};
-    weight = param(init::kaiming_uniform<T, Mode>(wshape, std::sqrt(5.0), device));
+    weight = param(init::kaiming_uniform<T>(wshape, std::sqrt(5.0), device));
     register_parameter("weight", weight);
     if (with_bias) {
       const double bound = 1.0 / std::sqrt(init::fans(wshape).first);
-      bias = param(init::uniform<T, Mode>(Shape{out}, -bound, bound, device));
+      bias = param(init::uniform<T>(Shape{out}, -bound, bound, device));
       register_parameter("bias", bias);
     }
   }
@@ -66,11 +66,11 @@ class Conv2d : public Module {
                 "ember: nn::Conv2d: input must be [N, ", in_channels, ", H, W], got ",
                 x.shape().str());
     using Arg = autograd::ParamArg<T>;  // a Var or none (the Tensor overloads do not match)
-    return conv2d<T, Mode>(x, Arg(weight), bias.defined() ? Arg(bias) : Arg(), options);
+    return conv2d<T>(x, Arg(weight), bias.defined() ? Arg(bias) : Arg(), options);
   }
   template <class Mode = exec::mode>
   Var<T> operator()(const Var<T>& x) const {
-    return forward<Mode>(x);
+    return forward(x);
   }
 };
 

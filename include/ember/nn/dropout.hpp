@@ -24,11 +24,11 @@ class Dropout : public Module {
   Var<T> forward(const Var<T>& x) const {
     if (!is_training() || p == 0) return x;
     const auto [seed, offset] = reserve_random(x.value().numel());
-    return dropout<T, Mode>(x, p, true, seed, offset);
+    return dropout<T>(x, p, true, seed, offset);
   }
   template <class Mode = exec::mode>
   Var<T> operator()(const Var<T>& x) const {
-    return forward<Mode>(x);
+    return forward(x);
   }
 };
 

@@ -38,10 +38,10 @@ class Embedding : public Module {
                 "ember: nn::Embedding: num_embeddings and embedding_dim must be positive, got ",
                 count, " and ", dim);
     const std::int64_t row = ops::padding_row(padding, count);
-    Tensor<T> table = init::normal<T, Mode>(Shape{count, dim}, 0.0, 1.0, device);
+    Tensor<T> table = init::normal<T>(Shape{count, dim}, 0.0, 1.0, device);
     if (row >= 0) {
       Tensor<T> zeroed = table.narrow(0, row, 1);
-      zeroed.template operator=<double, Mode>(0.0);
+      zeroed = 0.0;
     }
     weight = param(table);
     register_parameter("weight", weight);
@@ -51,11 +51,11 @@ class Embedding : public Module {
   template <class Mode = exec::mode>
   Var<T> forward(const Tensor<std::int64_t>& ids) const {
     EMBER_CHECK(ids.defined(), "ember: nn::Embedding: undefined ids");
-    return embedding<T, Mode>(weight, ids, padding_idx, max_norm, norm_type);
+    return embedding<T>(weight, ids, padding_idx, max_norm, norm_type);
   }
   template <class Mode = exec::mode>
   Var<T> operator()(const Tensor<std::int64_t>& ids) const {
-    return forward<Mode>(ids);
+    return forward(ids);
   }
 };
 

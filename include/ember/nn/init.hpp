@@ -150,23 +150,23 @@ namespace init {
 /// Every element 0 (biases, PyTorch's nn.init.zeros_); draws nothing from the stream.
 template <Storable T, class Mode = exec::mode>
 Tensor<T> zeros(const Shape& shape, Device device = Device::cpu()) {
-  return ::ember::zeros<T, Mode>(shape, device);
+  return ::ember::zeros<T>(shape, device);
 }
 /// Every element 1 (normalisation weights, nn.init.ones_); draws nothing from the stream.
 template <Storable T, class Mode = exec::mode>
 Tensor<T> ones(const Shape& shape, Device device = Device::cpu()) {
-  return ::ember::ones<T, Mode>(shape, device);
+  return ::ember::ones<T>(shape, device);
 }
 
 template <FloatingElement T, class Mode = exec::mode>
 Tensor<T> uniform(const Shape& shape, double lo, double hi, Device device = Device::cpu()) {
   const auto [seed, offset] = detail::draw(shape.numel());
-  return rand<T, Mode>(shape, seed, device, lo, hi, offset);
+  return rand<T>(shape, seed, device, lo, hi, offset);
 }
 template <FloatingElement T, class Mode = exec::mode>
 Tensor<T> normal(const Shape& shape, double mean, double stddev, Device device = Device::cpu()) {
   const auto [seed, offset] = detail::draw(shape.numel());
-  return randn<T, Mode>(shape, seed, device, mean, stddev, offset);
+  return randn<T>(shape, seed, device, mean, stddev, offset);
 }
 
 /// Normal(mean, stddev) truncated to [a, b], as PyTorch's nn.init.trunc_normal_: a and b are
@@ -204,23 +204,23 @@ template <FloatingElement T, class Mode = exec::mode>
 Tensor<T> kaiming_uniform(const Shape& shape, double a = 0.0, Device device = Device::cpu()) {
   const double gain = std::sqrt(2.0 / (1.0 + a * a));
   const double bound = gain * std::sqrt(3.0 / fans(shape).first);
-  return uniform<T, Mode>(shape, -bound, bound, device);
+  return uniform<T>(shape, -bound, bound, device);
 }
 template <FloatingElement T, class Mode = exec::mode>
 Tensor<T> kaiming_normal(const Shape& shape, double a = 0.0, Device device = Device::cpu()) {
   const double gain = std::sqrt(2.0 / (1.0 + a * a));
-  return normal<T, Mode>(shape, 0.0, gain / std::sqrt(fans(shape).first), device);
+  return normal<T>(shape, 0.0, gain / std::sqrt(fans(shape).first), device);
 }
 template <FloatingElement T, class Mode = exec::mode>
 Tensor<T> xavier_uniform(const Shape& shape, double gain = 1.0, Device device = Device::cpu()) {
   const auto [in, out] = fans(shape);
   const double bound = gain * std::sqrt(6.0 / (in + out));
-  return uniform<T, Mode>(shape, -bound, bound, device);
+  return uniform<T>(shape, -bound, bound, device);
 }
 template <FloatingElement T, class Mode = exec::mode>
 Tensor<T> xavier_normal(const Shape& shape, double gain = 1.0, Device device = Device::cpu()) {
   const auto [in, out] = fans(shape);
-  return normal<T, Mode>(shape, 0.0, gain * std::sqrt(2.0 / (in + out)), device);
+  return normal<T>(shape, 0.0, gain * std::sqrt(2.0 / (in + out)), device);
 }
 
 }  // namespace init

@@ -20,7 +20,8 @@ class Linear : public Module {
   std::int64_t in_features, out_features;
 
   // Constructor and forward take the defaulted Mode of every evaluating template (core/config.hpp)
-  // so .cpp and .cu files may both build and run the same layer type.
+  // so .cpp and .cu files may both build and run the same layer type; the bodies call ember as a
+  // user's model does, and every call defaults to the same tag.
   template <class Mode = exec::mode>
   Linear(std::int64_t in, std::int64_t out, bool with_bias = true, Device device = Device::cpu(),
          Activation activation = Activation::none)
@@ -28,10 +29,10 @@ class Linear : public Module {
     EMBER_CHECK(in > 0 && out > 0, "ember: nn::Linear: features must be positive, got ", in, " -> ",
                 out);
     const double bound = 1.0 / std::sqrt(static_cast<double>(in));
-    weight = param(init::uniform<T, Mode>(Shape{out, in}, -bound, bound, device));
+    weight = param(init::uniform<T>(Shape{out, in}, -bound, bound, device));
     register_parameter("weight", weight);
     if (with_bias) {
-      bias = param(init::uniform<T, Mode>(Shape{out}, -bound, bound, device));
+      bias = param(init::uniform<T>(Shape{out}, -bound, bound, device));
       register_parameter("bias", bias);
     }
   }
@@ -39,13 +40,12 @@ class Linear : public Module {
   /// x [..., in] -> [..., out].
   template <class Mode = exec::mode>
   Var<T> forward(const Var<T>& x) const {
-    return bias.defined()
-               ? linear<Var<T>, Var<T>, Var<T>, Mode>(x, weight, bias, activation_)
-               : linear<Var<T>, Var<T>, Tensor<T>, Mode>(x, weight, Tensor<T>(), activation_);
+    return bias.defined() ? linear<Var<T>, Var<T>, Var<T>>(x, weight, bias, activation_)
+                          : linear<Var<T>, Var<T>, Tensor<T>>(x, weight, Tensor<T>(), activation_);
   }
   template <class Mode = exec::mode>
   Var<T> operator()(const Var<T>& x) const {
-    return forward<Mode>(x);
+    return forward(x);
   }
 
  private:

@@ -98,13 +98,12 @@ class Module {
       std::visit(
           [&](auto* v) {
             if (v->value().device() == device) return;
-            *v = std::decay_t<decltype(*v)>(v->value().template to<Mode>(device),
-                                            v->requires_grad());
+            *v = std::decay_t<decltype(*v)>(v->value().to(device), v->requires_grad());
           },
           p);
     }
     for (const auto& [name, b] : named_buffers()) {
-      std::visit([&](auto* t) { *t = t->template to<Mode>(device); }, b);
+      std::visit([&](auto* t) { *t = t->to(device); }, b);
     }
   }
 
@@ -192,16 +191,15 @@ void copy_state(const Module& from, Module& to) {
     std::visit(
         [](auto* s, auto* d) {
           auto value = d->value();
-          value
-              .template copy_<typename std::remove_cvref_t<decltype(s->value())>::value_type, Mode>(
-                  s->value().to(value.device()));
+          value.template copy_<typename std::remove_cvref_t<decltype(s->value())>::value_type>(
+              s->value().to(value.device()));
         },
         src_p[i].second, dst_p[i].second);
   }
   for (std::size_t i = 0; i < src_b.size(); ++i) {
     std::visit(
         [](auto* s, auto* d) {
-          d->template copy_<typename std::remove_cvref_t<decltype(*s)>::value_type, Mode>(
+          d->template copy_<typename std::remove_cvref_t<decltype(*s)>::value_type>(
               s->to(d->device()));
         },
         src_b[i].second, dst_b[i].second);

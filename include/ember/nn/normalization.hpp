@@ -57,15 +57,15 @@ class BatchNorm2d : public Module {
                 "ember: nn::BatchNorm2d: needs eps > 0 and momentum in [0, 1], got eps ", epsilon,
                 ", momentum ", momentum_);
     if (affine) {
-      weight = param(init::ones<T, Mode>(Shape{features}, device));
-      bias = param(init::zeros<T, Mode>(Shape{features}, device));
+      weight = param(init::ones<T>(Shape{features}, device));
+      bias = param(init::zeros<T>(Shape{features}, device));
       register_parameter("weight", weight);
       register_parameter("bias", bias);
     }
     if (track_running_stats) {
-      running_mean = init::zeros<T, Mode>(Shape{features}, device);
-      running_var = init::ones<T, Mode>(Shape{features}, device);
-      num_batches_tracked = init::zeros<std::int64_t, Mode>(Shape{}, device);
+      running_mean = init::zeros<T>(Shape{features}, device);
+      running_var = init::ones<T>(Shape{features}, device);
+      num_batches_tracked = init::zeros<std::int64_t>(Shape{}, device);
       register_buffer("running_mean", running_mean);
       register_buffer("running_var", running_var);
       register_buffer("num_batches_tracked", num_batches_tracked);
@@ -76,14 +76,14 @@ class BatchNorm2d : public Module {
   template <class Mode = exec::mode>
   Var<T> forward(const Var<T>& x) const {
     check_input(x, "forward");
-    const bool batch_stats = begin_batch<Mode>();
+    const bool batch_stats = begin_batch();
     using Arg = autograd::ParamArg<T>;  // a Var or none (the Tensor overloads do not match)
-    return batch_norm<T, Mode>(x, affine ? Arg(weight) : Arg(), affine ? Arg(bias) : Arg(),
-                               running_mean, running_var, batch_stats, momentum, eps, group());
+    return batch_norm<T>(x, affine ? Arg(weight) : Arg(), affine ? Arg(bias) : Arg(), running_mean,
+                         running_var, batch_stats, momentum, eps, group());
   }
   template <class Mode = exec::mode>
   Var<T> operator()(const Var<T>& x) const {
-    return forward<Mode>(x);
+    return forward(x);
   }
 
   /// relu(forward(x) + residual) in one pass after the statistics; residual (a Var or a Tensor,
@@ -92,9 +92,9 @@ class BatchNorm2d : public Module {
   Var<T> forward_add_relu(const Var<T>& x, const autograd::param_arg_t<T>& residual) const {
     check_input(x, "forward_add_relu");
     EMBER_CHECK(affine, "ember: nn::BatchNorm2d: forward_add_relu needs affine = true");
-    const bool batch_stats = begin_batch<Mode>();
-    return batch_norm_add_relu<T, Mode>(x, residual, weight, bias, running_mean, running_var,
-                                        batch_stats, momentum, eps, group());
+    const bool batch_stats = begin_batch();
+    return batch_norm_add_relu<T>(x, residual, weight, bias, running_mean, running_var, batch_stats,
+                                  momentum, eps, group());
   }
 
  private:
@@ -107,12 +107,12 @@ class BatchNorm2d : public Module {
   ops::StatisticsGroupPtr group() const { return is_training() ? statistics_group : nullptr; }
   /// Whether this batch normalises with its own statistics; counts it when it updates the
   /// running ones.
-  template <class Mode>
+  template <class Mode = exec::mode>
   bool begin_batch() const {
     if (!is_training() && track_running_stats) return false;
     if (track_running_stats) {
       Tensor<std::int64_t> count = num_batches_tracked;  // a handle: updates the buffer
-      count.template operator+=<std::int64_t, Mode>(1);
+      count += std::int64_t{1};
     }
     return true;
   }
@@ -141,8 +141,8 @@ class LayerNorm : public Module {
     }
     EMBER_CHECK(epsilon > 0, "ember: nn::LayerNorm: eps must be positive, got ", epsilon);
     if (elementwise_affine) {
-      weight = param(init::ones<T, Mode>(normalized_shape, device));
-      bias = param(init::zeros<T, Mode>(normalized_shape, device));
+      weight = param(init::ones<T>(normalized_shape, device));
+      bias = param(init::zeros<T>(normalized_shape, device));
       register_parameter("weight", weight);
       register_parameter("bias", bias);
     }
@@ -162,16 +162,16 @@ class LayerNorm : public Module {
     for (int i = 0; fits && i < k; ++i) fits = s[s.rank() - k + i] == normalized_shape[i];
     EMBER_CHECK(fits, "ember: nn::LayerNorm: input ", s.str(), " does not end in the normalized ",
                 "shape ", normalized_shape.str());
-    if (elementwise_affine) return layer_norm<T, Mode>(x, weight, bias, eps);
+    if (elementwise_affine) return layer_norm<T>(x, weight, bias, eps);
     // No parameters to carry the shape: the axes and statistics directly.
     const Dims axes = ops::layer_norm_axes(x.value(), normalized_shape);
-    const auto st = ops::norm_stats<T, Mode>(x.value(), axes, eps, "layer_norm");
-    return autograd::record_normalize<T, Mode>("layer_norm", x, st, {}, {}, Tensor<T>(),
-                                               Tensor<T>(), axes);
+    const auto st = ops::norm_stats<T>(x.value(), axes, eps, "layer_norm");
+    return autograd::record_normalize<T>("layer_norm", x, st, {}, {}, Tensor<T>(), Tensor<T>(),
+                                         axes);
   }
   template <class Mode = exec::mode>
   Var<T> operator()(const Var<T>& x) const {
-    return forward<Mode>(x);
+    return forward(x);
   }
 };
 
@@ -182,7 +182,7 @@ template <FloatingElement T, class Mode = exec::mode>
 Var<T> dropout_add_layer_norm(const Var<T>& x, const Var<T>& residual, const Dropout<T>& dropout,
                               const LayerNorm<T>& ln) {
   if (ln.normalized_shape.rank() != 1 || !ln.elementwise_affine) {
-    return ln.template forward<Mode>(Var<T>(dropout.template forward<Mode>(x) + residual));
+    return ln.forward(Var<T>(dropout.forward(x) + residual));
   }
   EMBER_CHECK(x.shape().rank() >= 1 && x.shape()[x.shape().rank() - 1] == ln.normalized_shape[0],
               "ember: nn::LayerNorm: input ", x.shape().str(), " does not end in the normalized ",
@@ -192,7 +192,7 @@ Var<T> dropout_add_layer_norm(const Var<T>& x, const Var<T>& residual, const Dro
     d.p = dropout.p;
     std::tie(d.seed, d.offset) = reserve_random(x.value().numel());
   }
-  return ember::dropout_add_layer_norm<T, Mode>(x, residual, ln.weight, ln.bias, ln.eps, d);
+  return ember::dropout_add_layer_norm<T>(x, residual, ln.weight, ln.bias, ln.eps, d);
 }
 
 }  // namespace ember::nn

@@ -53,11 +53,11 @@ class MaxPool2d : public Module {
   Var<T> forward(const Var<T>& x) const {
     EMBER_CHECK(x.shape().rank() == 4, "ember: nn::MaxPool2d: input must be [N, C, H, W], got ",
                 x.shape().str());
-    return max_pool2d<T, Mode>(x, options);
+    return max_pool2d<T>(x, options);
   }
   template <class Mode = exec::mode>
   Var<T> operator()(const Var<T>& x) const {
-    return forward<Mode>(x);
+    return forward(x);
   }
 };
 
@@ -80,11 +80,11 @@ class AdaptiveAvgPool2d : public Module {
   Var<T> forward(const Var<T>& x) const {
     EMBER_CHECK(x.shape().rank() == 4,
                 "ember: nn::AdaptiveAvgPool2d: input must be [N, C, H, W], got ", x.shape().str());
-    return adaptive_avg_pool2d<T, Mode>(x, output_size);
+    return adaptive_avg_pool2d<T>(x, output_size);
   }
   template <class Mode = exec::mode>
   Var<T> operator()(const Var<T>& x) const {
-    return forward<Mode>(x);
+    return forward(x);
   }
 };
 

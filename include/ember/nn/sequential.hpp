@@ -74,7 +74,7 @@ class Sequential : public Module {
   }
   template <class Mode = exec::mode>
   Var<T> operator()(const Var<T>& x) const {
-    return forward<Mode>(x);
+    return forward(x);
   }
 
  private:
