@@ -120,7 +120,7 @@ template <class E>
 class GradientTargets {
  public:
   using Leaves = leaves_t<E>;
-  static constexpr std::size_t N = std::tuple_size_v<Leaves>;
+  static constexpr std::size_t N = expr::leaf_count_v<E>;
   using Outs = typename slot_outs<Leaves>::type;
 
   GradientTargets(const E& e, const Shape& shape, Device device) {
@@ -350,7 +350,7 @@ class FusedNode final : public TapeNode {
   }
 
  private:
-  std::size_t leaf_count() const { return std::tuple_size_v<leaves_t<E>>; }
+  std::size_t leaf_count() const { return expr::leaf_count_v<E>; }
   std::optional<E> e_;
   VarNode<T>* out_;  // owns this node
   Rule rule_;

@@ -59,7 +59,7 @@ class LaunchSpace {
 
   const Shape& shape() const { return shape_; }
   Device device() const { return device_; }
-  /// Arrays added so far.
+  /// Arrays added so far (before collapse(), which takes them).
   std::size_t size() const { return arrays_.size(); }
   /// The arrays' strides as added (before collapse()).
   const std::vector<Strides>& arrays() const { return arrays_; }
