@@ -8,7 +8,9 @@
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_debug.h>
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -75,9 +77,22 @@ using PrimitiveDesc = std::unique_ptr<dnnl_primitive_desc, PrimitiveDescDeleter>
 using Primitive = std::unique_ptr<dnnl_primitive, PrimitiveDeleter>;
 using Memory = std::unique_ptr<dnnl_memory, MemoryDeleter>;
 
+namespace detail {
+inline std::atomic<std::int64_t>& primitives_created_counter() {
+  static std::atomic<std::int64_t> count{0};
+  return count;
+}
+}  // namespace detail
+
+/// oneDNN primitives (convolutions, matmuls, reorders) ember has made since the process started.
+/// Each is made once per shape and kept: a training step whose shapes equal the last step's
+/// makes none (tests/examples check it on both trainers' steps).
+inline std::int64_t primitives_created() { return detail::primitives_created_counter().load(); }
+
 inline Primitive make_primitive(const PrimitiveDesc& pd) {
   dnnl_primitive_t p = nullptr;
   check(dnnl_primitive_create(&p, pd.get()), "dnnl_primitive_create");
+  detail::primitives_created_counter().fetch_add(1);
   return Primitive(p);
 }
 
@@ -108,14 +123,17 @@ class Buffer {
   void* data_;
 };
 
-/// Whether oneDNN chose only its reference implementation for a primitive: orders of magnitude
-/// slower than its JIT kernels, so ember's callers take their own path instead.
-inline bool is_reference(const PrimitiveDesc& pd) {
+/// The implementation oneDNN chose for a primitive ("brgconv:avx512_core", "ref:any", ...).
+inline std::string impl_name(const PrimitiveDesc& pd) {
   const char* impl = nullptr;
   check(dnnl_primitive_desc_query(pd.get(), dnnl_query_impl_info_str, 0, &impl),
         "dnnl_primitive_desc_query");
-  return impl && std::string(impl).rfind("ref", 0) == 0;
+  return impl ? impl : "";
 }
+
+/// Whether oneDNN chose only its reference implementation for a primitive: orders of magnitude
+/// slower than its JIT kernels, so ember's callers take their own path instead.
+inline bool is_reference(const PrimitiveDesc& pd) { return impl_name(pd).rfind("ref", 0) == 0; }
 
 /// The scratchpad size a primitive asks for (ember's callers pass it in: scratchpad mode user).
 inline std::size_t scratchpad_bytes(const PrimitiveDesc& pd) {

@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <ember/ember.hpp>
@@ -116,6 +117,57 @@ TEST_CASE("conv2d on oneDNN equals im2col + GEMM over every case, both formats",
                           kResNetCases.end();
       if (resnet) REQUIRE(ran == 3);  // forward, input and weight gradients all on oneDNN
     }
+  }
+}
+
+TEST_CASE("conv2d on oneDNN: the input gradient as a forward convolution", "[ops][conv][onednn]") {
+  if (!ember::ops::kHaveOnednn) return;
+  // Stride-1 channels-last shapes of the kind whose input gradient runs as a forward convolution
+  // of dy with the flipped weights on an AVX-512 CPU (ops/conv/conv_dnnl.hpp), with C != O,
+  // 5x5 kernels and unequal paddings; and two that keep oneDNN's own kernel (16 channels, a 4x4
+  // output).
+  struct Case {
+    ember::testing::ConvCase conv;
+    bool as_forward;  // on a CPU whose forward kernel is brgconv
+  };
+  const std::vector<Case> cases = {
+      {{{2, 32, 8, 8}, {32, 32, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 1}}, true},
+      {{{2, 32, 10, 10}, {48, 32, 5, 5}, {{1, 1}, {1, 1}, {1, 1}, 1}}, true},
+      {{{1, 40, 9, 11}, {32, 40, 3, 3}, {{1, 1}, {1, 0}, {1, 1}, 1}}, true},
+      {{{2, 16, 8, 8}, {16, 16, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 1}}, false},
+      {{{2, 64, 4, 4}, {64, 64, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 1}}, false},
+  };
+  std::uint32_t seed = 401;
+  for (const Case& c : cases) {
+    INFO("x " << c.conv.x.str() << " w " << c.conv.w.str());
+    const Tensor<float> x = Tensor<float>(ember::cast<float>(rand_tensor(c.conv.x, seed++)))
+                                .contiguous(MemoryFormat::channels_last);
+    const Tensor<float> w = ember::cast<float>(rand_tensor(c.conv.w, seed++));
+    const Shape ys = ember::conv2d(x, w, c.conv.opt).shape();
+    const Tensor<float> dy = Tensor<float>(ember::cast<float>(rand_tensor(ys, seed++)))
+                                 .contiguous(MemoryFormat::channels_last);
+    const Result got = run(ConvBackend::onednn, x, w, dy, c.conv.opt);
+    auto& conv =
+        ember::ops::onednn::convolution<float>(ember::ops::conv_geometry(x, w, c.conv.opt));
+    using ember::ops::onednn::impl_name;
+    const auto brgconv = [](const std::string& impl) { return impl.rfind("brgconv", 0) == 0; };
+    INFO("forward " << impl_name(conv.forward().pd) << ", input gradient "
+                    << impl_name(conv.backward_data().pd)
+                    << (conv.data_as_forward() ? " (as a forward convolution)" : ""));
+    if (!c.as_forward) REQUIRE_FALSE(conv.data_as_forward());
+    // Where the forward is brgconv, so is the input gradient: oneDNN's own or the forward's.
+    if (c.as_forward && brgconv(impl_name(conv.forward().pd))) {
+      REQUIRE(brgconv(impl_name(conv.backward_data().pd)));
+    }
+    const Tensor<double> dx = ember::ops::conv2d_backward(Tensor<double>(ember::cast<double>(x)),
+                                                          Tensor<double>(ember::cast<double>(w)),
+                                                          Tensor<double>(ember::cast<double>(dy)),
+                                                          c.conv.opt, true, false)
+                                  .first;
+    // Float sums of O * KH * KW products.
+    const double k = static_cast<double>(c.conv.w[0] * c.conv.w[2] * c.conv.w[3]);
+    ember::testing::require_close(got.dx, dx, 1e-6, k);
+    REQUIRE(got.dx.is_contiguous(MemoryFormat::channels_last));
   }
 }
 

@@ -9,6 +9,8 @@
 // layout, reordered in and out, because its plain-NCHW kernels are im2col + GEMM again (measured
 // in docs/benchmarks.md). Where oneDNN has only its reference implementation for a shape, which
 // is orders of magnitude slower, the convolution is not taken: the caller falls back to im2col.
+// The input gradient of a stride-1 channels-last convolution may run as a forward convolution of
+// dy with the flipped weights, on oneDNN's faster forward kernel (Convolution::data_as_forward).
 //
 // Caching. A Convolution (the three primitive descriptors, the primitives and the reorders they
 // need) is made once per (dtype, sizes, options, memory format, thread count) and kept for the
@@ -20,6 +22,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <initializer_list>
@@ -158,6 +161,8 @@ class Convolution {
   Convolution& operator=(const Convolution&) = delete;
 
   const Pass& forward() const { return forward_; }
+  /// The input gradient's pass. Its operands are (dy, w, dx), or (dy, w flipped, dx) where
+  /// data_as_forward(): see flip_taps().
   const Pass& backward_data() {
     std::call_once(data_once_, [this] {
       dnnl_convolution_desc_t d;
@@ -167,6 +172,15 @@ class Convolution {
                                                              padding_.data(), padding_.data()),
             "convolution backward-data descriptor");
       PrimitiveDesc pd = primitive_desc(&d, forward_.pd.get());
+      if (PrimitiveDesc as_forward = data_as_forward_desc(pd)) {
+        std::vector<Operand> ops = operands({{DNNL_ARG_SRC, user_y(), dnnl_query_src_md},
+                                             {DNNL_ARG_WEIGHTS, flipped_w(), dnnl_query_weights_md},
+                                             {DNNL_ARG_DST, user_x(), dnnl_query_dst_md}},
+                                            as_forward);
+        backward_data_ = Pass(std::move(as_forward), std::move(ops));
+        data_as_forward_ = true;
+        return;
+      }
       std::vector<Operand> ops = operands({{DNNL_ARG_DIFF_DST, user_y(), dnnl_query_diff_dst_md},
                                            {DNNL_ARG_WEIGHTS, user_w(), dnnl_query_weights_md},
                                            {DNNL_ARG_DIFF_SRC, user_x(), dnnl_query_diff_src_md}},
@@ -175,6 +189,8 @@ class Convolution {
     });
     return backward_data_;
   }
+  /// Whether the input gradient runs as a forward convolution (made by backward_data()).
+  bool data_as_forward() const { return data_as_forward_; }
   const Pass& backward_weights() {
     std::call_once(weights_once_, [this] {
       dnnl_convolution_desc_t d;
@@ -250,6 +266,50 @@ class Convolution {
   }
   dnnl_memory_desc_t weights_any() const { return weights(dnnl_format_tag_any); }
   dnnl_memory_desc_t user_w() const { return weights(dnnl_oihw); }
+  /// The flipped weight (flip_taps) as the forward's weight [C, O, KH, KW]: [O, C, KH, KW] in
+  /// memory, so O and C trade strides.
+  dnnl_memory_desc_t flipped_w() const {
+    dnnl_memory_desc_t md;
+    const dnnl_dims_t dims{g_.C, g_.O, g_.KH, g_.KW};
+    const dnnl_dims_t strides{g_.KH * g_.KW, g_.C * g_.KH * g_.KW, g_.KW, 1};
+    check(dnnl_memory_desc_init_by_strides(&md, 4, dims, dt_, strides),
+          "dnnl_memory_desc_init_by_strides");
+    return md;
+  }
+
+  /// The input gradient of a stride-1 convolution is a forward convolution of dy with the
+  /// weights transposed (O and C trade places) and flipped in space, padded by K - 1 - p. oneDNN
+  /// 3.x computes it so; 2.6 runs its older JIT kernel for the input gradient of channels-last
+  /// tensors, while its forward is a brgconv kernel. Measured on AVX-512 (docs/benchmarks.md), the
+  /// forward kernel is 1.2-1.8x faster from 32 channels and 7x7 outputs up, and slower on smaller
+  /// maps (4x4: 512 channels 7.96 -> 9.68 ms) and on 16 channels. So where the shape is of that
+  /// kind and oneDNN's choices are those two kernels, this returns the forward's descriptor; null
+  /// elsewhere. The rule depends on the shape and the library only: the same program takes the
+  /// same path every run.
+  PrimitiveDesc data_as_forward_desc(const PrimitiveDesc& native) const {
+    const bool suits = g_.channels_last && g_.groups == 1 && strides_ == decltype(strides_){1, 1} &&
+                       dilates_ == decltype(dilates_){0, 0} && g_.KH * g_.KW > 1 &&
+                       padding_[0] < g_.KH && padding_[1] < g_.KW && std::min(g_.C, g_.O) >= 32 &&
+                       g_.OH * g_.OW >= 49;
+    if (!suits || impl_name(native).rfind("brgconv", 0) == 0) return nullptr;
+    dnnl_convolution_desc_t d;
+    const dnnl_memory_desc_t src = y_inner(), dst = x_inner();
+    const dnnl_memory_desc_t w = [&] {
+      dnnl_memory_desc_t md;
+      const dnnl_dims_t dims{g_.C, g_.O, g_.KH, g_.KW};
+      check(dnnl_memory_desc_init_by_tag(&md, 4, dims, dt_, dnnl_format_tag_any),
+            "dnnl_memory_desc_init_by_tag");
+      return md;
+    }();
+    const std::array<std::int64_t, 2> pad{g_.KH - 1 - padding_[0], g_.KW - 1 - padding_[1]};
+    check(dnnl_dilated_convolution_forward_desc_init(
+              &d, dnnl_forward_inference, dnnl_convolution_direct, &src, &w, nullptr, &dst,
+              strides_.data(), dilates_.data(), pad.data(), pad.data()),
+          "convolution forward descriptor (input gradient)");
+    PrimitiveDesc pd = primitive_desc(&d, nullptr);
+    if (impl_name(pd).rfind("brgconv", 0) != 0) return nullptr;
+    return pd;
+  }
 
   ConvGeometry g_;
   dnnl_data_type_t dt_;
@@ -258,6 +318,7 @@ class Convolution {
   std::array<std::int64_t, 2> dilates_{g_.opt.dilation[0] - 1, g_.opt.dilation[1] - 1};
   std::array<std::int64_t, 2> padding_{g_.opt.padding[0], g_.opt.padding[1]};
   Pass forward_, backward_data_, backward_weights_;  // forward_'s desc: the backward's hint
+  bool data_as_forward_ = false;
   std::once_flag data_once_, weights_once_;
 };
 
@@ -321,11 +382,26 @@ Tensor<T> dense(const Tensor<T>& t, const ConvGeometry& g) {
 
 /// Runs `pass` over the operands' data and counts it; true. (Callers test pass.reference first,
 /// before making their operands dense.)
-template <class T>
-bool run_counted(const Pass& pass, const Tensor<T>& a, const Tensor<T>& b, const Tensor<T>& out) {
-  pass.run({a.data(), b.data(), out.data()});
+inline bool run_counted(const Pass& pass, const std::vector<void*>& pointers) {
+  pass.run(pointers);
   ops::detail::count_conv_call(ConvBackend::onednn);
   return true;
+}
+template <class T>
+bool run_counted(const Pass& pass, const Tensor<T>& a, const Tensor<T>& b, const Tensor<T>& out) {
+  return run_counted(pass, {a.data(), b.data(), out.data()});
+}
+
+/// w [O, C, KH, KW] with each kernel turned by 180 degrees, w[o][c][KH-1-i][KW-1-j], into `out`:
+/// the weight of the input gradient run as a forward convolution (Convolution::data_as_forward).
+template <class T>
+void flip_taps(const T* w, T* out, std::int64_t kernels, std::int64_t taps) {
+#pragma omp parallel for if (kernels * taps >= (std::int64_t{1} << 16))
+  for (std::int64_t k = 0; k < kernels; ++k) {
+    const T* from = w + k * taps;
+    T* to = out + k * taps;
+    for (std::int64_t t = 0; t < taps; ++t) to[t] = from[taps - 1 - t];
+  }
 }
 
 /// y = conv(x, w) into y (dense, in x's memory format); false, with nothing done, where oneDNN
@@ -341,8 +417,14 @@ bool conv_forward(const Tensor<T>& x, const Tensor<T>& w, const ConvGeometry& g,
 template <class T>
 bool conv_backward_data(const Tensor<T>& w, const Tensor<T>& dy, const ConvGeometry& g,
                         const Tensor<T>& dx) {
-  const Pass& pass = convolution<T>(g).backward_data();
-  return !pass.reference && run_counted(pass, dense(dy, g), w.contiguous(), dx);
+  Convolution& conv = convolution<T>(g);
+  const Pass& pass = conv.backward_data();
+  if (pass.reference) return false;
+  if (!conv.data_as_forward()) return run_counted(pass, dense(dy, g), w.contiguous(), dx);
+  const Tensor<T> dense_w = w.contiguous();
+  const Buffer flipped(static_cast<std::size_t>(dense_w.numel()) * sizeof(T));
+  flip_taps(dense_w.data(), static_cast<T*>(flipped.data()), g.O * g.C, g.KH * g.KW);
+  return run_counted(pass, {dense(dy, g).data(), flipped.data(), dx.data()});
 }
 
 /// dw (dense) of conv(x, w) given dy; false as conv_forward.
