@@ -12,6 +12,7 @@
 #include "bert/pretrain_main.hpp"
 #include "support/checkpoints.hpp"
 #include "support/files.hpp"
+#include "support/step_footprint.hpp"
 
 namespace fs = std::filesystem;
 using namespace ember;
@@ -72,6 +73,29 @@ TEST_CASE("bert_pretrain resumes an interrupted run exactly", "[examples][bert]"
   REQUIRE(e.last.nsp_loss == r.last.nsp_loss);
   ember::testing::require_identical(
       a, io::load_safetensors(dir / "straight" / "ckpt-last.safetensors"));
+}
+
+TEST_CASE("bert_pretrain's step takes no memory and makes no primitive once warm",
+          "[examples][bert]") {
+  const TempDir tmp("ember_bert_steady");
+  const data::WordPieceTokenizer tok(bert::default_vocab());
+  bert::PretrainConfig c = synthetic_config(tmp.path);
+  c.seq_len = 128;  // BERT-tiny's pretraining shape: attention scores of 1 MiB per layer
+  c.max_predictions = 20;
+  c.batch = 8;
+  c.accumulation = 1;
+  c.max_documents = 64;
+  const bert::PretrainData data = bert::open_pretrain_data(c, tok);
+  const Device cpu = Device::cpu();
+  nn::manual_seed(c.seed);
+  bert::BertForPreTraining<float> model(bert::model_config(c, tok), cpu);
+  auto opt = bert::make_optimizer<optim::AdamW>(model, c);
+  const optim::Schedule schedule = bert::make_schedule(c);
+  dist::DistributedDataParallel ddp(model);
+  data::Batches order(static_cast<std::int64_t>(data.train.size()), c.batch, true, c.seed, true);
+  ember::testing::require_steady_steps([&](std::int64_t step) {
+    bert::train_step(model, opt, ddp, order, data, c, cpu, step, schedule(step));
+  });
 }
 
 TEST_CASE("bert_pretrain learns more than token frequencies from GCIDE", "[examples][bert]") {

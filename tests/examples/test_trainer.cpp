@@ -19,6 +19,7 @@
 #include "resnet50/train_main.hpp"
 #include "support/checkpoints.hpp"
 #include "support/files.hpp"
+#include "support/step_footprint.hpp"
 #include "trainer_recipe_cases.hpp"
 
 namespace fs = std::filesystem;
@@ -79,6 +80,23 @@ TEST_CASE("the ResNet trainer resumes an interrupted run exactly", "[examples]")
   const NamedTensors b = io::load_safetensors(dir / "resumed" / "ckpt-last.safetensors");
   REQUIRE(a.size() > 100);  // weights, BN statistics, momentum buffers, steps
   ember::testing::require_identical(a, b);
+}
+
+TEST_CASE("the ResNet trainer's step takes no memory and makes no primitive once warm",
+          "[examples]") {
+  const TempDir tmp("ember_trainer_steady");
+  resnet::Config c = small_config(tmp.path);
+  c.width = 16;  // the CPU main job's network: activations of 1 MiB and more, from the cache
+  resnet::InMemorySource data = small_fashion_mnist(c.batch);
+  const Device cpu = Device::cpu();
+  resnet::ResNet<float> model(resnet::model_options(c, data, cpu, resnet::kFormat));
+  const auto recipe = resnet::make_recipe<optim::SGD>(c, data.batches_per_epoch());
+  optim::SGD opt(optim::decay_groups(model, recipe.main, recipe.excluded));
+  const CrossEntropyOptions loss{.label_smoothing = c.label_smoothing};
+  ember::testing::require_steady_steps([&](std::int64_t step) {
+    resnet::train_step(model, opt, data.train_batch(0, step), recipe.schedule(step), step, cpu,
+                       loss);
+  });
 }
 
 namespace {
