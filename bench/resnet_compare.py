@@ -2,6 +2,9 @@
 """Joins bench_resnet_cpu's Google Benchmark JSON (medians of repetitions) with
 resnet_cpu_peer.py's JSON into one results file: ember's and PyTorch's images/s per case and
 their ratio, ember's layout against PyTorch's same layout and against PyTorch's faster one.
+Each of --ember and --torch may be given more than once (runs before and after the other side's,
+on this VM whose speed drifts within minutes): a case's rate is then the geometric mean of its
+runs, and each run's rates are kept in the file.
 
   python3 bench/resnet_compare.py --ember ember.json --torch torch.json --note "..." \\
       --out bench/results/cpu-resnet-<date>-<commit>.json
@@ -9,6 +12,7 @@ their ratio, ember's layout against PyTorch's same layout and against PyTorch's 
 import argparse
 import datetime
 import json
+import math
 import os
 import subprocess
 
@@ -22,6 +26,16 @@ def ember_rates(path):
         name = name.removesuffix("_median")
         rates[name] = b["items_per_second"]
     return rates
+
+
+def mean_rates(runs):
+    """Per case, the geometric mean of the runs that measured it."""
+    cases = {c for run in runs for c in run}
+    out = {}
+    for c in cases:
+        rates = [run[c] for run in runs if c in run]
+        out[c] = math.prod(rates) ** (1.0 / len(rates))
+    return out
 
 
 def machine():
@@ -39,15 +53,17 @@ def machine():
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--ember", required=True)
-    ap.add_argument("--torch", required=True)
+    ap.add_argument("--ember", required=True, action="append")
+    ap.add_argument("--torch", required=True, action="append")
     ap.add_argument("--note", default="")
     ap.add_argument("--out", required=True)
     ap.add_argument("--commit", help="the commit ember was built from (default: HEAD)")
     a = ap.parse_args()
-    ember = ember_rates(a.ember)
-    peer = json.load(open(a.torch))
-    torch = peer["results"]
+    ember_runs = [ember_rates(path) for path in a.ember]
+    peers = [json.load(open(path)) for path in a.torch]
+    ember = mean_rates(ember_runs)
+    torch = mean_rates([p["results"] for p in peers])
+    peer = peers[0]
     commit = a.commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"],
                                         capture_output=True, text=True).stdout.strip()
     results = {}
@@ -77,7 +93,8 @@ def main():
     out = {"date": datetime.date.today().isoformat(), "commit": commit,
            "machine": machine(),
            "torch": peer.get("torch"), "torch_threads": peer.get("threads"), "note": a.note,
-           "results": results}
+           "results": results,
+           "runs": {"ember": ember_runs, "torch": [p["results"] for p in peers]}}
     with open(a.out, "w") as f:
         json.dump(out, f, indent=1)
 
