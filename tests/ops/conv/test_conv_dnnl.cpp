@@ -171,6 +171,46 @@ TEST_CASE("conv2d on oneDNN: the input gradient as a forward convolution", "[ops
   }
 }
 
+TEST_CASE("conv2d on oneDNN: 1x1 convolutions of small maps as matrix products",
+          "[ops][conv][onednn]") {
+  if (!ember::ops::kHaveOnednn) return;
+  // Channels-last, 1x1, stride 1, no padding: outputs of 8x8 and smaller run as oneDNN matmuls
+  // over the pixels (ops/conv/conv_dnnl.hpp, pointwise_as_matmul), larger ones as convolutions.
+  struct Case {
+    Shape x, w;
+    bool products;
+  };
+  const std::vector<Case> cases = {{{3, 48, 2, 2}, {80, 48, 1, 1}, true},
+                                   {{2, 64, 8, 8}, {16, 64, 1, 1}, true},
+                                   {{1, 24, 5, 3}, {40, 24, 1, 1}, true},
+                                   {{2, 16, 9, 9}, {32, 16, 1, 1}, false}};
+  std::uint32_t seed = 501;
+  for (const Case& c : cases) {
+    INFO("x " << c.x.str() << " w " << c.w.str());
+    const Tensor<float> x = Tensor<float>(ember::cast<float>(rand_tensor(c.x, seed++)))
+                                .contiguous(MemoryFormat::channels_last);
+    const Tensor<float> w = ember::cast<float>(rand_tensor(c.w, seed++));
+    const Shape ys{c.x[0], c.w[0], c.x[2], c.x[3]};
+    const Tensor<float> dy = Tensor<float>(ember::cast<float>(rand_tensor(ys, seed++)))
+                                 .contiguous(MemoryFormat::channels_last);
+    const auto products = ember::ops::onednn::gemm_calls();
+    const auto passes = ember::ops::conv_calls(ConvBackend::onednn);
+    const Result got = run(ConvBackend::onednn, x, w, dy, {});
+    REQUIRE(ember::ops::conv_calls(ConvBackend::onednn) == passes + 3);
+    REQUIRE(ember::ops::onednn::gemm_calls() == products + (c.products ? 3 : 0));
+    REQUIRE(got.y.is_contiguous(MemoryFormat::channels_last));
+    REQUIRE(got.dx.is_contiguous(MemoryFormat::channels_last));
+    const Tensor<double> xd = ember::cast<double>(x), wd = ember::cast<double>(w);
+    const auto [dxd, dwd] = ember::ops::conv2d_backward(
+        xd, wd, Tensor<double>(ember::cast<double>(dy)), {}, true, true);
+    // Float sums of C, O and N * H * W products.
+    ember::testing::require_close(got.y, ember::testing::naive_conv(xd, wd, Tensor<double>(), {}),
+                                  1e-6, static_cast<double>(c.x[1]));
+    ember::testing::require_close(got.dx, dxd, 1e-6, static_cast<double>(c.w[0]));
+    ember::testing::require_close(got.dw, dwd, 1e-6, static_cast<double>(c.x[0] * c.x[2] * c.x[3]));
+  }
+}
+
 TEST_CASE("conv2d on oneDNN in bf16 against float64", "[ops][conv][onednn]") {
   if (!ember::ops::kHaveOnednn) return;
   std::uint32_t seed = 201;
