@@ -409,11 +409,11 @@ void flip_taps(const T* w, T* out, std::int64_t kernels, std::int64_t taps) {
 /// Whether a convolution runs as matrix products over its pixels: a 1x1, stride-1, unpadded,
 /// ungrouped channels-last one is y [N*H*W, O] = x [N*H*W, C] w^T, its input gradient dy w and
 /// its weight gradient dy^T x. oneDNN's matmul reads the plain weight where its 1x1 convolution
-/// kernels want it reordered into and out of a blocked layout, each pass of each step; measured
-/// on AVX-512 (docs/benchmarks.md), the products are 1.5-4x faster for the three passes on
-/// outputs of 8x8 and smaller (ResNet-50's last stages, where the weights outweigh the pixels:
-/// 2048 -> 512 channels at 2x2, batch 8, 5.0 -> 1.1 ms) and level to 7% slower on larger ones,
-/// which keep the convolution.
+/// kernels want it reordered into and out of a blocked layout, each pass of each step. Measured
+/// on AVX-512 (docs/benchmarks.md), the three passes run 1.3-4.5x faster as products on outputs
+/// of 4x4 and smaller (ResNet-50's last stages, where the weights outweigh the pixels: 2048 -> 512
+/// channels at 2x2, batch 8, 5.0 -> 1.1 ms), 0.97-1.2x at 8x8 and 0.94-1.1x at 16x16; so outputs
+/// of up to 8x8 take them.
 inline bool pointwise_as_matmul(const ConvGeometry& g) {
   return g.channels_last && g.groups == 1 && g.KH == 1 && g.KW == 1 && g.opt.stride[0] == 1 &&
          g.opt.stride[1] == 1 && g.opt.padding[0] == 0 && g.opt.padding[1] == 0 &&
