@@ -283,7 +283,7 @@ class Convolution {
   /// weights transposed (O and C trade places) and flipped in space, padded by K - 1 - p. oneDNN
   /// 3.x computes it so; 2.6 runs its older JIT kernel for the input gradient of channels-last
   /// tensors, while its forward is a brgconv kernel. Measured on AVX-512 (docs/benchmarks.md), the
-  /// forward kernel is 1.2-1.8x faster from 32 channels and 7x7 outputs up, and slower on smaller
+  /// forward kernel is 1.2-2x faster from 32 channels and 7x7 outputs up, and slower on smaller
   /// maps (4x4: 512 channels 7.96 -> 9.68 ms) and on 16 channels. So where the shape is of that
   /// kind and oneDNN's choices are those two kernels, this returns the forward's descriptor; null
   /// elsewhere. The rule depends on the shape and the library only: the same program takes the
@@ -420,7 +420,8 @@ inline bool pointwise_as_matmul(const ConvGeometry& g) {
          g.OH * g.OW <= 64;
 }
 
-/// A dense channels-last activation as the matrix [N*H*W, channels].
+/// A dense channels-last activation of a pointwise convolution (whose input and output have
+/// the same size) as the matrix [N*H*W, channels].
 template <class T>
 MatrixView<const T> pixel_rows(const Tensor<T>& t, const ConvGeometry& g, std::int64_t channels) {
   return {t.data(), g.N * g.OH * g.OW, channels, channels, 1};
