@@ -61,8 +61,9 @@ def main():
     a = ap.parse_args()
     ember_runs = [ember_rates(path) for path in a.ember]
     peers = [json.load(open(path)) for path in a.torch]
+    torch_runs = [p["results"] for p in peers]
     ember = mean_rates(ember_runs)
-    torch = mean_rates([p["results"] for p in peers])
+    torch = mean_rates(torch_runs)
     peer = peers[0]
     commit = a.commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"],
                                         capture_output=True, text=True).stdout.strip()
@@ -94,7 +95,7 @@ def main():
            "machine": machine(),
            "torch": peer.get("torch"), "torch_threads": peer.get("threads"), "note": a.note,
            "results": results,
-           "runs": {"ember": ember_runs, "torch": [p["results"] for p in peers]}}
+           "runs": {"ember": ember_runs, "torch": torch_runs}}
     with open(a.out, "w") as f:
         json.dump(out, f, indent=1)
 

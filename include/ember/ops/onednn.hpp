@@ -133,7 +133,7 @@ inline std::string impl_name(const PrimitiveDesc& pd) {
 
 /// Whether oneDNN chose only its reference implementation for a primitive: orders of magnitude
 /// slower than its JIT kernels, so ember's callers take their own path instead.
-inline bool is_reference(const PrimitiveDesc& pd) { return impl_name(pd).rfind("ref", 0) == 0; }
+inline bool is_reference(const PrimitiveDesc& pd) { return impl_name(pd).starts_with("ref"); }
 
 /// The scratchpad size a primitive asks for (ember's callers pass it in: scratchpad mode user).
 inline std::size_t scratchpad_bytes(const PrimitiveDesc& pd) {

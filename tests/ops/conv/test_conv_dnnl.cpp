@@ -150,7 +150,7 @@ TEST_CASE("conv2d on oneDNN: the input gradient as a forward convolution", "[ops
     auto& conv =
         ember::ops::onednn::convolution<float>(ember::ops::conv_geometry(x, w, c.conv.opt));
     using ember::ops::onednn::impl_name;
-    const auto brgconv = [](const std::string& impl) { return impl.rfind("brgconv", 0) == 0; };
+    const auto brgconv = [](const std::string& impl) { return impl.starts_with("brgconv"); };
     INFO("forward " << impl_name(conv.forward().pd) << ", input gradient "
                     << impl_name(conv.backward_data().pd)
                     << (conv.data_as_forward() ? " (as a forward convolution)" : ""));

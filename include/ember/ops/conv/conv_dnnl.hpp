@@ -293,23 +293,17 @@ class Convolution {
                        dilates_ == decltype(dilates_){0, 0} && g_.KH * g_.KW > 1 &&
                        padding_[0] < g_.KH && padding_[1] < g_.KW && std::min(g_.C, g_.O) >= 32 &&
                        g_.OH * g_.OW >= 49;
-    if (!suits || impl_name(native).rfind("brgconv", 0) == 0) return nullptr;
+    if (!suits || impl_name(native).starts_with("brgconv")) return nullptr;
     dnnl_convolution_desc_t d;
     const dnnl_memory_desc_t src = y_inner(), dst = x_inner();
-    const dnnl_memory_desc_t w = [&] {
-      dnnl_memory_desc_t md;
-      const dnnl_dims_t dims{g_.C, g_.O, g_.KH, g_.KW};
-      check(dnnl_memory_desc_init_by_tag(&md, 4, dims, dt_, dnnl_format_tag_any),
-            "dnnl_memory_desc_init_by_tag");
-      return md;
-    }();
+    const dnnl_memory_desc_t w = desc({g_.C, g_.O, g_.KH, g_.KW}, dnnl_format_tag_any);
     const std::array<std::int64_t, 2> pad{g_.KH - 1 - padding_[0], g_.KW - 1 - padding_[1]};
     check(dnnl_dilated_convolution_forward_desc_init(
               &d, dnnl_forward_inference, dnnl_convolution_direct, &src, &w, nullptr, &dst,
               strides_.data(), dilates_.data(), pad.data(), pad.data()),
           "convolution forward descriptor (input gradient)");
     PrimitiveDesc pd = primitive_desc(&d, nullptr);
-    if (impl_name(pd).rfind("brgconv", 0) != 0) return nullptr;
+    if (!impl_name(pd).starts_with("brgconv")) return nullptr;
     return pd;
   }
 
@@ -423,8 +417,8 @@ inline bool pointwise_as_matmul(const ConvGeometry& g) {
 /// A dense channels-last activation of a pointwise convolution (whose input and output have
 /// the same size) as the matrix [N*H*W, channels].
 template <class T>
-MatrixView<const T> pixel_rows(const Tensor<T>& t, const ConvGeometry& g, std::int64_t channels) {
-  return {t.data(), g.N * g.OH * g.OW, channels, channels, 1};
+MatrixView<T> pixel_rows(T* data, const ConvGeometry& g, std::int64_t channels) {
+  return {data, g.N * g.OH * g.OW, channels, channels, 1};
 }
 
 /// C = A B on oneDNN's matmul, counted as a oneDNN convolution pass; false where oneDNN has only
@@ -444,9 +438,9 @@ bool conv_forward(const Tensor<T>& x, const Tensor<T>& w, const ConvGeometry& g,
                   const Tensor<T>& y) {
   if (pointwise_as_matmul(g)) {
     const Tensor<T> dense_w = w.contiguous();
-    if (run_counted_product<T>(pixel_rows(dense(x, g), g, g.C),
+    if (run_counted_product<T>(pixel_rows<const T>(dense(x, g).data(), g, g.C),
                                {dense_w.data(), g.C, g.O, 1, g.C},  // w^T
-                               {y.data(), g.N * g.OH * g.OW, g.O, g.O, 1})) {
+                               pixel_rows(y.data(), g, g.O))) {
       return true;
     }
   }
@@ -460,8 +454,8 @@ bool conv_backward_data(const Tensor<T>& w, const Tensor<T>& dy, const ConvGeome
                         const Tensor<T>& dx) {
   if (pointwise_as_matmul(g)) {
     const Tensor<T> dense_w = w.contiguous();
-    if (run_counted_product<T>(pixel_rows(dense(dy, g), g, g.O), {dense_w.data(), g.O, g.C, g.C, 1},
-                               {dx.data(), g.N * g.OH * g.OW, g.C, g.C, 1})) {
+    if (run_counted_product<T>(pixel_rows<const T>(dense(dy, g).data(), g, g.O),
+                               {dense_w.data(), g.O, g.C, g.C, 1}, pixel_rows(dx.data(), g, g.C))) {
       return true;
     }
   }
@@ -483,7 +477,8 @@ bool conv_backward_weights(const Tensor<T>& x, const Tensor<T>& dy, const ConvGe
     const Tensor<T> dense_dy = dense(dy, g);
     const std::int64_t pixels = g.N * g.OH * g.OW;
     if (run_counted_product<T>({dense_dy.data(), g.O, pixels, 1, g.O},  // dy^T
-                               pixel_rows(dense(x, g), g, g.C), {dw.data(), g.O, g.C, g.C, 1})) {
+                               pixel_rows<const T>(dense(x, g).data(), g, g.C),
+                               {dw.data(), g.O, g.C, g.C, 1})) {
       return true;
     }
   }
