@@ -18,7 +18,7 @@
 // blocks' convolutions are one conv2d each (cuDNN on the GPU, oneDNN on the CPU).
 //
 // Memory format: with ResNetOptions::format = channels_last, forward converts its input to NHWC
-// once at the stem (for a one-channel input, which is NCHW and NHWC at once, conv1's output);
+// once at the stem (a one-channel input, dense in both layouts, is only restrided);
 // every conv, batch norm and pool after it keeps the layout of its input, so the whole network
 // runs channels-last (cuDNN's NHWC tensor-core kernels for bf16/half; oneDNN's brgconv
 // kernels on the CPU, and batch norm's channels-last loops). The conv
@@ -323,9 +323,9 @@ class ResNet : public ember::nn::Module {
     EMBER_CHECK(x.shape().rank() == 4 && x.shape()[1] == options.in_channels,
                 "resnet: input must be [N, ", options.in_channels, ", H, W], got ",
                 x.shape().str());
-    // conv2d's output takes its input's layout, so converting x converts the whole network. A
-    // one-channel x is NCHW and NHWC at once and conv1 then writes NCHW: its output is converted.
-    ember::Var<T> h = in_format(conv1(in_format(x)));
+    // conv2d's output takes its input's layout, so converting x converts the whole network (a
+    // one-channel x only gets channels-last strides: the same memory).
+    ember::Var<T> h = conv1(in_format(x));
     h = bn1.forward_add_relu(h, {});  // relu(bn1(conv1(x)))
     if (!options.small_stem) h = maxpool(h);
     return h;
@@ -345,10 +345,9 @@ class ResNet : public ember::nn::Module {
     spec(opt.arch);  // an Arch out of range throws
     return opt;
   }
-  /// x as it is when already dense in options.format, else a copy in it (recorded: the
-  /// gradient flows back).
+  /// x as it is when already in options.format, else in it (recorded: the gradient flows back).
   ember::Var<T> in_format(const ember::Var<T>& x) const {
-    return x.value().is_contiguous(options.format) ? x : x.contiguous(options.format);
+    return x.value().memory_format() == options.format ? x : x.contiguous(options.format);
   }
 
   /// torchvision's _make_layer: the first block changes the width (and the resolution, by

@@ -231,6 +231,10 @@ void check_case(const Case& cs, Kind kind) {
     yv.backward(g);
     CHECK(ember::launch_count() - b2 == 1);
     REQUIRE(xv.grad().shape() == x.shape());
+    // The gradient keeps the input's layout (no copy back for the layer before).
+    if (name != "strided") {
+      CHECK(xv.grad().is_contiguous(cl ? MemoryFormat::channels_last : MemoryFormat::contiguous));
+    }
     require_close(values(xv.grad()), gx_ref, ember::testing::dtype_tolerance<T>());
     // The Tensor-level backward writes the input's gradient in either memory order.
     namespace ops = ember::ops;

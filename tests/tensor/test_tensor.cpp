@@ -191,6 +191,29 @@ TEST_CASE("views share memory and index like PyTorch", "[tensor][views]") {
     std::memcpy(raw.data(), cl.data(), sizeof(float) * 24);
     CHECK(raw[1] == 12.0f);  // (n=0, h=0, w=0, c=1)
     CHECK_THROWS_AS(t.contiguous(MemoryFormat::channels_last), Error);
+    CHECK(cl.memory_format() == MemoryFormat::channels_last);
+    CHECK(x.memory_format() == MemoryFormat::contiguous);
+  }
+
+  SECTION("one channel: dense in both layouts, the strides name which") {
+    auto x = from_vector<float>(iota(12), {1, 1, 3, 4});
+    CHECK(x.is_contiguous(MemoryFormat::channels_last));
+    CHECK(x.memory_format() == MemoryFormat::contiguous);
+    // contiguous(channels_last) restrides the same memory: no copy, channels-last from then on.
+    auto cl = x.contiguous(MemoryFormat::channels_last);
+    CHECK(cl.data() == x.data());
+    CHECK(cl.strides() == Strides{12, 1, 4, 1});
+    CHECK(cl.memory_format() == MemoryFormat::channels_last);
+    CHECK(cl.is_contiguous());
+    CHECK(empty<float>(Shape{2, 1, 3, 4}, Device::cpu(), MemoryFormat::channels_last)
+              .memory_format() == MemoryFormat::channels_last);
+    // And back: contiguous() names NCHW again, still without a copy.
+    auto back = cl.contiguous();
+    CHECK(back.data() == x.data());
+    CHECK(back.memory_format() == MemoryFormat::contiguous);
+    // One element per image and channel: both layouts' strides are the same, NCHW by default.
+    CHECK(empty<float>(Shape{3, 1, 1, 1}, Device::cpu(), MemoryFormat::channels_last)
+              .memory_format() == MemoryFormat::contiguous);
   }
 }
 

@@ -1,8 +1,9 @@
 // max_pool2d, avg_pool2d and adaptive_avg_pool2d on Vars: the Tensor operators of
 // ops/pooling.hpp, recorded with their gather backward passes (one launch each). Max pooling
 // keeps its int32 argmax for the backward (only when recorded); neither saves the input, whose
-// values the backward does not read. The input's gradient is written NCHW, the layout autograd
-// keeps gradients in (var_node.hpp would copy a channels-last one).
+// values the backward does not read. The input's gradient is written in the input's layout
+// (autograd keeps a channels-last value's gradient channels-last: an NCHW one here would cost
+// the next layer's backward a copy back).
 #pragma once
 
 #include <array>
@@ -23,8 +24,7 @@ Var<T> max_pool2d(const Var<T>& x, const Pool2dOptions& opt) {
   auto [y, argmax] = ops::max_pool2d_forward<T, Mode>(x.value(), g, record);
   return Var<T>::from_node(autograd::record_op<T>(
       "max_pool2d", y, {x.node()}, {}, [argmax = argmax, g](const Tensor<T>& gy) {
-        return std::vector<Tensor<T>>{
-            ops::max_pool2d_backward<T, Mode>(gy, argmax, g, MemoryFormat::contiguous)};
+        return std::vector<Tensor<T>>{ops::max_pool2d_backward<T, Mode>(gy, argmax, g, g.format())};
       }));
 }
 
@@ -36,7 +36,7 @@ Var<T> avg_pool2d(const Var<T>& x, const Pool2dOptions& opt) {
   return Var<T>::from_node(autograd::record_op<T>(
       "avg_pool2d", y, {x.node()}, {}, [g, include_pad](const Tensor<T>& gy) {
         return std::vector<Tensor<T>>{
-            ops::avg_pool2d_backward<T, Mode>(gy, g, include_pad, MemoryFormat::contiguous)};
+            ops::avg_pool2d_backward<T, Mode>(gy, g, include_pad, g.format())};
       }));
 }
 
@@ -47,8 +47,7 @@ Var<T> adaptive_avg_pool2d(const Var<T>& x, std::array<std::int64_t, 2> out) {
   const Tensor<T> y = ops::avg_pool2d_forward<T, Mode>(x.value(), g, true);
   return Var<T>::from_node(
       autograd::record_op<T>("adaptive_avg_pool2d", y, {x.node()}, {}, [g](const Tensor<T>& gy) {
-        return std::vector<Tensor<T>>{
-            ops::avg_pool2d_backward<T, Mode>(gy, g, true, MemoryFormat::contiguous)};
+        return std::vector<Tensor<T>>{ops::avg_pool2d_backward<T, Mode>(gy, g, true, g.format())};
       }));
 }
 

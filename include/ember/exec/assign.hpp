@@ -240,7 +240,15 @@ template <Storable T>
 template <class Mode>
 Tensor<T> Tensor<T>::contiguous(MemoryFormat format) const {
   require_defined("contiguous");
-  if (is_contiguous(format)) return *this;
+  if (is_contiguous(format)) {
+    // Dense in both layouts (see memory_format_of): the same memory, restrided to name `format`.
+    if (rank() == 4 && memory_format() != format) {
+      return Tensor<T>(storage_, offset_, shape_,
+                       format == MemoryFormat::contiguous ? contiguous_strides(shape_)
+                                                          : channels_last_strides(shape_));
+    }
+    return *this;
+  }
   Tensor<T> out = empty<T>(shape_, device(), format);
   out = expr::Leaf<T>(*this);
   return out;

@@ -91,6 +91,8 @@ struct PoolAxis {
     }
     if (last > out) last = out;
   }
+  /// Whether the axis has one window and it is the whole input, unpadded (global pooling).
+  EMBER_HD bool whole() const { return out == 1 && start(0) == 0 && taps(0) == in && step() == 1; }
   /// Whether input coordinate i is a tap of window o.
   EMBER_HD bool holds(std::int64_t o, std::int64_t i) const {
     const std::int64_t off = i - start(o);
@@ -395,6 +397,13 @@ Tensor<T> avg_pool2d_backward(const Tensor<T>& gy, const Pool2dGeometry& g, bool
   EMBER_CHECK(gy.shape() == g.out_shape(), "ember: avg_pool2d: a gradient of shape ",
               gy.shape().str(), " for an output of shape ", g.out_shape().str());
   Tensor<T> gx = empty<T>(g.in_shape(), gy.device(), format);
+  if (g.h.whole() && g.w.whole()) {
+    // Global pooling (ResNet's head): every element's gradient is its channel's over the one
+    // divisor, a broadcast: one fused pass instead of a window search per element.
+    const acc_t<T> scale = acc_t<T>(1) / static_cast<acc_t<T>>(g.divisor(0, 0, include_pad));
+    gx = cast<T>(expr::Leaf<T>(gy.expand(g.in_shape())) * scale);
+    return gx;
+  }
   const bool cl = format == MemoryFormat::channels_last;
   const Strides4 gs = strides4(gy.strides());
   const AvgPool2dBackward<T> f{gy.data(), gs, gx.data(), g, include_pad, cl};

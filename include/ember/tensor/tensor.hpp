@@ -37,10 +37,16 @@ inline bool is_dense_in(const Shape& shape, const Strides& strides, MemoryFormat
 }
 
 /// channels_last where `shape` has rank 4 and `strides` are dense in NHWC order but not in NCHW
-/// order, else contiguous (Tensor::memory_format).
+/// order, else contiguous (Tensor::memory_format). A tensor dense in both (one channel, or 1x1
+/// images) is channels_last when its strides are exactly NHWC's, as PyTorch decides: a
+/// one-channel image batch made channels-last keeps that layout through the layers that follow
+/// their input's (the stem convolution's output, say).
 inline MemoryFormat memory_format_of(const Shape& shape, const Strides& strides) {
-  return shape.rank() == 4 && !is_dense_in(shape, strides, MemoryFormat::contiguous) &&
-                 is_dense_in(shape, strides, MemoryFormat::channels_last)
+  if (shape.rank() != 4 || !is_dense_in(shape, strides, MemoryFormat::channels_last)) {
+    return MemoryFormat::contiguous;
+  }
+  if (!is_dense_in(shape, strides, MemoryFormat::contiguous)) return MemoryFormat::channels_last;
+  return strides == channels_last_strides(shape) && strides != contiguous_strides(shape)
              ? MemoryFormat::channels_last
              : MemoryFormat::contiguous;
 }
@@ -266,7 +272,8 @@ class Tensor {
 
   // ---- copies ----
 
-  /// This tensor if already dense in `format`, else a dense copy (one launch).
+  /// This tensor if already dense in `format` (a view restrided to `format` when the tensor is
+  /// dense in both layouts), else a dense copy (one launch).
   template <class Mode = exec::mode>
   Tensor contiguous(MemoryFormat format = MemoryFormat::contiguous) const;
   /// A dense copy in row-major order.
