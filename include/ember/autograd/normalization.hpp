@@ -117,10 +117,12 @@ Var<T> batch_norm_add_relu(const Var<T>& x, const autograd::param_arg_t<T>& resi
   return Var<T>::from_node(autograd::record_op<T>(
       "batch_norm_add_relu", y, {x.node(), residual.node, weight.node, bias.node},
       {xv, residual.value, weight.value, bias.value},
-      [xv, y, s, training, wshape = weight.value.shape()](const Tensor<T>& g) {
+      [xv, y, s, training, wshape = weight.value.shape(),
+       residual = residual.value.defined()](const Tensor<T>& g) {
         if (training) {
           // The ReLU's mask inside batch norm's channel loops, where they serve these tensors.
-          auto [gx, gw, gb, gpre] = ops::channel_batch_norm_backward<T, Mode>(xv, s, g, y);
+          auto [gx, gw, gb, gpre] =
+              ops::channel_batch_norm_backward<T, Mode>(xv, s, g, y, residual);
           if (gx.defined()) {
             return std::vector<Tensor<T>>{gx, gpre, gw.reshape(wshape), gb.reshape(wshape)};
           }

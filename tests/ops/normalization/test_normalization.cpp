@@ -288,6 +288,18 @@ TEST_CASE("batch_norm_add_relu: relu(batch_norm(x) + residual) in one pass, and 
         {x, w, b, res});
     INFO("channels-last, training " << training << ": " << r_cl);
     REQUIRE(r_cl);
+    // No residual: the backward recomputes the ReLU's mask from x and does not read y.
+    for (const bool channels_last : {false, true}) {
+      auto r_plain = ember::gradcheck(
+          [&](const Vars& v) {
+            return ember::batch_norm_add_relu(channels_last ? cl(v[0]) : v[0], Tensor<double>(),
+                                              v[1], v[2], rm3, rv3, training);
+          },
+          {x, w, b});
+      INFO("no residual, channels-last " << channels_last << ", training " << training << ": "
+                                         << r_plain);
+      REQUIRE(r_plain);
+    }
   }
   Tensor<double> rm = ember::zeros<double>(Shape{2}), rv = ember::ones<double>(Shape{2});
   REQUIRE_THROWS_AS(
@@ -295,6 +307,33 @@ TEST_CASE("batch_norm_add_relu: relu(batch_norm(x) + residual) in one pass, and 
       ember::Error);
   REQUIRE_THROWS_AS(ember::batch_norm_add_relu(x, res, Tensor<double>(), b, rm, rv, true),
                     ember::Error);
+}
+
+TEST_CASE("batch_norm_add_relu without a residual: the mask from x is the ReLU's own",
+          "[ops][norm]") {
+  // In float, relu(batch_norm(x)) as two operators (the ReLU's backward reads its output) and
+  // as one (the mask recomputed from x) give the same gradients: the same elements pass.
+  const Shape shape{8, 16, 6, 6};
+  const Tensor<float> x = ember::cast<float>(rand_tensor(shape, 81));
+  const Tensor<float> g = ember::cast<float>(rand_tensor(shape, 82));
+  const Tensor<float> w = ember::cast<float>(rand_tensor(Shape{16}, 83));
+  const Tensor<float> b = ember::cast<float>(rand_tensor(Shape{16}, 84));
+  for (const auto format : {ember::MemoryFormat::contiguous, ember::MemoryFormat::channels_last}) {
+    INFO("format " << static_cast<int>(format));
+    Tensor<float> rm = ember::zeros<float>(Shape{16}), rv = ember::ones<float>(Shape{16});
+    auto x1 = ember::param(x.contiguous(format)), w1 = ember::param(w), b1 = ember::param(b);
+    auto x2 = ember::param(x.contiguous(format)), w2 = ember::param(w), b2 = ember::param(b);
+    const Var<float> fused = ember::batch_norm_add_relu(x1, Tensor<float>(), w1, b1, rm, rv, true);
+    const Var<float> composed = ember::relu(ember::batch_norm(x2, w2, b2, rm, rv, true));
+    REQUIRE(fused.value().to_vector() == composed.value().to_vector());
+    fused.backward(g.contiguous(format));
+    composed.backward(g.contiguous(format));
+    const double tol = ember::testing::dtype_tolerance<float>();
+    const double sums = std::sqrt(static_cast<double>(x.numel() / 16));  // a sum's typical size
+    require_close(x1.grad(), Tensor<double>(ember::cast<double>(x2.grad())), tol);
+    require_close(w1.grad(), Tensor<double>(ember::cast<double>(w2.grad())), tol, sums);
+    require_close(b1.grad(), Tensor<double>(ember::cast<double>(b2.grad())), tol, sums);
+  }
 }
 
 TEST_CASE("batch_norm's channel loops let a NaN through, as the elementwise passes do",

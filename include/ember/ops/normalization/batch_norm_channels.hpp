@@ -2,20 +2,24 @@
 //
 // A channel of a dense [N, C, H, W] tensor is N contiguous runs of H*W elements, C*H*W apart.
 // The general reduction over axes {0, 2, 3} walks it element by element through index
-// arithmetic; here each run is one vectorised loop. Each run is summed on its own and the N run
-// sums then added in order, which bounds the rounding as a pairwise sum of two levels would.
-// The forward's statistics are two sweeps over a channel (mean, then the squared deviations:
-// the same two-pass variance as the reductions); the backward's two sums (of g and of g (x -
-// mean)) are one sweep over x and g together.
+// arithmetic; here each run is one vectorised loop. A dense channels-last tensor is N*H*W rows
+// of C channels: its sums split the rows over the threads, each summing into its own
+// per-channel vector, the vectors then added in thread order (fixed for a given thread count,
+// so results do not depend on timing).
 //
-// A dense channels-last tensor is N*H*W rows of C channels: its statistics and gradient sums
-// split the rows over the threads, each summing into its own per-channel vector, the vectors
-// then added in thread order (fixed for a given thread count, so results do not depend on
-// timing). The elementwise passes around the sums, y = relu((x - mean) scale + shift +
-// residual) forward and dx = a g' + k1 (x - mean) + k0 backward (g' the gradient masked by the
-// ReLU, per-channel constants folded on the host), are plain loops over either layout: the general
-// strided executor spent a third of a ResNet step on them, recomputing broadcast indices per
-// element.
+// The forward's statistics take one sweep over memory: x is read in pieces small enough to stay
+// in L1 (an NCHW run, or a block of channels-last rows), each piece's mean and squared
+// deviations from it taken in two passes over the piece, and the pieces' (count, mean, M2)
+// merged by Chan's formula in a fixed order: the two-pass variance's accuracy at one pass's
+// memory traffic. The backward's two sums (of g and of g (x - mean)) are one sweep over x and g
+// together.
+//
+// The elementwise passes around the sums, y = relu((x - mean) scale + shift + residual) forward
+// and dx = a g' + k1 (x - mean) + k0 backward (g' the gradient masked by the ReLU, per-channel
+// constants folded on the host), are plain loops over either layout: the general strided
+// executor spent a third of a ResNet step on them, recomputing broadcast indices per element.
+// Where no residual was added, the backward recomputes the ReLU's mask from x with the forward's
+// arithmetic (affine_value) instead of reading y: one stream fewer in each backward loop.
 #pragma once
 
 #include <algorithm>
@@ -24,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "../../core/config.hpp"
 #include "../../core/dtype.hpp"
 #include "../../core/shape.hpp"
 #include "../../exec/launch_counter.hpp"
@@ -48,7 +53,74 @@ bool channel_loop_applies(const Tensor<T>& x) {
 #endif
 }
 
+/// batch norm's affine before the ReLU and residual, as the forward computes it: the backward
+/// recomputes the ReLU's mask from x with this same arithmetic, so both take the same branch.
+template <class A>
+EMBER_FORCEINLINE A affine_value(A x, A mean, A scale, A shift) {
+  return (x - mean) * scale + shift;
+}
+
+/// Where batch norm's backward finds the mask of a ReLU that follows it: there is none; the
+/// ReLU's output y (x's layout; with a residual added, y is what decided); or x, through the
+/// forward's per-channel affine (no residual: y is not read).
+enum class MaskSource { none, output, input };
+template <class T>
+struct ReluMask {
+  MaskSource source = MaskSource::none;
+  const T* y = nullptr;            // output
+  const acc_t<T>* mean = nullptr;  // input: the forward's per-channel affine
+  const acc_t<T>* scale = nullptr;
+  const acc_t<T>* shift = nullptr;
+};
+
 namespace detail {
+/// f(std::integral_constant<MaskSource, m.source>{}): the mask's test chosen outside the loops
+/// (a run-time test inside keeps them scalar).
+template <class T, class F>
+void with_mask_source(const ReluMask<T>& m, const F& f) {
+  switch (m.source) {
+    case MaskSource::none:
+      return f(std::integral_constant<MaskSource, MaskSource::none>{});
+    case MaskSource::output:
+      return f(std::integral_constant<MaskSource, MaskSource::output>{});
+    case MaskSource::input:
+      return f(std::integral_constant<MaskSource, MaskSource::input>{});
+  }
+}
+
+/// g where the ReLU passed element i (channel c, value x) on, else 0.
+template <MaskSource S, class T, class A>
+EMBER_FORCEINLINE A relu_masked(A g, const ReluMask<T>& m, std::int64_t i, std::int64_t c, A x) {
+  if constexpr (S == MaskSource::output) return to_acc(m.y[i]) > A(0) ? g : A(0);
+  if constexpr (S == MaskSource::input) {
+    return affine_value(x, m.mean[c], m.scale[c], m.shift[c]) > A(0) ? g : A(0);
+  }
+  return g;
+}
+
+/// Count, mean and sum of squared deviations per channel, of pieces merged in order (Chan,
+/// Golub and LeVeque's pairwise update).
+template <class A>
+struct Moments {
+  A count = 0;
+  std::vector<A> mean, m2;
+
+  explicit Moments(std::int64_t C)
+      : mean(static_cast<std::size_t>(C), A(0)), m2(static_cast<std::size_t>(C), A(0)) {}
+  void merge(A n, const A* piece_mean, const A* piece_m2) {
+    const A total = count + n;
+    for (std::size_t c = 0; c < mean.size(); ++c) {
+      const A delta = piece_mean[c] - mean[c];
+      mean[c] += delta * (n / total);
+      m2[c] += piece_m2[c] + delta * delta * (count * n / total);
+    }
+    count = total;
+  }
+  void merge(const Moments& o) {
+    if (o.count > 0) merge(o.count, o.mean.data(), o.m2.data());
+  }
+};
+
 /// The shape [1, C, 1, ...] of per-channel statistics of x.
 template <Storable T>
 Shape channel_shape(const Tensor<T>& x) {
@@ -70,7 +142,7 @@ void for_each_channel(std::int64_t C, std::int64_t inner, F&& f) {
 }  // namespace detail
 
 /// Per-channel mean and biased variance of x (channel_loop_applies), as [1, C, 1, ...] in the
-/// compute type.
+/// compute type: each run's mean and M2 in two passes over the run, the runs merged in order.
 template <FloatingElement T>
 std::pair<Tensor<acc_t<T>>, Tensor<acc_t<T>>> channel_mean_var(const Tensor<T>& x) {
   using A = acc_t<T>;
@@ -80,44 +152,38 @@ std::pair<Tensor<acc_t<T>>, Tensor<acc_t<T>>> channel_mean_var(const Tensor<T>& 
   const T* px = x.data();
   A* pm = mean.data();
   A* pv = var.data();
-  const A count = static_cast<A>(N * inner);
   detail::for_each_channel(C, inner, [&](std::int64_t c, auto run) {
-    A total = 0;
+    detail::Moments<A> total(1);
     for (std::int64_t n = 0; n < N; ++n) {
       const T* p = px + run(n);
-      A part = 0;
-#pragma omp simd reduction(+ : part)
-      for (std::int64_t i = 0; i < inner; ++i) part += to_acc(p[i]);
-      total += part;
-    }
-    const A m = total / count;
-    A squares = 0;
-    for (std::int64_t n = 0; n < N; ++n) {
-      const T* p = px + run(n);
-      A part = 0;
-#pragma omp simd reduction(+ : part)
+      A sum = 0;
+#pragma omp simd reduction(+ : sum)
+      for (std::int64_t i = 0; i < inner; ++i) sum += to_acc(p[i]);
+      const A m = sum / static_cast<A>(inner);
+      A squares = 0;
+#pragma omp simd reduction(+ : squares)
       for (std::int64_t i = 0; i < inner; ++i) {
         const A d = to_acc(p[i]) - m;
-        part += d * d;
+        squares += d * d;
       }
-      squares += part;
+      total.merge(static_cast<A>(inner), &m, &squares);
     }
-    pm[c] = m;
-    pv[c] = squares / count;
+    pm[c] = total.mean[0];
+    pv[c] = total.m2[0] / total.count;
   });
   return {mean, var};
 }
 
 /// Per-channel sums of g and of g (x - mean) rstd (batch_norm's backward), for x and g of the
-/// same shape and dense layout (channel_loop_applies), mean and rstd [1, C, 1, ...]; with
-/// `mask` (y of a following ReLU, x's layout) the sums are of g where mask > 0. Returned as
-/// [1, C, 1, ...] in the compute type.
+/// same shape and dense layout (channel_loop_applies), mean and rstd [1, C, 1, ...]; with a
+/// ReLU's mask the sums are of g where the ReLU passed. Returned as [1, C, 1, ...] in the
+/// compute type.
 template <FloatingElement T>
 std::pair<Tensor<acc_t<T>>, Tensor<acc_t<T>>> channel_grad_sums(const Tensor<T>& x,
                                                                 const Tensor<T>& g,
                                                                 const Tensor<acc_t<T>>& mean,
                                                                 const Tensor<acc_t<T>>& rstd,
-                                                                const T* mask = nullptr) {
+                                                                const ReluMask<T>& mask = {}) {
   using A = acc_t<T>;
   const std::int64_t N = x.size(0), C = x.size(1), inner = x.numel() / (N * C);
   const Shape s = detail::channel_shape(x);
@@ -129,22 +195,20 @@ std::pair<Tensor<acc_t<T>>, Tensor<acc_t<T>>> channel_grad_sums(const Tensor<T>&
   const A* pr = r.data();
   A* p1 = sum_g.data();
   A* p2 = sum_gxh.data();
-  // The mask's test is chosen outside the loops (a null test inside keeps them scalar).
-  const auto sums = [&](auto masked) {
+  detail::with_mask_source(mask, [&](auto source) {
     detail::for_each_channel(C, inner, [&](std::int64_t c, auto run) {
       const A mc = pm[c];
       A total_g = 0, total_gd = 0;
       for (std::int64_t n = 0; n < N; ++n) {
-        const T* xr = px + run(n);
-        const T* gr = pg + run(n);
-        const T* mr = mask + (masked ? run(n) : 0);
+        const std::int64_t o = run(n);
         A part_g = 0, part_gd = 0;
 #pragma omp simd reduction(+ : part_g, part_gd)
         for (std::int64_t i = 0; i < inner; ++i) {
-          A gi = to_acc(gr[i]);
-          if constexpr (masked) gi = to_acc(mr[i]) > A(0) ? gi : A(0);
+          const A xi = to_acc(px[o + i]);
+          const A gi =
+              detail::relu_masked<decltype(source)::value>(to_acc(pg[o + i]), mask, o + i, c, xi);
           part_g += gi;
-          part_gd += gi * (to_acc(xr[i]) - mc);
+          part_gd += gi * (xi - mc);
         }
         total_g += part_g;
         total_gd += part_gd;
@@ -152,12 +216,7 @@ std::pair<Tensor<acc_t<T>>, Tensor<acc_t<T>>> channel_grad_sums(const Tensor<T>&
       p1[c] = total_g;
       p2[c] = total_gd * pr[c];
     });
-  };
-  if (mask) {
-    sums(std::true_type{});
-  } else {
-    sums(std::false_type{});
-  }
+  });
   return {sum_g, sum_gxh};
 }
 
@@ -229,60 +288,90 @@ Tensor<A> channel_tensor(const std::vector<A>& v, std::int64_t offset, const Sha
 }
 }  // namespace detail
 
-/// channel_mean_var for a dense channels-last x.
+/// channel_mean_var for a dense channels-last x: blocks of rows (16 KiB of x, at least 16 rows:
+/// the second pass finds the block in L1, or L2 for the widest rows), each block's mean and M2
+/// in two passes, merged per thread in row order and then in thread order.
 template <FloatingElement T>
 std::pair<Tensor<acc_t<T>>, Tensor<acc_t<T>>> channels_last_mean_var(const Tensor<T>& x) {
   using A = acc_t<T>;
   const std::int64_t C = x.size(1), rows = x.numel() / C;
+  const std::int64_t block =
+      std::max<std::int64_t>(16, (std::int64_t{16} << 10) / (C * std::int64_t{sizeof(T)}));
+  const std::int64_t blocks = (rows + block - 1) / block;
   const T* px = x.data();
-  const std::vector<A> sums = detail::channels_last_sums<A>(rows, C, 1, [&](std::int64_t o, A* s) {
+  exec::count_launch();
+  std::vector<detail::Moments<A>> parts;
+#pragma omp parallel
+  {
+#if defined(EMBER_OPENMP)
+    const int threads = omp_get_num_threads(), me = omp_get_thread_num();
+#else
+    const int threads = 1, me = 0;
+#endif
+#pragma omp single
+    parts.assign(static_cast<std::size_t>(threads), detail::Moments<A>(C));
+    detail::Moments<A> mine(C);
+    std::vector<A> block_mean(static_cast<std::size_t>(C)), block_m2(static_cast<std::size_t>(C));
+    A* bm = block_mean.data();
+    A* bq = block_m2.data();
+#pragma omp for schedule(static)
+    for (std::int64_t b = 0; b < blocks; ++b) {
+      const std::int64_t r0 = b * block, r1 = std::min(rows, r0 + block);
+      const A n = static_cast<A>(r1 - r0);
+      std::fill(block_mean.begin(), block_mean.end(), A(0));
+      std::fill(block_m2.begin(), block_m2.end(), A(0));
+      for (std::int64_t r = r0; r < r1; ++r) {
+        const T* row = px + r * C;
 #pragma omp simd
-    for (std::int64_t c = 0; c < C; ++c) s[c] += to_acc(px[o + c]);
-  });
-  std::vector<A> mean(static_cast<std::size_t>(C));
-  for (std::int64_t c = 0; c < C; ++c) mean[c] = sums[c] / static_cast<A>(rows);
-  const A* pm = mean.data();
-  const std::vector<A> squares =
-      detail::channels_last_sums<A>(rows, C, 1, [&](std::int64_t o, A* s) {
+        for (std::int64_t c = 0; c < C; ++c) bm[c] += to_acc(row[c]);
+      }
+      for (std::int64_t c = 0; c < C; ++c) bm[c] /= n;
+      for (std::int64_t r = r0; r < r1; ++r) {
+        const T* row = px + r * C;
 #pragma omp simd
         for (std::int64_t c = 0; c < C; ++c) {
-          const A d = to_acc(px[o + c]) - pm[c];
-          s[c] += d * d;
+          const A d = to_acc(row[c]) - bm[c];
+          bq[c] += d * d;
         }
-      });
-  std::vector<A> var(static_cast<std::size_t>(C));
-  for (std::int64_t c = 0; c < C; ++c) var[c] = squares[c] / static_cast<A>(rows);
+      }
+      mine.merge(n, bm, bq);
+    }
+    parts[static_cast<std::size_t>(me)] = std::move(mine);
+  }
+  detail::Moments<A> total(C);
+  for (const detail::Moments<A>& part : parts) total.merge(part);
+  for (A& v : total.m2) v /= total.count;
   const Shape s = detail::channel_shape(x);
-  return {detail::channel_tensor(mean, 0, s), detail::channel_tensor(var, 0, s)};
+  return {detail::channel_tensor(total.mean, 0, s), detail::channel_tensor(total.m2, 0, s)};
 }
 
-/// channel_grad_sums for a dense channels-last x and g of x's layout; with `mask` (y of a
-/// following ReLU, same layout) the sums are of g where mask > 0.
+/// channel_grad_sums for a dense channels-last x and g of x's layout.
 template <FloatingElement T>
 std::pair<Tensor<acc_t<T>>, Tensor<acc_t<T>>> channels_last_grad_sums(const Tensor<T>& x,
                                                                       const Tensor<T>& g,
                                                                       const Tensor<acc_t<T>>& mean,
                                                                       const Tensor<acc_t<T>>& rstd,
-                                                                      const T* mask) {
+                                                                      const ReluMask<T>& mask) {
   using A = acc_t<T>;
   const std::int64_t C = x.size(1), rows = x.numel() / C;
   const Tensor<A> m = mean.contiguous(), r = rstd.contiguous();
   const T* px = x.data();
   const T* pg = g.data();
   const A* pm = m.data();
-  const auto sum_rows = [&](auto masked) {
-    return detail::channels_last_sums<A>(rows, C, 2, [&](std::int64_t o, A* s) {
+  std::vector<A> sums;
+  detail::with_mask_source(mask, [&](auto source) {
+    sums = detail::channels_last_sums<A>(rows, C, 2, [&](std::int64_t o, A* s) {
       A* s2 = s + C;
 #pragma omp simd
       for (std::int64_t c = 0; c < C; ++c) {
-        A gi = to_acc(pg[o + c]);
-        if constexpr (masked) gi = to_acc(mask[o + c]) > A(0) ? gi : A(0);
+        const A xi = to_acc(px[o + c]);
+        const A gi =
+            detail::relu_masked<decltype(source)::value>(to_acc(pg[o + c]), mask, o + c, c, xi);
         s[c] += gi;
-        s2[c] += gi * (to_acc(px[o + c]) - pm[c]);
+        s2[c] += gi * (xi - pm[c]);
       }
     });
-  };
-  const std::vector<A> sums = mask ? sum_rows(std::true_type{}) : sum_rows(std::false_type{});
+  });
   std::vector<A> scaled(sums);
   for (std::int64_t c = 0; c < C; ++c) scaled[C + c] *= r.data()[c];
   const Shape s = detail::channel_shape(x);
@@ -308,15 +397,15 @@ void channel_affine(ChannelLayout layout, const Tensor<T>& x, const std::vector<
           if (residual) {
 #pragma omp simd
             for (std::int64_t i = 0; i < len; ++i) {
-              A v =
-                  (to_acc(px[o + i]) - pm[ch(i)]) * ps[ch(i)] + pb[ch(i)] + to_acc(residual[o + i]);
+              A v = affine_value(to_acc(px[o + i]), pm[ch(i)], ps[ch(i)], pb[ch(i)]) +
+                    to_acc(residual[o + i]);
               if constexpr (with_relu) v = v < A(0) ? A(0) : v;
               y[o + i] = to_storage<T>(v);
             }
           } else {
 #pragma omp simd
             for (std::int64_t i = 0; i < len; ++i) {
-              A v = (to_acc(px[o + i]) - pm[ch(i)]) * ps[ch(i)] + pb[ch(i)];
+              A v = affine_value(to_acc(px[o + i]), pm[ch(i)], ps[ch(i)], pb[ch(i)]);
               if constexpr (with_relu) v = v < A(0) ? A(0) : v;
               y[o + i] = to_storage<T>(v);
             }
@@ -330,13 +419,13 @@ void channel_affine(ChannelLayout layout, const Tensor<T>& x, const std::vector<
   }
 }
 
-/// dx = a[c] g' + k1[c] (x - mean[c]) + k0[c], g' = g where mask > 0 (mask null: g itself);
-/// with a mask, g' is also written to `g_masked`. Every tensor in x's layout.
+/// dx = a[c] g' + k1[c] (x - mean[c]) + k0[c], g' = g where the ReLU passed (no ReLU: g
+/// itself); g' is also written to `g_masked` where that is given. Every tensor in x's layout.
 template <FloatingElement T>
-void channel_grad_apply(ChannelLayout layout, const Tensor<T>& x, const T* g, const T* mask,
-                        const std::vector<acc_t<T>>& mean, const std::vector<acc_t<T>>& a,
-                        const std::vector<acc_t<T>>& k1, const std::vector<acc_t<T>>& k0, T* dx,
-                        T* g_masked) {
+void channel_grad_apply(ChannelLayout layout, const Tensor<T>& x, const T* g,
+                        const ReluMask<T>& mask, const std::vector<acc_t<T>>& mean,
+                        const std::vector<acc_t<T>>& a, const std::vector<acc_t<T>>& k1,
+                        const std::vector<acc_t<T>>& k0, T* dx, T* g_masked) {
   using A = acc_t<T>;
   const std::int64_t N = x.size(0), C = x.size(1), inner = x.size(2) * x.size(3);
   const T* px = x.data();
@@ -344,26 +433,26 @@ void channel_grad_apply(ChannelLayout layout, const Tensor<T>& x, const T* g, co
   const A* pa = a.data();
   const A* p1 = k1.data();
   const A* p0 = k0.data();
-  const auto apply = [&](auto masked) {
+  const auto apply = [&](auto source, auto write_masked) {
     detail::for_each_channel_row(
         layout, N, C, inner, [&](std::int64_t o, std::int64_t len, auto ch) {
 #pragma omp simd
           for (std::int64_t i = 0; i < len; ++i) {
-            A gi = to_acc(g[o + i]);
-            if constexpr (masked) {
-              gi = to_acc(mask[o + i]) > A(0) ? gi : A(0);
-              g_masked[o + i] = to_storage<T>(gi);
-            }
-            dx[o + i] = to_storage<T>(pa[ch(i)] * gi + p1[ch(i)] * (to_acc(px[o + i]) - pm[ch(i)]) +
-                                      p0[ch(i)]);
+            const A xi = to_acc(px[o + i]);
+            const A gi = detail::relu_masked<decltype(source)::value>(to_acc(g[o + i]), mask, o + i,
+                                                                      ch(i), xi);
+            if constexpr (write_masked) g_masked[o + i] = to_storage<T>(gi);
+            dx[o + i] = to_storage<T>(pa[ch(i)] * gi + p1[ch(i)] * (xi - pm[ch(i)]) + p0[ch(i)]);
           }
         });
   };
-  if (mask) {
-    apply(std::true_type{});
-  } else {
-    apply(std::false_type{});
-  }
+  detail::with_mask_source(mask, [&](auto source) {
+    if (g_masked) {
+      apply(source, std::true_type{});
+    } else {
+      apply(source, std::false_type{});
+    }
+  });
 }
 
 }  // namespace ember::ops

@@ -267,41 +267,65 @@ ChannelLayout shared_channel_layout(const Tensor<T>& x, std::initializer_list<Te
 }
 }  // namespace detail
 
+namespace detail {
+/// The forward's per-channel affine (x - mean) scale + shift of batch_norm's channel loops,
+/// scale = rstd w, shift = b; the backward recomputes a ReLU's mask with the same values.
+template <class A>
+struct ChannelAffine {
+  std::vector<A> mean, scale, shift;
+};
+template <FloatingElement T>
+ChannelAffine<acc_t<T>> channel_affine_of(const BatchNormSetup<T>& s, std::int64_t C) {
+  using A = acc_t<T>;
+  ChannelAffine<A> f{channel_values(s.st.mean, C, A(0)), channel_values(s.st.rstd, C, A(1)),
+                     channel_values(s.b, C, A(0))};
+  const std::vector<A> w = channel_values(s.w, C, A(1));
+  for (std::int64_t c = 0; c < C; ++c) f.scale[c] *= w[c];
+  return f;
+}
+}  // namespace detail
+
 /// relu(normalize(x) + residual) (the ReLU when `relu`, residual optional) in one loop over a
 /// dense NCHW or channels-last CPU tensor (ops/normalization/batch_norm_channels.hpp); undefined
 /// where the loop does not serve x and residual.
 template <FloatingElement T>
 Tensor<T> channel_normalize(const Tensor<T>& x, const BatchNormSetup<T>& s,
                             const Tensor<T>& residual, bool relu) {
-  using A = acc_t<T>;
   const ChannelLayout layout = detail::shared_channel_layout(x, {residual});
   if (layout == ChannelLayout::none) return {};
-  const std::int64_t C = x.size(1);
-  const std::vector<A> mean = detail::channel_values(s.st.mean, C, A(0));
-  std::vector<A> scale = detail::channel_values(s.st.rstd, C, A(1));
-  const std::vector<A> w = detail::channel_values(s.w, C, A(1));
-  for (std::int64_t c = 0; c < C; ++c) scale[c] *= w[c];
+  const auto f = detail::channel_affine_of(s, x.size(1));
   Tensor<T> y = empty<T>(x.shape(), x.device(), x.memory_format());
-  channel_affine(layout, x, mean, scale, detail::channel_values(s.b, C, A(0)),
+  channel_affine(layout, x, f.mean, f.scale, f.shift,
                  residual.defined() ? residual.data() : nullptr, relu, y.data());
   return y;
 }
 
 /// batch_norm's training backward in two loops over a dense NCHW (a channel per thread) or
 /// channels-last CPU tensor: the sums s1, s2, then dx. With `relu_out` (y of relu(bn(x) +
-/// residual)) g is first masked by the ReLU, in the same loops, and the masked g is returned
-/// too (the residual's gradient). {gx, gw, gb, g masked}; gx undefined where the loops do not
-/// serve these tensors.
+/// residual)) g is first masked by the ReLU, in the same loops: with a residual (`residual`
+/// true) the mask is read from y and the masked g returned too (the residual's gradient);
+/// without, the mask is recomputed from x (the forward's affine, so the same branch) and y is
+/// not read. {gx, gw, gb, g masked}; gx undefined where the loops do not serve these tensors.
 template <FloatingElement T, class Mode = exec::mode>
 std::tuple<Tensor<T>, Tensor<T>, Tensor<T>, Tensor<T>> channel_batch_norm_backward(
-    const Tensor<T>& x, const BatchNormSetup<T>& s, const Tensor<T>& g, const Tensor<T>& relu_out) {
+    const Tensor<T>& x, const BatchNormSetup<T>& s, const Tensor<T>& g, const Tensor<T>& relu_out,
+    bool residual) {
   using A = acc_t<T>;
   const ChannelLayout layout = detail::shared_channel_layout(x, {g, relu_out});
   if (layout == ChannelLayout::none ||
       (layout == ChannelLayout::nchw && !channel_loop_applies(x))) {
     return {};
   }
-  const T* mask = relu_out.defined() ? relu_out.data() : nullptr;
+  ReluMask<T> mask;
+  detail::ChannelAffine<A> forward;
+  if (relu_out.defined() && residual) {
+    mask.source = MaskSource::output;
+    mask.y = relu_out.data();
+  } else if (relu_out.defined()) {
+    forward = detail::channel_affine_of(s, x.size(1));
+    mask = {MaskSource::input, nullptr, forward.mean.data(), forward.scale.data(),
+            forward.shift.data()};
+  }
   const auto [s1, s2] = layout == ChannelLayout::nchw
                             ? channel_grad_sums(x, g, s.st.mean, s.st.rstd, mask)
                             : channels_last_grad_sums(x, g, s.st.mean, s.st.rstd, mask);
@@ -321,9 +345,9 @@ std::tuple<Tensor<T>, Tensor<T>, Tensor<T>, Tensor<T>> channel_batch_norm_backwa
     k0[c] = -a[c] * sum1[c] * inv_n;
   }
   Tensor<T> gx = empty<T>(x.shape(), x.device(), x.memory_format()), gw, gb, gm;
-  if (mask) gm = empty<T>(x.shape(), x.device(), x.memory_format());
+  if (relu_out.defined() && residual) gm = empty<T>(x.shape(), x.device(), x.memory_format());
   channel_grad_apply(layout, x, g.data(), mask, mean, a, k1, k0, gx.data(),
-                     mask ? gm.data() : nullptr);
+                     gm.defined() ? gm.data() : nullptr);
   if (s.w.defined()) gw = Tensor<T>(cast<T>(s2));
   if (s.b.defined()) gb = Tensor<T>(cast<T>(s1));
   return {gx, gw, gb, gm};
@@ -337,7 +361,7 @@ std::tuple<Tensor<T>, Tensor<T>, Tensor<T>> batch_norm_backward(const Tensor<T>&
                                                                 const BatchNormSetup<T>& s,
                                                                 const Tensor<T>& g, bool training) {
   if (!training) return normalize_backward<T, Mode>(x, s.st, s.w, s.b, g, s.axes, false);
-  if (auto [gx, gw, gb, gm] = channel_batch_norm_backward<T, Mode>(x, s, g, Tensor<T>());
+  if (auto [gx, gw, gb, gm] = channel_batch_norm_backward<T, Mode>(x, s, g, Tensor<T>(), false);
       gx.defined()) {
     return {gx, gw, gb};
   }
