@@ -214,9 +214,11 @@ void check_batch_norm_grads(const Shape& shape, ember::MemoryFormat format) {
 
 TEST_CASE("batch_norm's gradients against their formulas: dtypes, layouts, channel counts",
           "[ops][norm]") {
-  // Dense NCHW with a channel per thread takes the CPU's channel loop; channels-last and a
-  // single channel take the reductions. Both against the same float64 formulas.
-  for (const Shape& shape : {Shape{5, 4, 6, 7}, Shape{3, 1, 5, 5}, Shape{2, 3, 1, 1}}) {
+  // Dense NCHW with a channel per thread takes the CPU's channel loop, channels-last its loops
+  // over runs of rows (a run of 64 rows of 4 channels, 85 of 3, 1 of 260; the last run short);
+  // a single NCHW channel takes the reductions. All against the same float64 formulas.
+  for (const Shape& shape :
+       {Shape{5, 4, 6, 7}, Shape{3, 1, 5, 5}, Shape{2, 3, 1, 1}, Shape{2, 260, 2, 3}}) {
     for (const auto format :
          {ember::MemoryFormat::contiguous, ember::MemoryFormat::channels_last}) {
       check_batch_norm_grads<double>(shape, format);

@@ -231,9 +231,28 @@ ChannelLayout channel_layout(const Tensor<T>& x) {
 }
 
 namespace detail {
-/// body(row, channel_of) over the rows of a dense tensor in `layout` (NCHW: N*C rows of H*W,
-/// one channel each; NHWC: N*H*W rows of C, one element per channel), rows split over the
-/// threads; channel_of(i) is the channel of element i of the row. One counted pass.
+/// Channels-last rows are taken K at a time as one run of K*C elements (about 256 where C
+/// allows): a loop over one 16-channel row spends its time entering and leaving, and sums into
+/// a C-long accumulator carry a store-to-load dependency from each row to the next (the loops
+/// ran at a third of the memory bandwidth). Per-channel values are repeated K times
+/// (per_run) so that element i of a run reads value i.
+inline std::int64_t rows_per_run(std::int64_t C) { return std::max<std::int64_t>(1, 256 / C); }
+
+/// v (one value per channel) as the loops over `layout` index it: repeated rows_per_run(C)
+/// times for channels-last runs, as it is for NCHW rows.
+template <class A>
+std::vector<A> per_run(ChannelLayout layout, const std::vector<A>& v) {
+  if (layout != ChannelLayout::nhwc) return v;
+  const std::int64_t C = static_cast<std::int64_t>(v.size()), K = rows_per_run(C);
+  std::vector<A> out(static_cast<std::size_t>(K * C));
+  for (std::int64_t k = 0; k < K; ++k) std::copy(v.begin(), v.end(), out.begin() + k * C);
+  return out;
+}
+
+/// body(offset, length, channel_of) over the rows of a dense tensor in `layout` (NCHW: N*C rows
+/// of H*W, one channel each; NHWC: runs of rows_per_run(C) rows of C channels, the last run
+/// shorter), split over the threads; channel_of(i) indexes element i's per-channel value as
+/// per_run lays it out. One counted pass.
 template <class Body>
 void for_each_channel_row(ChannelLayout layout, std::int64_t N, std::int64_t C, std::int64_t inner,
                           const Body& body) {
@@ -245,19 +264,24 @@ void for_each_channel_row(ChannelLayout layout, std::int64_t N, std::int64_t C, 
       body(r * inner, inner, [c](std::int64_t) { return c; });
     }
   } else {
+    const std::int64_t rows = N * inner, K = rows_per_run(C), runs = (rows + K - 1) / K;
 #pragma omp parallel for schedule(static)
-    for (std::int64_t r = 0; r < N * inner; ++r) {
-      body(r * C, C, [](std::int64_t i) { return i; });
+    for (std::int64_t q = 0; q < runs; ++q) {
+      const std::int64_t r0 = q * K, r1 = std::min(rows, r0 + K);
+      body(r0 * C, (r1 - r0) * C, [](std::int64_t i) { return i; });
     }
   }
 }
 
-/// Per-thread per-channel partial sums over the rows of a dense channels-last tensor, added in
-/// thread order: add(row_offset, parts) adds row `row_offset`'s terms into parts[k * C + c] for
-/// each of the K sums.
+/// Per-channel sums over the rows of a dense channels-last tensor: each thread sums its runs
+/// (rows_per_run(C) rows each) into its own per_run-long accumulators, add(offset, length, parts,
+/// stride) adding element i of the run at `offset` into parts[k * stride + i] for each of the K
+/// sums; the accumulators are then folded to C values per sum, thread by thread in order.
+/// Returned as K*C values, sum k's channel c at k * C + c.
 template <class A, class Add>
 std::vector<A> channels_last_sums(std::int64_t rows, std::int64_t C, int K, const Add& add) {
   exec::count_launch();
+  const std::int64_t R = rows_per_run(C), P = R * C, runs = (rows + R - 1) / R;
   std::vector<std::vector<A>> parts;
 #pragma omp parallel
   {
@@ -268,14 +292,21 @@ std::vector<A> channels_last_sums(std::int64_t rows, std::int64_t C, int K, cons
 #endif
 #pragma omp single
     parts.resize(static_cast<std::size_t>(threads));
-    std::vector<A> mine(static_cast<std::size_t>(K * C), A(0));
+    std::vector<A> mine(static_cast<std::size_t>(K * P), A(0));
 #pragma omp for schedule(static)
-    for (std::int64_t r = 0; r < rows; ++r) add(r * C, mine.data());
+    for (std::int64_t q = 0; q < runs; ++q) {
+      const std::int64_t r0 = q * R, r1 = std::min(rows, r0 + R);
+      add(r0 * C, (r1 - r0) * C, mine.data(), P);
+    }
     parts[static_cast<std::size_t>(me)] = std::move(mine);
   }
   std::vector<A> total(static_cast<std::size_t>(K * C), A(0));
   for (const std::vector<A>& part : parts) {
-    for (std::size_t i = 0; i < total.size(); ++i) total[i] += part[i];
+    for (int k = 0; k < K; ++k) {
+      for (std::int64_t r = 0; r < R; ++r) {
+        for (std::int64_t c = 0; c < C; ++c) total[k * C + c] += part[k * P + r * C + c];
+      }
+    }
   }
   return total;
 }
@@ -290,13 +321,16 @@ Tensor<A> channel_tensor(const std::vector<A>& v, std::int64_t offset, const Sha
 
 /// channel_mean_var for a dense channels-last x: blocks of rows (16 KiB of x, at least 16 rows:
 /// the second pass finds the block in L1, or L2 for the widest rows), each block's mean and M2
-/// in two passes, merged per thread in row order and then in thread order.
+/// in two passes (each over runs of rows, as channels_last_sums), merged per thread in row order
+/// and then in thread order.
 template <FloatingElement T>
 std::pair<Tensor<acc_t<T>>, Tensor<acc_t<T>>> channels_last_mean_var(const Tensor<T>& x) {
   using A = acc_t<T>;
   const std::int64_t C = x.size(1), rows = x.numel() / C;
-  const std::int64_t block =
-      std::max<std::int64_t>(16, (std::int64_t{16} << 10) / (C * std::int64_t{sizeof(T)}));
+  const std::int64_t R = detail::rows_per_run(C), P = R * C;
+  const std::int64_t block_elements =
+      std::max<std::int64_t>(16 * C, (std::int64_t{16} << 10) / std::int64_t{sizeof(T)});
+  const std::int64_t block = std::max<std::int64_t>(1, block_elements / P) * R;
   const std::int64_t blocks = (rows + block - 1) / block;
   const T* px = x.data();
   exec::count_launch();
@@ -311,30 +345,39 @@ std::pair<Tensor<acc_t<T>>, Tensor<acc_t<T>>> channels_last_mean_var(const Tenso
 #pragma omp single
     parts.assign(static_cast<std::size_t>(threads), detail::Moments<A>(C));
     detail::Moments<A> mine(C);
+    std::vector<A> acc(static_cast<std::size_t>(P)), mean_run(static_cast<std::size_t>(P));
     std::vector<A> block_mean(static_cast<std::size_t>(C)), block_m2(static_cast<std::size_t>(C));
-    A* bm = block_mean.data();
-    A* bq = block_m2.data();
+    A* pa = acc.data();
+    const A* pm = mean_run.data();
+    // Sums f(element, i) over the rows [r0, r1) into C values, run by run.
+    const auto sum_rows = [&](std::int64_t r0, std::int64_t r1, std::vector<A>& out,
+                              const auto& f) {
+      std::fill(acc.begin(), acc.end(), A(0));
+      for (std::int64_t r = r0; r < r1; r += R) {
+        const T* run = px + r * C;
+        const std::int64_t len = (std::min(r1, r + R) - r) * C;
+#pragma omp simd
+        for (std::int64_t i = 0; i < len; ++i) pa[i] += f(to_acc(run[i]), i);
+      }
+      std::fill(out.begin(), out.end(), A(0));
+      for (std::int64_t k = 0; k < R; ++k) {
+        for (std::int64_t c = 0; c < C; ++c) out[static_cast<std::size_t>(c)] += pa[k * C + c];
+      }
+    };
 #pragma omp for schedule(static)
     for (std::int64_t b = 0; b < blocks; ++b) {
       const std::int64_t r0 = b * block, r1 = std::min(rows, r0 + block);
       const A n = static_cast<A>(r1 - r0);
-      std::fill(block_mean.begin(), block_mean.end(), A(0));
-      std::fill(block_m2.begin(), block_m2.end(), A(0));
-      for (std::int64_t r = r0; r < r1; ++r) {
-        const T* row = px + r * C;
-#pragma omp simd
-        for (std::int64_t c = 0; c < C; ++c) bm[c] += to_acc(row[c]);
+      sum_rows(r0, r1, block_mean, [](A v, std::int64_t) { return v; });
+      for (A& m : block_mean) m /= n;
+      for (std::int64_t k = 0; k < R; ++k) {
+        std::copy(block_mean.begin(), block_mean.end(), mean_run.begin() + k * C);
       }
-      for (std::int64_t c = 0; c < C; ++c) bm[c] /= n;
-      for (std::int64_t r = r0; r < r1; ++r) {
-        const T* row = px + r * C;
-#pragma omp simd
-        for (std::int64_t c = 0; c < C; ++c) {
-          const A d = to_acc(row[c]) - bm[c];
-          bq[c] += d * d;
-        }
-      }
-      mine.merge(n, bm, bq);
+      sum_rows(r0, r1, block_m2, [pm](A v, std::int64_t i) {
+        const A d = v - pm[i];
+        return d * d;
+      });
+      mine.merge(n, block_mean.data(), block_m2.data());
     }
     parts[static_cast<std::size_t>(me)] = std::move(mine);
   }
@@ -354,23 +397,39 @@ std::pair<Tensor<acc_t<T>>, Tensor<acc_t<T>>> channels_last_grad_sums(const Tens
                                                                       const ReluMask<T>& mask) {
   using A = acc_t<T>;
   const std::int64_t C = x.size(1), rows = x.numel() / C;
-  const Tensor<A> m = mean.contiguous(), r = rstd.contiguous();
+  const Tensor<A> r = rstd.contiguous();
   const T* px = x.data();
   const T* pg = g.data();
-  const A* pm = m.data();
+  const auto repeat = [&](const A* v) {
+    return detail::per_run(ChannelLayout::nhwc, std::vector<A>(v, v + C));
+  };
+  const std::vector<A> mean_run = repeat(mean.contiguous().data());
+  const A* pm = mean_run.data();
+  // The mask's per-channel values laid out per run too.
+  std::vector<A> mask_mean, mask_scale, mask_shift;
+  ReluMask<T> run_mask = mask;
+  if (mask.source == MaskSource::input) {
+    mask_mean = repeat(mask.mean);
+    mask_scale = repeat(mask.scale);
+    mask_shift = repeat(mask.shift);
+    run_mask.mean = mask_mean.data();
+    run_mask.scale = mask_scale.data();
+    run_mask.shift = mask_shift.data();
+  }
   std::vector<A> sums;
   detail::with_mask_source(mask, [&](auto source) {
-    sums = detail::channels_last_sums<A>(rows, C, 2, [&](std::int64_t o, A* s) {
-      A* s2 = s + C;
+    sums = detail::channels_last_sums<A>(
+        rows, C, 2, [&](std::int64_t o, std::int64_t len, A* s, std::int64_t stride) {
+          A* s2 = s + stride;
 #pragma omp simd
-      for (std::int64_t c = 0; c < C; ++c) {
-        const A xi = to_acc(px[o + c]);
-        const A gi =
-            detail::relu_masked<decltype(source)::value>(to_acc(pg[o + c]), mask, o + c, c, xi);
-        s[c] += gi;
-        s2[c] += gi * (xi - pm[c]);
-      }
-    });
+          for (std::int64_t i = 0; i < len; ++i) {
+            const A xi = to_acc(px[o + i]);
+            const A gi = detail::relu_masked<decltype(source)::value>(to_acc(pg[o + i]), run_mask,
+                                                                      o + i, i, xi);
+            s[i] += gi;
+            s2[i] += gi * (xi - pm[i]);
+          }
+        });
   });
   std::vector<A> scaled(sums);
   for (std::int64_t c = 0; c < C; ++c) scaled[C + c] *= r.data()[c];
@@ -387,9 +446,12 @@ void channel_affine(ChannelLayout layout, const Tensor<T>& x, const std::vector<
   using A = acc_t<T>;
   const std::int64_t N = x.size(0), C = x.size(1), inner = x.size(2) * x.size(3);
   const T* px = x.data();
-  const A* pm = mean.data();
-  const A* ps = scale.data();
-  const A* pb = shift.data();
+  const std::vector<A> mean_run = detail::per_run(layout, mean);
+  const std::vector<A> scale_run = detail::per_run(layout, scale);
+  const std::vector<A> shift_run = detail::per_run(layout, shift);
+  const A* pm = mean_run.data();
+  const A* ps = scale_run.data();
+  const A* pb = shift_run.data();
   // The ReLU is ember's (x < 0 ? 0 : x, so a NaN stays NaN), chosen outside the loops.
   const auto affine = [&](auto with_relu) {
     detail::for_each_channel_row(
@@ -429,18 +491,32 @@ void channel_grad_apply(ChannelLayout layout, const Tensor<T>& x, const T* g,
   using A = acc_t<T>;
   const std::int64_t N = x.size(0), C = x.size(1), inner = x.size(2) * x.size(3);
   const T* px = x.data();
-  const A* pm = mean.data();
-  const A* pa = a.data();
-  const A* p1 = k1.data();
-  const A* p0 = k0.data();
+  const std::vector<A> mean_run = detail::per_run(layout, mean), a_run = detail::per_run(layout, a);
+  const std::vector<A> k1_run = detail::per_run(layout, k1), k0_run = detail::per_run(layout, k0);
+  const A* pm = mean_run.data();
+  const A* pa = a_run.data();
+  const A* p1 = k1_run.data();
+  const A* p0 = k0_run.data();
+  // The mask's per-channel values laid out as the loops index them too.
+  std::vector<A> mask_mean, mask_scale, mask_shift;
+  ReluMask<T> run_mask = mask;
+  if (mask.source == MaskSource::input) {
+    const auto values = [C](const A* v) { return std::vector<A>(v, v + C); };
+    mask_mean = detail::per_run(layout, values(mask.mean));
+    mask_scale = detail::per_run(layout, values(mask.scale));
+    mask_shift = detail::per_run(layout, values(mask.shift));
+    run_mask.mean = mask_mean.data();
+    run_mask.scale = mask_scale.data();
+    run_mask.shift = mask_shift.data();
+  }
   const auto apply = [&](auto source, auto write_masked) {
     detail::for_each_channel_row(
         layout, N, C, inner, [&](std::int64_t o, std::int64_t len, auto ch) {
 #pragma omp simd
           for (std::int64_t i = 0; i < len; ++i) {
             const A xi = to_acc(px[o + i]);
-            const A gi = detail::relu_masked<decltype(source)::value>(to_acc(g[o + i]), mask, o + i,
-                                                                      ch(i), xi);
+            const A gi = detail::relu_masked<decltype(source)::value>(to_acc(g[o + i]), run_mask,
+                                                                      o + i, ch(i), xi);
             if constexpr (write_masked) g_masked[o + i] = to_storage<T>(gi);
             dx[o + i] = to_storage<T>(pa[ch(i)] * gi + p1[ch(i)] * (xi - pm[ch(i)]) + p0[ch(i)]);
           }
