@@ -10,6 +10,7 @@
 //   MultiTensor<Slot> table(device);            // slots in order, each with its element count
 //   table.add(slot, numel);
 //   table.for_each_element(f);                  // f(slot, j) for every j < numel of every slot
+//                                               // (touching element j of the slot's tensors only)
 //   table.sums<K>(f) -> Tensor<double> [slots, K]: per slot, the sums of f(slot, j) (an array of
 //                                       K doubles), folded in chunk order: deterministic
 //
@@ -113,7 +114,10 @@ class MultiTensor {
 #pragma omp parallel for schedule(dynamic, 1) if (n > 1)
       for (std::int64_t c = 0; c < n; ++c) {
         const detail::Chunk chunk = chunks_[c];
-        const Slot& slot = slots_[chunk.slot];
+        const Slot slot = slots_[chunk.slot];
+        // f(slot, j) touches element j alone (the contract above), so the chunk is one vector
+        // loop; without the pragma GCC kept SGD's update scalar (2% of a small ResNet's step).
+#pragma omp simd
         for (std::int64_t j = chunk.begin; j < chunk.end; ++j) f(slot, j);
       }
       return;
