@@ -105,6 +105,7 @@ struct Moments {
   A count = 0;
   std::vector<A> mean, m2;
 
+  Moments() = default;
   explicit Moments(std::int64_t C)
       : mean(static_cast<std::size_t>(C), A(0)), m2(static_cast<std::size_t>(C), A(0)) {}
   void merge(A n, const A* piece_mean, const A* piece_m2) {
@@ -273,16 +274,14 @@ void for_each_channel_row(ChannelLayout layout, std::int64_t N, std::int64_t C, 
   }
 }
 
-/// Per-channel sums over the rows of a dense channels-last tensor: each thread sums its runs
-/// (rows_per_run(C) rows each) into its own per_run-long accumulators, add(offset, length, parts,
-/// stride) adding element i of the run at `offset` into parts[k * stride + i] for each of the K
-/// sums; the accumulators are then folded to C values per sum, thread by thread in order.
-/// Returned as K*C values, sum k's channel c at k * C + c.
-template <class A, class Add>
-std::vector<A> channels_last_sums(std::int64_t rows, std::int64_t C, int K, const Add& add) {
+/// One counted parallel pass over i < n, split statically: each thread folds its share into a
+/// part of its own (make() makes it; body(i, part)), and the parts come back in thread order, so
+/// whatever the caller folds from them is fixed for a given thread count.
+template <class Make, class Body>
+auto per_thread_parts(std::int64_t n, const Make& make, const Body& body) {
+  using Part = decltype(make());
   exec::count_launch();
-  const std::int64_t R = rows_per_run(C), P = R * C, runs = (rows + R - 1) / R;
-  std::vector<std::vector<A>> parts;
+  std::vector<Part> parts;
 #pragma omp parallel
   {
 #if defined(EMBER_OPENMP)
@@ -292,14 +291,28 @@ std::vector<A> channels_last_sums(std::int64_t rows, std::int64_t C, int K, cons
 #endif
 #pragma omp single
     parts.resize(static_cast<std::size_t>(threads));
-    std::vector<A> mine(static_cast<std::size_t>(K * P), A(0));
+    Part mine = make();
 #pragma omp for schedule(static)
-    for (std::int64_t q = 0; q < runs; ++q) {
-      const std::int64_t r0 = q * R, r1 = std::min(rows, r0 + R);
-      add(r0 * C, (r1 - r0) * C, mine.data(), P);
-    }
+    for (std::int64_t i = 0; i < n; ++i) body(i, mine);
     parts[static_cast<std::size_t>(me)] = std::move(mine);
   }
+  return parts;
+}
+
+/// Per-channel sums over the rows of a dense channels-last tensor: each thread sums its runs
+/// (rows_per_run(C) rows each) into its own per_run-long accumulators, add(offset, length, parts,
+/// stride) adding element i of the run at `offset` into parts[k * stride + i] for each of the K
+/// sums; the accumulators are then folded to C values per sum, thread by thread in order.
+/// Returned as K*C values, sum k's channel c at k * C + c.
+template <class A, class Add>
+std::vector<A> channels_last_sums(std::int64_t rows, std::int64_t C, int K, const Add& add) {
+  const std::int64_t R = rows_per_run(C), P = R * C, runs = (rows + R - 1) / R;
+  const std::vector<std::vector<A>> parts = per_thread_parts(
+      runs, [&] { return std::vector<A>(static_cast<std::size_t>(K * P), A(0)); },
+      [&](std::int64_t q, std::vector<A>& mine) {
+        const std::int64_t r0 = q * R, r1 = std::min(rows, r0 + R);
+        add(r0 * C, (r1 - r0) * C, mine.data(), P);
+      });
   std::vector<A> total(static_cast<std::size_t>(K * C), A(0));
   for (const std::vector<A>& part : parts) {
     for (int k = 0; k < K; ++k) {
@@ -333,56 +346,50 @@ std::pair<Tensor<acc_t<T>>, Tensor<acc_t<T>>> channels_last_mean_var(const Tenso
   const std::int64_t block = std::max<std::int64_t>(1, block_elements / P) * R;
   const std::int64_t blocks = (rows + block - 1) / block;
   const T* px = x.data();
-  exec::count_launch();
-  std::vector<detail::Moments<A>> parts;
-#pragma omp parallel
-  {
-#if defined(EMBER_OPENMP)
-    const int threads = omp_get_num_threads(), me = omp_get_thread_num();
-#else
-    const int threads = 1, me = 0;
-#endif
-#pragma omp single
-    parts.assign(static_cast<std::size_t>(threads), detail::Moments<A>(C));
-    detail::Moments<A> mine(C);
-    std::vector<A> acc(static_cast<std::size_t>(P)), mean_run(static_cast<std::size_t>(P));
-    std::vector<A> block_mean(static_cast<std::size_t>(C)), block_m2(static_cast<std::size_t>(C));
-    A* pa = acc.data();
-    const A* pm = mean_run.data();
-    // Sums f(element, i) over the rows [r0, r1) into C values, run by run.
-    const auto sum_rows = [&](std::int64_t r0, std::int64_t r1, std::vector<A>& out,
-                              const auto& f) {
-      std::fill(acc.begin(), acc.end(), A(0));
-      for (std::int64_t r = r0; r < r1; r += R) {
-        const T* run = px + r * C;
-        const std::int64_t len = (std::min(r1, r + R) - r) * C;
+  // A thread's moments, and its scratch: a run's accumulators and the block mean repeated per
+  // run, the block's mean and M2.
+  struct Part {
+    detail::Moments<A> moments;
+    std::vector<A> acc, mean_run, block_mean, block_m2;
+  };
+  const auto make = [&] {
+    const auto n = [](std::int64_t k) { return std::vector<A>(static_cast<std::size_t>(k)); };
+    return Part{detail::Moments<A>(C), n(P), n(P), n(C), n(C)};
+  };
+  // Sums f(element, i) over the rows [r0, r1) into C values, run by run.
+  const auto sum_rows = [&](Part& t, std::int64_t r0, std::int64_t r1, std::vector<A>& out,
+                            const auto& f) {
+    A* pa = t.acc.data();
+    std::fill(t.acc.begin(), t.acc.end(), A(0));
+    for (std::int64_t r = r0; r < r1; r += R) {
+      const T* run = px + r * C;
+      const std::int64_t len = (std::min(r1, r + R) - r) * C;
 #pragma omp simd
-        for (std::int64_t i = 0; i < len; ++i) pa[i] += f(to_acc(run[i]), i);
-      }
-      std::fill(out.begin(), out.end(), A(0));
-      for (std::int64_t k = 0; k < R; ++k) {
-        for (std::int64_t c = 0; c < C; ++c) out[static_cast<std::size_t>(c)] += pa[k * C + c];
-      }
-    };
-#pragma omp for schedule(static)
-    for (std::int64_t b = 0; b < blocks; ++b) {
-      const std::int64_t r0 = b * block, r1 = std::min(rows, r0 + block);
-      const A n = static_cast<A>(r1 - r0);
-      sum_rows(r0, r1, block_mean, [](A v, std::int64_t) { return v; });
-      for (A& m : block_mean) m /= n;
-      for (std::int64_t k = 0; k < R; ++k) {
-        std::copy(block_mean.begin(), block_mean.end(), mean_run.begin() + k * C);
-      }
-      sum_rows(r0, r1, block_m2, [pm](A v, std::int64_t i) {
-        const A d = v - pm[i];
-        return d * d;
-      });
-      mine.merge(n, block_mean.data(), block_m2.data());
+      for (std::int64_t i = 0; i < len; ++i) pa[i] += f(to_acc(run[i]), i);
     }
-    parts[static_cast<std::size_t>(me)] = std::move(mine);
-  }
+    std::fill(out.begin(), out.end(), A(0));
+    for (std::int64_t k = 0; k < R; ++k) {
+      for (std::int64_t c = 0; c < C; ++c) out[static_cast<std::size_t>(c)] += pa[k * C + c];
+    }
+  };
+  const std::vector<Part> parts =
+      detail::per_thread_parts(blocks, make, [&](std::int64_t b, Part& t) {
+        const std::int64_t r0 = b * block, r1 = std::min(rows, r0 + block);
+        const A n = static_cast<A>(r1 - r0);
+        sum_rows(t, r0, r1, t.block_mean, [](A v, std::int64_t) { return v; });
+        for (A& m : t.block_mean) m /= n;
+        for (std::int64_t k = 0; k < R; ++k) {
+          std::copy(t.block_mean.begin(), t.block_mean.end(), t.mean_run.begin() + k * C);
+        }
+        const A* pm = t.mean_run.data();
+        sum_rows(t, r0, r1, t.block_m2, [pm](A v, std::int64_t i) {
+          const A d = v - pm[i];
+          return d * d;
+        });
+        t.moments.merge(n, t.block_mean.data(), t.block_m2.data());
+      });
   detail::Moments<A> total(C);
-  for (const detail::Moments<A>& part : parts) total.merge(part);
+  for (const Part& part : parts) total.merge(part.moments);
   for (A& v : total.m2) v /= total.count;
   const Shape s = detail::channel_shape(x);
   return {detail::channel_tensor(total.mean, 0, s), detail::channel_tensor(total.m2, 0, s)};
