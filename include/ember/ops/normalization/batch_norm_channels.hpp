@@ -99,21 +99,22 @@ EMBER_FORCEINLINE A relu_masked(A g, const ReluMask<T>& m, std::int64_t i, std::
 }
 
 /// Count, mean and sum of squared deviations per channel, of pieces merged in order (Chan,
-/// Golub and LeVeque's pairwise update).
+/// Golub and LeVeque's pairwise update). The count is a double: exact past float's 2^24.
 template <class A>
 struct Moments {
-  A count = 0;
+  double count = 0;
   std::vector<A> mean, m2;
 
   Moments() = default;
   explicit Moments(std::int64_t C)
       : mean(static_cast<std::size_t>(C), A(0)), m2(static_cast<std::size_t>(C), A(0)) {}
-  void merge(A n, const A* piece_mean, const A* piece_m2) {
-    const A total = count + n;
+  void merge(double n, const A* piece_mean, const A* piece_m2) {
+    const double total = count + n;
+    const A to_piece = static_cast<A>(n / total), cross = static_cast<A>(count * n / total);
     for (std::size_t c = 0; c < mean.size(); ++c) {
       const A delta = piece_mean[c] - mean[c];
-      mean[c] += delta * (n / total);
-      m2[c] += piece_m2[c] + delta * delta * (count * n / total);
+      mean[c] += delta * to_piece;
+      m2[c] += piece_m2[c] + delta * delta * cross;
     }
     count = total;
   }
@@ -167,10 +168,10 @@ std::pair<Tensor<acc_t<T>>, Tensor<acc_t<T>>> channel_mean_var(const Tensor<T>& 
         const A d = to_acc(p[i]) - m;
         squares += d * d;
       }
-      total.merge(static_cast<A>(inner), &m, &squares);
+      total.merge(static_cast<double>(inner), &m, &squares);
     }
     pm[c] = total.mean[0];
-    pv[c] = total.m2[0] / total.count;
+    pv[c] = total.m2[0] / static_cast<A>(total.count);
   });
   return {mean, var};
 }
@@ -390,7 +391,7 @@ std::pair<Tensor<acc_t<T>>, Tensor<acc_t<T>>> channels_last_mean_var(const Tenso
       });
   detail::Moments<A> total(C);
   for (const Part& part : parts) total.merge(part.moments);
-  for (A& v : total.m2) v /= total.count;
+  for (A& v : total.m2) v /= static_cast<A>(total.count);
   const Shape s = detail::channel_shape(x);
   return {detail::channel_tensor(total.mean, 0, s), detail::channel_tensor(total.m2, 0, s)};
 }

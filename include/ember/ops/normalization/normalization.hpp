@@ -265,9 +265,7 @@ ChannelLayout shared_channel_layout(const Tensor<T>& x, std::initializer_list<Te
   }
   return layout;
 }
-}  // namespace detail
 
-namespace detail {
 /// The forward's per-channel affine (x - mean) scale + shift of batch_norm's channel loops,
 /// scale = rstd w, shift = b; the backward recomputes a ReLU's mask with the same values.
 template <class A>
