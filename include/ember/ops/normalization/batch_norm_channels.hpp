@@ -54,7 +54,9 @@ bool channel_loop_applies(const Tensor<T>& x) {
 }
 
 /// batch norm's affine before the ReLU and residual, as the forward computes it: the backward
-/// recomputes the ReLU's mask from x with this same arithmetic, so both take the same branch.
+/// recomputes the ReLU's mask from x with this same arithmetic, so both take the same branch
+/// (in bf16 and half, a positive value that rounds to zero in y still passes: the mask is the
+/// ReLU's of the value before rounding).
 template <class A>
 EMBER_FORCEINLINE A affine_value(A x, A mean, A scale, A shift) {
   return (x - mean) * scale + shift;
