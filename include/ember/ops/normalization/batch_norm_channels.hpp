@@ -242,16 +242,52 @@ namespace detail {
 /// (per_run) so that element i of a run reads value i.
 inline std::int64_t rows_per_run(std::int64_t C) { return std::max<std::int64_t>(1, 256 / C); }
 
+/// Writes the C values of v R times over out: one value per element of a run of R rows.
+template <class A>
+void repeat_run(const A* v, std::int64_t C, std::int64_t R, A* out) {
+  for (std::int64_t r = 0; r < R; ++r) std::copy(v, v + C, out + r * C);
+}
+/// Adds a run of R rows of C values into out's C values, row by row.
+template <class A>
+void fold_run(const A* run, std::int64_t C, std::int64_t R, A* out) {
+  for (std::int64_t r = 0; r < R; ++r) {
+    for (std::int64_t c = 0; c < C; ++c) out[c] += run[r * C + c];
+  }
+}
+
 /// v (one value per channel) as the loops over `layout` index it: repeated rows_per_run(C)
 /// times for channels-last runs, as it is for NCHW rows.
 template <class A>
 std::vector<A> per_run(ChannelLayout layout, const std::vector<A>& v) {
   if (layout != ChannelLayout::nhwc) return v;
-  const std::int64_t C = static_cast<std::int64_t>(v.size()), K = rows_per_run(C);
-  std::vector<A> out(static_cast<std::size_t>(K * C));
-  for (std::int64_t k = 0; k < K; ++k) std::copy(v.begin(), v.end(), out.begin() + k * C);
+  const std::int64_t C = static_cast<std::int64_t>(v.size()), R = rows_per_run(C);
+  std::vector<A> out(static_cast<std::size_t>(R * C));
+  repeat_run(v.data(), C, R, out.data());
   return out;
 }
+
+/// `mask` with its per-channel values (MaskSource::input) laid out as the loops over `layout`
+/// index them (per_run). `run` points into the vectors held here: a RunMask is not copied.
+template <class T>
+struct RunMask {
+  std::vector<acc_t<T>> mean, scale, shift;
+  ReluMask<T> run;
+
+  RunMask(ChannelLayout layout, const ReluMask<T>& mask, std::int64_t C) : run(mask) {
+    if (mask.source != MaskSource::input) return;
+    const auto lay = [&](const acc_t<T>* v) {
+      return per_run(layout, std::vector<acc_t<T>>(v, v + C));
+    };
+    mean = lay(mask.mean);
+    scale = lay(mask.scale);
+    shift = lay(mask.shift);
+    run.mean = mean.data();
+    run.scale = scale.data();
+    run.shift = shift.data();
+  }
+  RunMask(const RunMask&) = delete;
+  RunMask& operator=(const RunMask&) = delete;
+};
 
 /// body(offset, length, channel_of) over the rows of a dense tensor in `layout` (NCHW: N*C rows
 /// of H*W, one channel each; NHWC: runs of rows_per_run(C) rows of C channels, the last run
@@ -318,11 +354,7 @@ std::vector<A> channels_last_sums(std::int64_t rows, std::int64_t C, int K, cons
       });
   std::vector<A> total(static_cast<std::size_t>(K * C), A(0));
   for (const std::vector<A>& part : parts) {
-    for (int k = 0; k < K; ++k) {
-      for (std::int64_t r = 0; r < R; ++r) {
-        for (std::int64_t c = 0; c < C; ++c) total[k * C + c] += part[k * P + r * C + c];
-      }
-    }
+    for (int k = 0; k < K; ++k) fold_run(part.data() + k * P, C, R, total.data() + k * C);
   }
   return total;
 }
@@ -371,9 +403,7 @@ std::pair<Tensor<acc_t<T>>, Tensor<acc_t<T>>> channels_last_mean_var(const Tenso
       for (std::int64_t i = 0; i < len; ++i) pa[i] += f(to_acc(run[i]), i);
     }
     std::fill(out.begin(), out.end(), A(0));
-    for (std::int64_t k = 0; k < R; ++k) {
-      for (std::int64_t c = 0; c < C; ++c) out[static_cast<std::size_t>(c)] += pa[k * C + c];
-    }
+    detail::fold_run(pa, C, R, out.data());
   };
   const std::vector<Part> parts =
       detail::per_thread_parts(blocks, make, [&](std::int64_t b, Part& t) {
@@ -381,9 +411,7 @@ std::pair<Tensor<acc_t<T>>, Tensor<acc_t<T>>> channels_last_mean_var(const Tenso
         const A n = static_cast<A>(r1 - r0);
         sum_rows(t, r0, r1, t.block_mean, [](A v, std::int64_t) { return v; });
         for (A& m : t.block_mean) m /= n;
-        for (std::int64_t k = 0; k < R; ++k) {
-          std::copy(t.block_mean.begin(), t.block_mean.end(), t.mean_run.begin() + k * C);
-        }
+        detail::repeat_run(t.block_mean.data(), C, R, t.mean_run.data());
         const A* pm = t.mean_run.data();
         sum_rows(t, r0, r1, t.block_m2, [pm](A v, std::int64_t i) {
           const A d = v - pm[i];
@@ -410,22 +438,11 @@ std::pair<Tensor<acc_t<T>>, Tensor<acc_t<T>>> channels_last_grad_sums(const Tens
   const Tensor<A> r = rstd.contiguous();
   const T* px = x.data();
   const T* pg = g.data();
-  const auto repeat = [&](const A* v) {
-    return detail::per_run(ChannelLayout::nhwc, std::vector<A>(v, v + C));
-  };
-  const std::vector<A> mean_run = repeat(mean.contiguous().data());
+  const Tensor<A> m = mean.contiguous();
+  const std::vector<A> mean_run =
+      detail::per_run(ChannelLayout::nhwc, std::vector<A>(m.data(), m.data() + C));
   const A* pm = mean_run.data();
-  // The mask's per-channel values laid out per run too.
-  std::vector<A> mask_mean, mask_scale, mask_shift;
-  ReluMask<T> run_mask = mask;
-  if (mask.source == MaskSource::input) {
-    mask_mean = repeat(mask.mean);
-    mask_scale = repeat(mask.scale);
-    mask_shift = repeat(mask.shift);
-    run_mask.mean = mask_mean.data();
-    run_mask.scale = mask_scale.data();
-    run_mask.shift = mask_shift.data();
-  }
+  const detail::RunMask<T> run_mask(ChannelLayout::nhwc, mask, C);
   std::vector<A> sums;
   detail::with_mask_source(mask, [&](auto source) {
     sums = detail::channels_last_sums<A>(
@@ -434,8 +451,8 @@ std::pair<Tensor<acc_t<T>>, Tensor<acc_t<T>>> channels_last_grad_sums(const Tens
 #pragma omp simd
           for (std::int64_t i = 0; i < len; ++i) {
             const A xi = to_acc(px[o + i]);
-            const A gi = detail::relu_masked<decltype(source)::value>(to_acc(pg[o + i]), run_mask,
-                                                                      o + i, i, xi);
+            const A gi = detail::relu_masked<decltype(source)::value>(to_acc(pg[o + i]),
+                                                                      run_mask.run, o + i, i, xi);
             s[i] += gi;
             s2[i] += gi * (xi - pm[i]);
           }
@@ -507,26 +524,15 @@ void channel_grad_apply(ChannelLayout layout, const Tensor<T>& x, const T* g,
   const A* pa = a_run.data();
   const A* p1 = k1_run.data();
   const A* p0 = k0_run.data();
-  // The mask's per-channel values laid out as the loops index them too.
-  std::vector<A> mask_mean, mask_scale, mask_shift;
-  ReluMask<T> run_mask = mask;
-  if (mask.source == MaskSource::input) {
-    const auto values = [C](const A* v) { return std::vector<A>(v, v + C); };
-    mask_mean = detail::per_run(layout, values(mask.mean));
-    mask_scale = detail::per_run(layout, values(mask.scale));
-    mask_shift = detail::per_run(layout, values(mask.shift));
-    run_mask.mean = mask_mean.data();
-    run_mask.scale = mask_scale.data();
-    run_mask.shift = mask_shift.data();
-  }
+  const detail::RunMask<T> run_mask(layout, mask, C);
   const auto apply = [&](auto source, auto write_masked) {
     detail::for_each_channel_row(
         layout, N, C, inner, [&](std::int64_t o, std::int64_t len, auto ch) {
 #pragma omp simd
           for (std::int64_t i = 0; i < len; ++i) {
             const A xi = to_acc(px[o + i]);
-            const A gi = detail::relu_masked<decltype(source)::value>(to_acc(g[o + i]), run_mask,
-                                                                      o + i, ch(i), xi);
+            const A gi = detail::relu_masked<decltype(source)::value>(
+                to_acc(g[o + i]), run_mask.run, o + i, ch(i), xi);
             if constexpr (write_masked) g_masked[o + i] = to_storage<T>(gi);
             dx[o + i] = to_storage<T>(pa[ch(i)] * gi + p1[ch(i)] * (xi - pm[ch(i)]) + p0[ch(i)]);
           }
