@@ -51,16 +51,15 @@ PY
     rows+=("$row")
   done
 done
-python3 - "$out" "$precision" "$OMP_NUM_THREADS" "${rows[@]}" <<'PY'
-import datetime, json, subprocess, sys
+python3 - "$out" "$precision" "$OMP_NUM_THREADS" "$commit" "${rows[@]}" <<'PY'
+import datetime, json, sys
 import torch
-out, precision, threads = sys.argv[1], sys.argv[2], int(sys.argv[3])
-doc = {"date": datetime.date.today().isoformat(),
-       "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                                text=True).stdout.strip(),
-       "machine": "2-core x86-64 VM (AMD EPYC, AVX-512 with BF16), no GPU",
+sys.path.insert(0, "bench")
+from resnet_compare import machine  # model name and vector extensions: the VMs differ
+out, precision, threads, commit = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+doc = {"date": datetime.date.today().isoformat(), "commit": commit, "machine": machine(),
        "threads": threads, "precision": precision, "torch": torch.__version__,
-       "results": [json.loads(r) for r in sys.argv[4:]]}
+       "results": [json.loads(r) for r in sys.argv[5:]]}
 json.dump(doc, open(out, "w"), indent=1)
 print("wrote", out)
 PY

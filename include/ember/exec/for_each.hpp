@@ -45,21 +45,34 @@ void launch_for_each(const F& f, std::int64_t n, int device) {
 }  // namespace gpu
 #endif
 
+inline namespace EMBER_EXEC_NS {
+
+/// for_each_index's work for launch(): f(i) for i in [0, n), `cost` a rough cost per element
+/// (the CPU's choice between one thread and the team). One pass or one launch, counted.
+template <class F>
+struct IndexPass {
+  const F& f;
+  std::int64_t n;
+  std::int64_t cost;
+
+  void on_host() const {
+    count_launch();
+#pragma omp parallel for schedule(static) if (n * cost >= cpu::kParallelThreshold)
+    for (std::int64_t i = 0; i < n; ++i) f(i);
+  }
+#if defined(EMBER_CUDA_KERNELS)
+  void on_cuda(int device) const { gpu::launch_for_each(f, n, device); }
+#endif
+};
+
+}  // namespace EMBER_EXEC_NS
+
 /// Runs f(i) for i in [0, n) on `device`. `work` is a rough cost per element, for the CPU's
 /// choice between one thread and the team.
 template <class F, class Mode = exec::mode>
 void for_each_index(const F& f, std::int64_t n, std::int64_t work, Device device) {
   if (n == 0) return;
-  if (device.is_cpu()) {
-    count_launch();
-#pragma omp parallel for schedule(static) if (n * work >= cpu::kParallelThreshold)
-    for (std::int64_t i = 0; i < n; ++i) f(i);
-  } else {
-    require_runnable(device);
-#if defined(EMBER_CUDA_KERNELS)
-    gpu::launch_for_each(f, n, device.index());
-#endif
-  }
+  launch(IndexPass<F>{f, n, work}, device);
 }
 
 }  // namespace ember::exec

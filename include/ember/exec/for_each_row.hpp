@@ -173,26 +173,21 @@ __global__ void __launch_bounds__(kBlockThreads) for_each_row_kernel(F f, std::i
   }
 }
 
-/// Runs f.row over [0, rows) on CUDA device `device`, a warp per row: one launch, counted.
-template <class F>
-void launch_for_each_row(const F& f, std::int64_t rows, int device) {
-  if (rows == 0) return;
-  ember::cuda::DeviceGuard guard(device);
-  for_each_row_kernel<<<grid_for(rows * kWarpLanes, device), kBlockThreads, 0,
-                        ember::cuda::current_stream(device)>>>(f, rows);
-  check_launch("a for_each_row kernel launch");
-  count_launch();
-}
 }  // namespace EMBER_EXEC_NS
 }  // namespace gpu
 #endif
 
-/// Runs f.row(r, ...) for r in [0, rows) on `device` (see the top of this header); `cols` is the
-/// row length, for the CPU's choice between one thread and the team.
-template <class F, class Mode = exec::mode>
-void for_each_row(const F& f, std::int64_t rows, std::int64_t cols, Device device) {
-  if (rows == 0) return;
-  if (device.is_cpu()) {
+inline namespace EMBER_EXEC_NS {
+
+/// for_each_row's work for launch(): f.row for every row in [0, rows) of `cols` elements, a
+/// thread per row on the CPU, a warp per row on CUDA. One pass or one launch, counted.
+template <class F>
+struct RowPass {
+  const F& f;
+  std::int64_t rows;
+  std::int64_t cols;
+
+  void on_host() const {
     count_launch();
 #if !defined(EMBER_CUDA_KERNELS)
     // Tests of the CUDA lanes' code on the CPU (exec/emulated_lanes.hpp).
@@ -203,12 +198,26 @@ void for_each_row(const F& f, std::int64_t rows, std::int64_t cols, Device devic
 #endif
 #pragma omp parallel for schedule(static) if (rows * cols >= cpu::kParallelThreshold)
     for (std::int64_t r = 0; r < rows; ++r) f.row(r, 0, 1, SingleLane{});
-  } else {
-    require_runnable(device);
-#if defined(EMBER_CUDA_KERNELS)
-    gpu::launch_for_each_row(f, rows, device.index());
-#endif
   }
+#if defined(EMBER_CUDA_KERNELS)
+  void on_cuda(int device) const {
+    ember::cuda::DeviceGuard guard(device);
+    gpu::for_each_row_kernel<<<gpu::grid_for(rows * gpu::kWarpLanes, device), gpu::kBlockThreads, 0,
+                               ember::cuda::current_stream(device)>>>(f, rows);
+    gpu::check_launch("a for_each_row kernel launch");
+    count_launch();
+  }
+#endif
+};
+
+}  // namespace EMBER_EXEC_NS
+
+/// Runs f.row(r, ...) for r in [0, rows) on `device` (see the top of this header); `cols` is the
+/// row length, for the CPU's choice between one thread and the team.
+template <class F, class Mode = exec::mode>
+void for_each_row(const F& f, std::int64_t rows, std::int64_t cols, Device device) {
+  if (rows == 0) return;
+  launch(RowPass<F>{f, rows, cols}, device);
 }
 
 }  // namespace ember::exec

@@ -5,6 +5,11 @@
 // plans their collapsed strides, knows whether every pointer suits the GPU's packed access, and
 // runs the plan on its device. The vector-width policy is here too. A reduction (reduce.hpp)
 // gathers its operands the same way, for a layout of its own (reduce_layout.hpp).
+//
+// Every launch in exec/ reaches its device through launch() below, the one device dispatch: an
+// evaluation or backward (PlanPass), a reduction, for_each_index and for_each_row each describe
+// their work as a value with on_host() and, where nvcc compiles the translation unit,
+// on_cuda(device index).
 #pragma once
 
 #include <algorithm>
@@ -52,6 +57,21 @@ inline constexpr int gpu_width = lanes_in<Bytes, 16>;
 
 // Runs with the executor of this kind of translation unit (core/config.hpp).
 inline namespace EMBER_EXEC_NS {
+
+/// Runs `work` on `device`: work.on_host() on the CPU; on a CUDA device, once require_runnable
+/// has found it usable, work.on_cuda(index), which a work type declares only where nvcc compiles
+/// the translation unit.
+template <class Work>
+void launch(const Work& work, Device device) {
+  if (device.is_cpu()) {
+    work.on_host();
+    return;
+  }
+  require_runnable(device);
+#if defined(EMBER_CUDA_KERNELS)
+  work.on_cuda(device.index());
+#endif
+}
 
 class LaunchSpace {
  public:
@@ -121,15 +141,13 @@ class LaunchSpace {
   /// with VGpu elements per access on the dense path where every pointer is aligned for that
   /// (the strided kernel otherwise).
   template <int VCpu, int VGpu, class Plan>
-  void run(const Plan& plan) const {
-    if (device_.is_cpu()) {
-      cpu::run<VCpu>(plan, layout_);
-      return;
-    }
-    require_runnable(device_);
-#if defined(EMBER_CUDA_KERNELS)
-    gpu::run<VGpu>(plan, layout_, aligned(VGpu), device_.index());
-#endif
+  void run(const Plan& plan) const;
+
+  /// Whether every pointer the dense path walks is aligned for packs of `lanes` elements.
+  bool aligned(int lanes) const {
+    return std::all_of(pointers_.begin(), pointers_.end(), [&](const Pointer& p) {
+      return p.address % (p.element_size * static_cast<std::size_t>(lanes)) == 0;
+    });
   }
 
  private:
@@ -146,11 +164,6 @@ class LaunchSpace {
     }
     return false;
   }
-  bool aligned(int lanes) const {
-    return std::all_of(pointers_.begin(), pointers_.end(), [&](const Pointer& p) {
-      return p.address % (p.element_size * static_cast<std::size_t>(lanes)) == 0;
-    });
-  }
 
   Shape shape_;
   Device device_;
@@ -158,6 +171,26 @@ class LaunchSpace {
   std::vector<Pointer> pointers_;
   IterLayout layout_;
 };
+
+/// An evaluation's or a fused backward's plan over a collapsed space: blocks of VCpu lanes on
+/// the CPU, VGpu elements per access on the GPU's dense path.
+template <int VCpu, int VGpu, class Plan>
+struct PlanPass {
+  const Plan& plan;
+  const LaunchSpace& space;
+
+  void on_host() const { cpu::run<VCpu>(plan, space.layout()); }
+#if defined(EMBER_CUDA_KERNELS)
+  void on_cuda(int device) const {
+    gpu::run<VGpu>(plan, space.layout(), space.aligned(VGpu), device);
+  }
+#endif
+};
+
+template <int VCpu, int VGpu, class Plan>
+void LaunchSpace::run(const Plan& plan) const {
+  launch(PlanPass<VCpu, VGpu, Plan>{plan, *this}, device_);
+}
 
 }  // namespace EMBER_EXEC_NS
 }  // namespace ember::exec

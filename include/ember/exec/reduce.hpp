@@ -219,6 +219,20 @@ void run_reduce(const Red& red, const Plan& plan, const ReduceLayout& L, R* out)
 
 inline namespace EMBER_EXEC_NS {
 
+/// A reduction's work for launch(): `plan` folded by `red` over layout L into `out`.
+template <class R, class Red, class Plan>
+struct ReducePass {
+  const Red& red;
+  const Plan& plan;
+  const ReduceLayout& layout;
+  R* out;
+
+  void on_host() const { cpu::run_reduce(red, plan, layout, out); }
+#if defined(EMBER_CUDA_KERNELS)
+  void on_cuda(int device) const { gpu::run_reduce(red, plan, layout, out, device); }
+#endif
+};
+
 /// Reduces expression `e` over `axes` (all axes when empty) into a new tensor of type R.
 template <Storable R, class Red, class E>
 Tensor<R> reduce_expression(const E& e, const Red& red, const char* name, const Dims& axes,
@@ -258,14 +272,7 @@ Tensor<R> reduce_expression(const E& e, const Red& red, const char* name, const 
   const ReduceLayout L = make_reduce_layout(shape, is_reduced, space.arrays());
   expr::PlanBuilder b(L.ndim(), L.arrays);
   const auto plan = e.plan(b);
-  if (device.is_cpu()) {
-    cpu::run_reduce(red, plan, L, out.data());
-  } else {
-    require_runnable(device);
-#if defined(EMBER_CUDA_KERNELS)
-    gpu::run_reduce(red, plan, L, out.data(), device.index());
-#endif
-  }
+  launch(ReducePass<R, Red, decltype(plan)>{red, plan, L, out.data()}, device);
   return out;
 }
 
