@@ -33,6 +33,18 @@
 #define EMBER_OPENMP 1
 #endif
 
+// The CPU loops' blocks are 64 bytes (exec/cpu_executor.hpp). Where AVX-512 is enabled, GCC's
+// tuning for Intel's server cores (-march=icelake-server, sapphirerapids...) still prefers 256-bit
+// vectors, and its cost model then left bf16 conversions scalar: the fused bf16 backward ran 3x
+// slower than with 512-bit vectors (docs/benchmarks.md). Loops marked EMBER_WIDE_VECTORS ask for
+// the full width; elsewhere the mark is empty.
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__) && defined(__AVX512F__) && \
+    defined(__x86_64__)
+#define EMBER_WIDE_VECTORS __attribute__((target("prefer-vector-width=512")))
+#else
+#define EMBER_WIDE_VECTORS
+#endif
+
 // Expression evaluation differs between nvcc and host-compiler translation units (one can
 // launch kernels, the other cannot). The executor lives in an inline namespace named after
 // the mode so both kinds of translation unit link into one program without ODR clashes.

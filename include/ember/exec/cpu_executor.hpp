@@ -34,7 +34,7 @@ EMBER_FORCEINLINE void block_boundary() {
 // Every CPU caller hands blocks (V > 1): with no scalar variant, each plan compiles to one
 // dense loop, not two.
 template <int V, class Plan>
-void run_dense(const Plan& plan, std::int64_t n) {
+EMBER_WIDE_VECTORS void run_dense(const Plan& plan, std::int64_t n) {
   static_assert(V > 1, "ember: the CPU's dense path hands the plan blocks of V > 1 elements");
   const std::int64_t blocks = n / V;
 #pragma omp parallel for schedule(static) if (n >= kParallelThreshold)
@@ -46,7 +46,7 @@ void run_dense(const Plan& plan, std::int64_t n) {
 }
 
 template <int V, class Plan>
-void run_strided(const Plan& plan, const IterLayout& L) {
+EMBER_WIDE_VECTORS void run_strided(const Plan& plan, const IterLayout& L) {
   const int nd = L.ndim();
   const std::int64_t inner = L.sizes[nd - 1];
   const std::int64_t rows = L.numel / inner;
