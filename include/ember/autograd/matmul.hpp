@@ -152,10 +152,9 @@ requires ProductOperands<A, B> Var<typename autograd::product_arg<A>::type> matm
   using T = typename autograd::product_arg<A>::type;
   const Tensor<T> av = autograd::arg_value(a), bv = autograd::arg_value(b);
   Tensor<T> out = matmul<T, Mode>(av, bv);
-  const Shape out_shape = out.shape();
   return Var<T>::from_node(autograd::record_op<T>(
       "matmul", out, {autograd::arg_node(a), autograd::arg_node(b)}, {av, bv},
-      [av, bv, out_shape](const Tensor<T>& g) {
+      [av, bv](const Tensor<T>& g) {
         // As the forward saw them: a [..., M, K], b [..., K, N], g [batch..., M, N].
         const Tensor<T> a2 = av.rank() == 1 ? av.unsqueeze(0) : av;
         const Tensor<T> b2 = bv.rank() == 1 ? bv.unsqueeze(1) : bv;

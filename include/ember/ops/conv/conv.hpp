@@ -211,8 +211,8 @@ bool onednn_takes() {
 /// The three passes on oneDNN: each false, with nothing done, where onednn_takes<T>() is false or
 /// oneDNN has only a reference implementation for the shape.
 template <class T>
-bool onednn_forward(const Tensor<T>& x, const Tensor<T>& w, const ConvGeometry& g,
-                    const Tensor<T>& y) {
+bool onednn_forward([[maybe_unused]] const Tensor<T>& x, [[maybe_unused]] const Tensor<T>& w,
+                    [[maybe_unused]] const ConvGeometry& g, [[maybe_unused]] const Tensor<T>& y) {
 #if defined(EMBER_WITH_DNNL)
   if constexpr (onednn::kSupported<T>) {
     return onednn_takes<T>() && onednn::conv_forward(x, w, g, y);
@@ -221,8 +221,9 @@ bool onednn_forward(const Tensor<T>& x, const Tensor<T>& w, const ConvGeometry& 
   return false;
 }
 template <class T>
-bool onednn_backward_data(const Tensor<T>& w, const Tensor<T>& dy, const ConvGeometry& g,
-                          const Tensor<T>& dx) {
+bool onednn_backward_data([[maybe_unused]] const Tensor<T>& w, [[maybe_unused]] const Tensor<T>& dy,
+                          [[maybe_unused]] const ConvGeometry& g,
+                          [[maybe_unused]] const Tensor<T>& dx) {
 #if defined(EMBER_WITH_DNNL)
   if constexpr (onednn::kSupported<T>) {
     return onednn_takes<T>() && onednn::conv_backward_data(w, dy, g, dx);
@@ -231,8 +232,10 @@ bool onednn_backward_data(const Tensor<T>& w, const Tensor<T>& dy, const ConvGeo
   return false;
 }
 template <class T>
-bool onednn_backward_weights(const Tensor<T>& x, const Tensor<T>& dy, const ConvGeometry& g,
-                             const Tensor<T>& dw) {
+bool onednn_backward_weights([[maybe_unused]] const Tensor<T>& x,
+                             [[maybe_unused]] const Tensor<T>& dy,
+                             [[maybe_unused]] const ConvGeometry& g,
+                             [[maybe_unused]] const Tensor<T>& dw) {
 #if defined(EMBER_WITH_DNNL)
   if constexpr (onednn::kSupported<T>) {
     return onednn_takes<T>() && onednn::conv_backward_weights(x, dy, g, dw);

@@ -163,30 +163,34 @@ inline std::int64_t padding_row(std::optional<std::int64_t> padding_idx, std::in
 struct EmbeddingRuns {
   Tensor<std::int32_t> order, start;
 };
+/// embedding_runs' work for exec::launch.
+template <class Mode>
+struct EmbeddingRunsSort {
+  const std::int64_t* ids;
+  std::int64_t M, V;
+  EmbeddingRuns& out;
+
+  void on_host() const {
+    out = {empty<std::int32_t>(Shape{M}), empty<std::int32_t>(Shape{V + 1})};
+    std::int32_t* start = out.start.data();
+    std::int32_t* order = out.order.data();
+    // One serial pass: counts, their prefix sum, then each position into its id's next slot.
+    exec::count_launch();
+    std::fill(start, start + V + 1, 0);
+    for (std::int64_t p = 0; p < M; ++p) ++start[ids[p] + 1];
+    for (std::int64_t v = 0; v < V; ++v) start[v + 1] += start[v];
+    std::vector<std::int32_t> next(start, start + V);
+    for (std::int64_t p = 0; p < M; ++p)
+      order[next[static_cast<std::size_t>(ids[p])]++] = static_cast<std::int32_t>(p);
+  }
+#if defined(EMBER_CUDA_KERNELS)
+  void on_cuda(int device) const { gpu::sort_runs<Mode>(ids, M, V, device, out.order, out.start); }
+#endif
+};
 template <class Mode = exec::mode>
 EmbeddingRuns embedding_runs(const Tensor<std::int64_t>& ids, std::int64_t V) {
-  const std::int64_t M = ids.numel();
-  const Device device = ids.device();
-  if (device.is_cuda()) {
-    exec::require_runnable(device);
-#if defined(EMBER_CUDA_KERNELS)
-    EmbeddingRuns r;
-    gpu::sort_runs<Mode>(ids.data(), M, V, device.index(), r.order, r.start);
-    return r;
-#endif
-  }
-  EmbeddingRuns r{empty<std::int32_t>(Shape{M}), empty<std::int32_t>(Shape{V + 1})};
-  const std::int64_t* id = ids.data();
-  std::int32_t* start = r.start.data();
-  std::int32_t* order = r.order.data();
-  // One serial pass: counts, their prefix sum, then each position into its id's next slot.
-  exec::count_launch();
-  std::fill(start, start + V + 1, 0);
-  for (std::int64_t p = 0; p < M; ++p) ++start[id[p] + 1];
-  for (std::int64_t v = 0; v < V; ++v) start[v + 1] += start[v];
-  std::vector<std::int32_t> next(start, start + V);
-  for (std::int64_t p = 0; p < M; ++p)
-    order[next[static_cast<std::size_t>(id[p])]++] = static_cast<std::int32_t>(p);
+  EmbeddingRuns r;
+  exec::launch(EmbeddingRunsSort<Mode>{ids.data(), ids.numel(), V, r}, ids.device());
   return r;
 }
 

@@ -80,29 +80,36 @@ struct SortKeys {
   }
 };
 
+/// sort_lines' work for exec::launch: std::stable_sort per line on the CPU, CUB's segmented
+/// sort on CUDA (sort_cuda.cuh).
+template <class Mode>
+struct LineSort {
+  const std::int64_t* keys;
+  std::int64_t* idx;
+  std::int64_t lines, n;
+
+  void on_host() const {
+    exec::count_launch();
+#pragma omp parallel for schedule(dynamic, 1) if (lines * n >= exec::cpu::kParallelThreshold)
+    for (std::int64_t l = 0; l < lines; ++l) {
+      const std::int64_t* k = keys + l * n;
+      std::int64_t* o = idx + l * n;
+      std::iota(o, o + n, std::int64_t{0});
+      std::stable_sort(o, o + n, [k](std::int64_t a, std::int64_t b) { return k[a] < k[b]; });
+    }
+  }
+#if defined(EMBER_CUDA_KERNELS)
+  void on_cuda(int device) const { gpu::sort_lines<Mode>(keys, idx, lines, n, device); }
+#endif
+};
+
 /// The order of every line of n keys (dense [lines, n]): idx[l, j] = the position in line l of
 /// its j-th smallest key, equal keys in position order.
 template <class Mode = exec::mode>
 void sort_lines(const Tensor<std::int64_t>& keys, Tensor<std::int64_t>& idx, std::int64_t lines,
                 std::int64_t n) {
   if (lines * n == 0) return;
-  if (keys.device().is_cuda()) {
-    exec::require_runnable(keys.device());
-#if defined(EMBER_CUDA_KERNELS)
-    gpu::sort_lines<Mode>(keys.data(), idx.data(), lines, n, keys.device().index());
-#endif
-    return;
-  }
-  const std::int64_t* key = keys.data();
-  std::int64_t* out = idx.data();
-  exec::count_launch();
-#pragma omp parallel for schedule(dynamic, 1) if (lines * n >= exec::cpu::kParallelThreshold)
-  for (std::int64_t l = 0; l < lines; ++l) {
-    const std::int64_t* k = key + l * n;
-    std::int64_t* o = out + l * n;
-    std::iota(o, o + n, std::int64_t{0});
-    std::stable_sort(o, o + n, [k](std::int64_t a, std::int64_t b) { return k[a] < k[b]; });
-  }
+  exec::launch(LineSort<Mode>{keys.data(), idx.data(), lines, n}, keys.device());
 }
 
 /// The indices that sort t along dimension d, in t's layout (dense).
