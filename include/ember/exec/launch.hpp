@@ -6,10 +6,10 @@
 // runs the plan on its device. The vector-width policy is here too. A reduction (reduce.hpp)
 // gathers its operands the same way, for a layout of its own (reduce_layout.hpp).
 //
-// Every launch in exec/ reaches its device through launch() below, the one device dispatch: an
-// evaluation or backward (PlanPass), a reduction, for_each_index and for_each_row each describe
-// their work as a value with on_host() and, where nvcc compiles the translation unit,
-// on_cuda(device index).
+// Every launch reaches its device through launch() below, the one device dispatch: an
+// evaluation or backward (PlanPass), a reduction (ReducePass), for_each_index, for_each_row and
+// the sorts of ops/indexing each describe their work as a value with on_host() and, where nvcc
+// compiles the translation unit, on_cuda(device index).
 #pragma once
 
 #include <algorithm>
