@@ -7,8 +7,8 @@
 // gathers its operands the same way, for a layout of its own (reduce_layout.hpp).
 //
 // Every launch reaches its device through launch() below, the one device dispatch: an
-// evaluation or backward (PlanPass), a reduction (ReducePass), for_each_index, for_each_row and
-// the sorts of ops/indexing each describe their work as a value with on_host() and, where nvcc
+// evaluation or backward (PlanPass), a reduction (ReducePass), for_each_index, for_each_row, the
+// sorts of ops/indexing and the optimizers' multi-tensor passes each describe their work as a value with on_host() and, where nvcc
 // compiles the translation unit, on_cuda(device index).
 #pragma once
 

@@ -108,24 +108,7 @@ class MultiTensor {
   template <class F, class Mode = exec::mode>
   void for_each_element(const F& f) {
     if (chunks_.empty()) return;
-    if (device_.is_cpu()) {
-      exec::count_launch();
-      const auto n = static_cast<std::int64_t>(chunks_.size());
-#pragma omp parallel for schedule(dynamic, 1) if (n > 1)
-      for (std::int64_t c = 0; c < n; ++c) {
-        const detail::Chunk chunk = chunks_[c];
-        const Slot slot = slots_[chunk.slot];
-        // f(slot, j) touches element j alone (the contract above), so the chunk is one vector
-        // loop; without the pragma GCC kept SGD's update scalar (2% of a small ResNet's step).
-#pragma omp simd
-        for (std::int64_t j = chunk.begin; j < chunk.end; ++j) f(slot, j);
-      }
-      return;
-    }
-    upload();
-    const auto n = static_cast<std::int64_t>(chunks_.size()) << detail::kChunkLog2;
-    exec::for_each_index<detail::ChunkedElement<Slot, F>, Mode>(
-        {device_slots(), device_chunks(), f}, n, 1, device_);
+    exec::launch(ElementPass<F, Mode>{*this, f}, device_);
   }
 
   /// Per slot, the K sums of f(slot, j) over its elements (f returns std::array<double, K>), as
@@ -134,15 +117,59 @@ class MultiTensor {
   Tensor<double> sums(const F& f) {
     Tensor<double> out = ember::empty<double>(Shape{size(), K}, device_);
     if (slots_.empty()) return out;
-    const auto nchunks = static_cast<std::int64_t>(chunks_.size());
-    Tensor<double> partial = ember::empty<double>(Shape{nchunks, K}, device_);
-    if (device_.is_cpu()) {
+    exec::launch(SumsPass<K, F, Mode>{*this, f, out.data()}, device_);
+    return out;
+  }
+
+ private:
+  // for_each_element's work for exec::launch: a chunk per OpenMP iteration on the CPU, a CUDA
+  // thread per element.
+  template <class F, class Mode>
+  struct ElementPass {
+    MultiTensor& table;
+    const F& f;
+
+    void on_host() const {
       exec::count_launch();
+      const auto n = static_cast<std::int64_t>(table.chunks_.size());
+#pragma omp parallel for schedule(dynamic, 1) if (n > 1)
+      for (std::int64_t c = 0; c < n; ++c) {
+        const detail::Chunk chunk = table.chunks_[c];
+        const Slot slot = table.slots_[chunk.slot];
+        // f(slot, j) touches element j alone (the contract above), so the chunk is one vector
+        // loop; without the pragma GCC kept SGD's update scalar (2% of a small ResNet's step).
+#pragma omp simd
+        for (std::int64_t j = chunk.begin; j < chunk.end; ++j) f(slot, j);
+      }
+    }
+#if defined(EMBER_CUDA_KERNELS)
+    void on_cuda(int device) const {
+      table.upload();
+      const auto n = static_cast<std::int64_t>(table.chunks_.size()) << detail::kChunkLog2;
+      exec::gpu::launch_for_each(
+          detail::ChunkedElement<Slot, F>{table.device_slots(), table.device_chunks(), f}, n,
+          device);
+    }
+#endif
+  };
+
+  // sums' work for exec::launch: each chunk's partial sums (an OpenMP iteration or a CUDA block
+  // per chunk), then per slot their sum in chunk order.
+  template <int K, class F, class Mode>
+  struct SumsPass {
+    MultiTensor& table;
+    const F& f;
+    double* out;  // [slots, K]
+
+    void on_host() const {
+      const auto nchunks = static_cast<std::int64_t>(table.chunks_.size());
+      Tensor<double> partial = ember::empty<double>(Shape{nchunks, K}, table.device_);
       double* p = partial.data();
+      exec::count_launch();
 #pragma omp parallel for schedule(dynamic, 1) if (nchunks > 1)
       for (std::int64_t c = 0; c < nchunks; ++c) {
-        const detail::Chunk chunk = chunks_[c];
-        const Slot& slot = slots_[chunk.slot];
+        const detail::Chunk chunk = table.chunks_[c];
+        const Slot& slot = table.slots_[chunk.slot];
         std::array<double, K> acc{};
         for (std::int64_t j = chunk.begin; j < chunk.end; ++j) {
           const std::array<double, K> v = f(slot, j);
@@ -150,24 +177,24 @@ class MultiTensor {
         }
         for (int k = 0; k < K; ++k) p[c * K + k] = acc[k];
       }
-      std::vector<std::int32_t> first = first_;
+      std::vector<std::int32_t> first = table.first_;
       first.push_back(static_cast<std::int32_t>(nchunks));
-      exec::for_each_index<detail::FoldChunks<K>, Mode>({p, first.data(), out.data()}, size(),
-                                                        nchunks / size() + 1, device_);
-      return out;
+      exec::for_each_index<detail::FoldChunks<K>, Mode>({p, first.data(), out}, table.size(),
+                                                        nchunks / table.size() + 1, table.device_);
     }
-    exec::require_runnable(device_);
 #if defined(EMBER_CUDA_KERNELS)
-    upload();
-    gpu::launch_chunk_sums<K>(device_slots(), device_chunks(), nchunks, f, partial.data(),
-                              device_.index());
-    exec::for_each_index<detail::FoldChunks<K>, Mode>({partial.data(), device_first(), out.data()},
-                                                      size(), 1, device_);
+    void on_cuda(int device) const {
+      table.upload();
+      const auto nchunks = static_cast<std::int64_t>(table.chunks_.size());
+      Tensor<double> partial = ember::empty<double>(Shape{nchunks, K}, table.device_);
+      gpu::launch_chunk_sums<K>(table.device_slots(), table.device_chunks(), nchunks, f,
+                                partial.data(), device);
+      exec::for_each_index<detail::FoldChunks<K>, Mode>({partial.data(), table.device_first(), out},
+                                                        table.size(), 1, table.device_);
+    }
 #endif
-    return out;
-  }
+  };
 
- private:
   // Device copies of the tables, one upload per change: [slots | chunks | first], each part
   // aligned to 16 bytes.
   static std::size_t align16(std::size_t n) { return (n + 15) / 16 * 16; }
