@@ -8,8 +8,8 @@
 //
 // Every launch reaches its device through launch() below, the one device dispatch: an
 // evaluation or backward (PlanPass), a reduction (ReducePass), for_each_index, for_each_row, the
-// sorts of ops/indexing and the optimizers' multi-tensor passes each describe their work as a value with on_host() and, where nvcc
-// compiles the translation unit, on_cuda(device index).
+// sorts of ops/indexing and the optimizers' multi-tensor passes each describe their work as a
+// value with on_host() and, where nvcc compiles the translation unit, on_cuda(device index).
 #pragma once
 
 #include <algorithm>
