@@ -91,11 +91,11 @@ class MultiTensor {
   /// Appends a tensor of `numel` elements described by `slot`.
   void add(const Slot& slot, std::int64_t numel) {
     const auto index = static_cast<std::int32_t>(slots_.size());
-    first_.push_back(static_cast<std::int32_t>(chunks_.size()));
     slots_.push_back(slot);
     for (std::int64_t b = 0; b < numel; b += detail::kChunk) {
       chunks_.push_back({b, b + std::min(detail::kChunk, numel - b), index});
     }
+    first_.push_back(static_cast<std::int32_t>(chunks_.size()));  // the next slot's first chunk
     uploaded_ = false;
   }
 
@@ -177,9 +177,7 @@ class MultiTensor {
         }
         for (int k = 0; k < K; ++k) p[c * K + k] = acc[k];
       }
-      std::vector<std::int32_t> first = table.first_;
-      first.push_back(static_cast<std::int32_t>(nchunks));
-      exec::for_each_index<detail::FoldChunks<K>, Mode>({p, first.data(), out}, table.size(),
+      exec::for_each_index<detail::FoldChunks<K>, Mode>({p, table.first_.data(), out}, table.size(),
                                                         nchunks / table.size() + 1, table.device_);
     }
 #if defined(EMBER_CUDA_KERNELS)
@@ -204,12 +202,10 @@ class MultiTensor {
   }
   void upload() {
     if (uploaded_) return;
-    std::vector<std::int32_t> first = first_;
-    first.push_back(static_cast<std::int32_t>(chunks_.size()));
-    std::vector<std::uint8_t> bytes(first_at() + first.size() * sizeof(std::int32_t));
+    std::vector<std::uint8_t> bytes(first_at() + first_.size() * sizeof(std::int32_t));
     std::memcpy(bytes.data(), slots_.data(), slots_.size() * sizeof(Slot));
     std::memcpy(bytes.data() + chunks_at(), chunks_.data(), chunks_.size() * sizeof(detail::Chunk));
-    std::memcpy(bytes.data() + first_at(), first.data(), first.size() * sizeof(std::int32_t));
+    std::memcpy(bytes.data() + first_at(), first_.data(), first_.size() * sizeof(std::int32_t));
     table_ =
         from_vector<std::uint8_t>(bytes, Shape{static_cast<std::int64_t>(bytes.size())}, device_);
     uploaded_ = true;
@@ -225,7 +221,8 @@ class MultiTensor {
   Device device_;
   std::vector<Slot> slots_;
   std::vector<detail::Chunk> chunks_;
-  std::vector<std::int32_t> first_;
+  // [slots + 1]: slot s's chunks are [first_[s], first_[s + 1]).
+  std::vector<std::int32_t> first_{0};
   Tensor<std::uint8_t> table_;  // the device copy
   bool uploaded_ = false;
 };
