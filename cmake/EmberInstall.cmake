@@ -10,8 +10,9 @@ set(EMBER_INSTALL_CMAKEDIR "${CMAKE_INSTALL_DATADIR}/cmake/ember" CACHE STRING
 
 install(TARGETS ember EXPORT emberTargets)
 # ember::io, ember::data and ember::dist where this build has them; their libraries are found again by the
-# package config (TurboJPEG with the same module as here).
-foreach(_ember_component io data dist)
+# package config (TurboJPEG with the same module as here). ember::kernels, the operators compiled
+# once, is a static library built with this build's options (CUDA, oneDNN, BLAS).
+foreach(_ember_component io data dist kernels)
   if(TARGET ember_${_ember_component})
     install(TARGETS ember_${_ember_component} EXPORT emberTargets)
   endif()

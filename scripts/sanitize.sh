@@ -46,7 +46,7 @@ ember_apt_install "${EMBER_TEST_PACKAGES[@]}"
 read -r -a generator <<<"$(ember_ninja_args "$build")"
 EMBER_CUDA=OFF ember_configure "$build" "${generator[@]}" -DEMBER_BUILD_TESTS=ON \
   -DEMBER_BUILD_BENCHMARKS=OFF -DEMBER_BUILD_EXAMPLES=OFF -DEMBER_MPI=OFF \
-  -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="$flags"
+  -DEMBER_BUILD_KERNELS=OFF -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="$flags"
 
 targets=()
 regex=""

@@ -3,7 +3,8 @@
 #
 # Variables (-D): EMBER_BINARY_DIR, EMBER_CONSUMER_SOURCE, EMBER_SCRATCH, EMBER_WITH_CUDA,
 # EMBER_GENERATOR, EMBER_CXX_COMPILER, EMBER_CONFIG, EMBER_HAS_IO_DATA (ember::io and
-# ember::data were built: the consumer uses them too), and with CUDA EMBER_CUDA_COMPILER and
+# ember::data were built: the consumer uses them too), EMBER_HAS_KERNELS (ember::kernels was
+# built: the consumer links it in one program), and with CUDA EMBER_CUDA_COMPILER and
 # EMBER_CUDA_ARCHITECTURES.
 cmake_minimum_required(VERSION 3.25)
 
@@ -61,6 +62,9 @@ if(EMBER_HAS_IO_DATA)
 endif()
 if(EMBER_WITH_CUDA)
   list(APPEND apps consumer_app_cuda)
+endif()
+if(EMBER_HAS_KERNELS)
+  list(APPEND apps consumer_app_kernels)
 endif()
 run_apps("${build}" ${apps})
 message(STATUS "install test: passed")

@@ -211,13 +211,7 @@ class FusedOptimizer {
   /// finite: one reduction pass per device and element type, then one small copy to the host.
   template <class Mode = exec::mode>
   GradNorm grad_norm() {
-    double sq = 0;
-    visit_buckets<Mode>(false, [&]<class T>(auto& table, const std::vector<Entry<T>*>&) {
-      const Tensor<double> per = table.template sums<1, detail::SquaredGrad, Mode>({});
-      const Tensor<double> host = per.template to<Mode>(Device::cpu());
-      for (std::int64_t i = 0; i < host.numel(); ++i) sq += host.data()[i];
-    });
-    return {std::sqrt(sq), std::isfinite(sq)};
+    return compute_grad_norm<Mode>();
   }
 
   /// Scales the gradients by min(1, max_norm / (norm + 1e-6)) as torch.nn.utils.clip_grad_norm_,
@@ -243,41 +237,13 @@ class FusedOptimizer {
   /// One update of every parameter that has a gradient.
   template <class Mode = exec::mode>
   void step() {
-    ++steps_;
-    visit_buckets<Mode>(true, [&]<class T>(auto& table, const std::vector<Entry<T>*>& entries) {
-      static_cast<Derived*>(this)->template update<T, Mode>(table);
-      for (Entry<T>* e : entries) {
-        e->var.value().storage()->bump_version();
-        e->seen_version = e->var.value().storage()->version();
-      }
-    });
-    grad_scale_ = 1;
+    update_all<Mode>();
   }
 
   /// The state of every parameter, on the CPU, for a checkpoint.
   template <class Mode = exec::mode>
   OptimizerState state_dict() const {
-    OptimizerState out;
-    for (std::size_t i = 0; i < order_.size(); ++i) {
-      std::visit(
-          [&](const auto* e) {
-            const std::string at = "state." + std::to_string(i) + ".";
-            for (std::size_t k = 0; k < Derived::kStateNames.size(); ++k) {
-              if (e->state[k].defined()) {
-                out.emplace_back(at + Derived::kStateNames[k],
-                                 e->state[k].template to<Mode>(Device::cpu()));
-              }
-            }
-            if (e->master.defined()) {
-              out.emplace_back(at + "master", e->master.template to<Mode>(Device::cpu()));
-            }
-            Tensor<std::int64_t> step = empty<std::int64_t>(Shape{});
-            *step.data() = e->step;
-            out.emplace_back(at + "step", step);
-          },
-          order_[i]);
-    }
-    return out;
+    return collect_state<Mode>();
   }
 
   /// Restores what state_dict() saved, for the same parameters in the same order. A missing,
@@ -285,59 +251,7 @@ class FusedOptimizer {
   /// `check_only`: only the checks.
   template <class Mode = exec::mode>
   void load_state_dict(const OptimizerState& state, bool check_only = false) {
-    std::map<std::string, const AnyTensor*> by_name;
-    for (const auto& [n, t] : state) by_name.emplace(n, &t);
-    auto find = [&](const std::string& name) -> const AnyTensor* {
-      const auto it = by_name.find(name);
-      return it == by_name.end() ? nullptr : it->second;
-    };
-    // Check everything first, then copy: a bad file leaves the optimizer as it was.
-    std::size_t expected = 0;
-    for (int pass = 0; pass < 2; ++pass) {
-      for (std::size_t i = 0; i < order_.size(); ++i) {
-        std::visit(
-            [&]<class E>(E* e) {
-              using A = typename E::acc;
-              const std::string at = "state." + std::to_string(i) + ".";
-              const AnyTensor* step = find(at + "step");
-              EMBER_CHECK(step && step->holds<std::int64_t>() && step->numel() == 1,
-                          "ember: ", Derived::kName, ".load_state_dict: '", at,
-                          "step' is missing or not one int64");
-              if (pass == 0) ++expected;
-              for (std::size_t k = 0; k < Derived::kStateNames.size(); ++k) {
-                const std::string name = at + Derived::kStateNames[k];
-                if (const AnyTensor* t = find(name)) {
-                  check_state_tensor<A>(*t, name, e->var.value().shape());
-                  if (pass == 0) ++expected;
-                  if (pass == 1) e->state[k] = copy_to_param_device<A, Mode>(*t, *e);
-                } else if (pass == 1) {
-                  e->state[k] = Tensor<A>();
-                }
-              }
-              if (const AnyTensor* t = find(at + "master")) {
-                EMBER_CHECK(e->master.defined(), "ember: ", Derived::kName, ".load_state_dict: '",
-                            at, "master' is saved for a parameter that keeps no master copy");
-                check_state_tensor<A>(*t, at + "master", e->var.value().shape());
-                if (pass == 0) ++expected;
-                if (pass == 1) {
-                  e->master = copy_to_param_device<A, Mode>(*t, *e);
-                  e->seen_version = e->var.value().storage()->version();
-                }
-              }
-              if (pass == 1) e->step = *step->as<std::int64_t>().data();
-            },
-            order_[i]);
-      }
-      if (pass == 0) {
-        EMBER_CHECK(expected == state.size(), "ember: ", Derived::kName,
-                    ".load_state_dict: the state has ", state.size(), " tensors, ", expected,
-                    " of which belong to this optimizer's ", order_.size(),
-                    " parameters (saved for another model or optimizer?)");
-        if (check_only) return;
-      }
-    }
-    steps_ = 0;
-    for_each_entry([&](auto& e) { steps_ = std::max(steps_, e.step); });
+    restore_state<Mode>(state, check_only);
   }
 
  protected:
@@ -360,6 +274,19 @@ class FusedOptimizer {
   const Options& options_of(int g) const { return groups_[static_cast<std::size_t>(g)]; }
 
  private:
+  // The passes behind grad_norm, step, state_dict and load_state_dict, defined after the class
+  // so that they are not inline: ember::kernels compiles them once per optimizer
+  // (include/ember/kernels.hpp). Without default template arguments: nvcc's front end copies a
+  // default onto an out-of-class definition, which the host compiler then rejects.
+  template <class Mode>
+  GradNorm compute_grad_norm();
+  template <class Mode>
+  void update_all();
+  template <class Mode>
+  OptimizerState collect_state() const;
+  template <class Mode>
+  void restore_state(const OptimizerState& state, bool check_only);
+
   template <FloatingElement T>
   void add_param(const Var<T>& v, int group) {
     EMBER_CHECK(v.defined() && v.requires_grad(), "ember: ", Derived::kName, ": parameter ",
@@ -510,5 +437,115 @@ class FusedOptimizer {
   std::int64_t steps_ = 0;
   double grad_scale_ = 1;
 };
+
+template <class Derived, class Options>
+template <class Mode>
+GradNorm FusedOptimizer<Derived, Options>::compute_grad_norm() {
+  double sq = 0;
+  visit_buckets<Mode>(false, [&]<class T>(auto& table, const std::vector<Entry<T>*>&) {
+    const Tensor<double> per = table.template sums<1, detail::SquaredGrad, Mode>({});
+    const Tensor<double> host = per.template to<Mode>(Device::cpu());
+    for (std::int64_t i = 0; i < host.numel(); ++i) sq += host.data()[i];
+  });
+  return {std::sqrt(sq), std::isfinite(sq)};
+}
+
+template <class Derived, class Options>
+template <class Mode>
+void FusedOptimizer<Derived, Options>::update_all() {
+  ++steps_;
+  visit_buckets<Mode>(true, [&]<class T>(auto& table, const std::vector<Entry<T>*>& entries) {
+    static_cast<Derived*>(this)->template update<T, Mode>(table);
+    for (Entry<T>* e : entries) {
+      e->var.value().storage()->bump_version();
+      e->seen_version = e->var.value().storage()->version();
+    }
+  });
+  grad_scale_ = 1;
+}
+
+template <class Derived, class Options>
+template <class Mode>
+OptimizerState FusedOptimizer<Derived, Options>::collect_state() const {
+  OptimizerState out;
+  for (std::size_t i = 0; i < order_.size(); ++i) {
+    std::visit(
+        [&](const auto* e) {
+          const std::string at = "state." + std::to_string(i) + ".";
+          for (std::size_t k = 0; k < Derived::kStateNames.size(); ++k) {
+            if (e->state[k].defined()) {
+              out.emplace_back(at + Derived::kStateNames[k],
+                               e->state[k].template to<Mode>(Device::cpu()));
+            }
+          }
+          if (e->master.defined()) {
+            out.emplace_back(at + "master", e->master.template to<Mode>(Device::cpu()));
+          }
+          Tensor<std::int64_t> step = empty<std::int64_t>(Shape{});
+          *step.data() = e->step;
+          out.emplace_back(at + "step", step);
+        },
+        order_[i]);
+  }
+  return out;
+}
+
+template <class Derived, class Options>
+template <class Mode>
+void FusedOptimizer<Derived, Options>::restore_state(const OptimizerState& state, bool check_only) {
+  std::map<std::string, const AnyTensor*> by_name;
+  for (const auto& [n, t] : state) by_name.emplace(n, &t);
+  auto find = [&](const std::string& name) -> const AnyTensor* {
+    const auto it = by_name.find(name);
+    return it == by_name.end() ? nullptr : it->second;
+  };
+  // Check everything first, then copy: a bad file leaves the optimizer as it was.
+  std::size_t expected = 0;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (std::size_t i = 0; i < order_.size(); ++i) {
+      std::visit(
+          [&]<class E>(E* e) {
+            using A = typename E::acc;
+            const std::string at = "state." + std::to_string(i) + ".";
+            const AnyTensor* step = find(at + "step");
+            EMBER_CHECK(step && step->holds<std::int64_t>() && step->numel() == 1,
+                        "ember: ", Derived::kName, ".load_state_dict: '", at,
+                        "step' is missing or not one int64");
+            if (pass == 0) ++expected;
+            for (std::size_t k = 0; k < Derived::kStateNames.size(); ++k) {
+              const std::string name = at + Derived::kStateNames[k];
+              if (const AnyTensor* t = find(name)) {
+                check_state_tensor<A>(*t, name, e->var.value().shape());
+                if (pass == 0) ++expected;
+                if (pass == 1) e->state[k] = copy_to_param_device<A, Mode>(*t, *e);
+              } else if (pass == 1) {
+                e->state[k] = Tensor<A>();
+              }
+            }
+            if (const AnyTensor* t = find(at + "master")) {
+              EMBER_CHECK(e->master.defined(), "ember: ", Derived::kName, ".load_state_dict: '", at,
+                          "master' is saved for a parameter that keeps no master copy");
+              check_state_tensor<A>(*t, at + "master", e->var.value().shape());
+              if (pass == 0) ++expected;
+              if (pass == 1) {
+                e->master = copy_to_param_device<A, Mode>(*t, *e);
+                e->seen_version = e->var.value().storage()->version();
+              }
+            }
+            if (pass == 1) e->step = *step->as<std::int64_t>().data();
+          },
+          order_[i]);
+    }
+    if (pass == 0) {
+      EMBER_CHECK(expected == state.size(), "ember: ", Derived::kName,
+                  ".load_state_dict: the state has ", state.size(), " tensors, ", expected,
+                  " of which belong to this optimizer's ", order_.size(),
+                  " parameters (saved for another model or optimizer?)");
+      if (check_only) return;
+    }
+  }
+  steps_ = 0;
+  for_each_entry([&](auto& e) { steps_ = std::max(steps_, e.step); });
+}
 
 }  // namespace ember::optim

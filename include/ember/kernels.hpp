@@ -1,0 +1,233 @@
+// ember::kernels: the operators compiled once. The operators that are not elementwise (conv2d,
+// the norms, pooling, softmax and the losses, matmul and linear, attention, embedding, dropout,
+// the initialisers), on tensors and on Vars, for float, double, bf16 and half, are compiled into
+// a static library (src/kernels/, the CMake target ember::kernels). A target that links it gets
+// EMBER_KERNELS defined, and ember.hpp then declares these instances `extern template`: its
+// translation units call the library's copies instead of compiling each operator, its fused
+// expressions and its backward again. Nothing changes for a program that links nothing: every
+// template still instantiates where it is used, as in any header-only build.
+//
+// Only function templates defined outside a class (not inline) are listed: GCC instantiates an
+// inline function for inlining even when it is declared extern, and with it everything it calls.
+// Each instance names `exec::mode`, so a host-compiler translation unit declares the host
+// library's copies and an nvcc one the CUDA library's (src/kernels/*.cu); see core/config.hpp.
+#pragma once
+
+#include "ember.hpp"
+
+/// The instances for element type T, each prefixed by `EXPLICIT`: `template` in the library's
+/// sources (src/kernels/), `extern template` where the library is linked.
+#define EMBER_KERNEL_INSTANCES(EXPLICIT, T)                                                        \
+  EMBER_KERNEL_COPIES(EXPLICIT, T)                                                                 \
+  namespace ember {                                                                                \
+  EXPLICIT Tensor<T> conv2d<T, exec::mode>(const Tensor<T>&, const Tensor<T>&, const Tensor<T>&,   \
+                                           const Conv2dOptions&);                                  \
+  EXPLICIT Tensor<T> conv2d<T, exec::mode>(const Tensor<T>&, const Tensor<T>&,                     \
+                                           const Conv2dOptions&);                                  \
+  EXPLICIT Var<T> conv2d<T, exec::mode>(const Var<T>&, const autograd::ParamArg<T>&,               \
+                                        const autograd::ParamArg<T>&, const Conv2dOptions&);       \
+  EXPLICIT Var<T> conv2d<T, exec::mode>(const Var<T>&, const autograd::ParamArg<T>&,               \
+                                        const Conv2dOptions&);                                     \
+  EXPLICIT Tensor<T> batch_norm<T, exec::mode>(const Tensor<T>&, const Tensor<T>&,                 \
+                                               const Tensor<T>&, const Tensor<T>&,                 \
+                                               const Tensor<T>&, bool, double, double);            \
+  EXPLICIT Tensor<T> batch_norm_add_relu<T, exec::mode>(const Tensor<T>&, const Tensor<T>&,        \
+                                                        const Tensor<T>&, const Tensor<T>&,        \
+                                                        const Tensor<T>&, const Tensor<T>&, bool,  \
+                                                        double, double);                           \
+  EXPLICIT Var<T> batch_norm<T, exec::mode>(const Var<T>&, const autograd::ParamArg<T>&,           \
+                                            const autograd::ParamArg<T>&, const Tensor<T>&,        \
+                                            const Tensor<T>&, bool, double, double,                \
+                                            ops::StatisticsGroupPtr);                              \
+  EXPLICIT Var<T> batch_norm_add_relu<T, exec::mode>(const Var<T>&, const autograd::ParamArg<T>&,  \
+                                                     const autograd::ParamArg<T>&,                 \
+                                                     const autograd::ParamArg<T>&,                 \
+                                                     const Tensor<T>&, const Tensor<T>&, bool,     \
+                                                     double, double, ops::StatisticsGroupPtr);     \
+  EXPLICIT Tensor<T> layer_norm<T, exec::mode>(const Tensor<T>&, const Tensor<T>&,                 \
+                                               const Tensor<T>&, double);                          \
+  EXPLICIT Var<T> layer_norm<T, exec::mode>(const Var<T>&, const autograd::ParamArg<T>&,           \
+                                            const autograd::ParamArg<T>&, double);                 \
+  EXPLICIT Tensor<T> dropout_add_layer_norm<T, exec::mode>(const Tensor<T>&, const Tensor<T>&,     \
+                                                           const Tensor<T>&, const Tensor<T>&,     \
+                                                           double, const DropoutOptions&);         \
+  EXPLICIT Var<T> dropout_add_layer_norm<T, exec::mode>(const Var<T>&,                             \
+                                                        const autograd::ParamArg<T>&,              \
+                                                        const autograd::ParamArg<T>&,              \
+                                                        const autograd::ParamArg<T>&, double,      \
+                                                        const DropoutOptions&);                    \
+  EXPLICIT Tensor<T> dropout<T, exec::mode>(const Tensor<T>&, double, bool, std::uint64_t,         \
+                                            std::uint64_t);                                        \
+  EXPLICIT Var<T> dropout<T, exec::mode>(const Var<T>&, double, bool, std::uint64_t,               \
+                                         std::uint64_t);                                           \
+  EXPLICIT Tensor<T> max_pool2d<T, exec::mode>(const Tensor<T>&, const Pool2dOptions&);            \
+  EXPLICIT Tensor<T> avg_pool2d<T, exec::mode>(const Tensor<T>&, const Pool2dOptions&);            \
+  EXPLICIT Tensor<T> adaptive_avg_pool2d<T, exec::mode>(const Tensor<T>&,                          \
+                                                        std::array<std::int64_t, 2>);              \
+  EXPLICIT Var<T> max_pool2d<T, exec::mode>(const Var<T>&, const Pool2dOptions&);                  \
+  EXPLICIT Var<T> avg_pool2d<T, exec::mode>(const Var<T>&, const Pool2dOptions&);                  \
+  EXPLICIT Var<T> adaptive_avg_pool2d<T, exec::mode>(const Var<T>&, std::array<std::int64_t, 2>);  \
+  EXPLICIT Tensor<T> softmax<T, exec::mode>(const Tensor<T>&, int);                                \
+  EXPLICIT Tensor<T> log_softmax<T, exec::mode>(const Tensor<T>&, int);                            \
+  EXPLICIT Var<T> softmax<T, exec::mode>(const Var<T>&, int);                                      \
+  EXPLICIT Var<T> log_softmax<T, exec::mode>(const Var<T>&, int);                                  \
+  EXPLICIT Tensor<T> cross_entropy<T, exec::mode>(const Tensor<T>&, const Tensor<std::int64_t>&,   \
+                                                  const CrossEntropyOptions&);                     \
+  EXPLICIT Var<T> cross_entropy<T, exec::mode>(const Var<T>&, const Tensor<std::int64_t>&,         \
+                                               const CrossEntropyOptions&);                        \
+  EXPLICIT Tensor<T> nll_loss<T, exec::mode>(const Tensor<T>&, const Tensor<std::int64_t>&,        \
+                                             Reduction, std::int64_t);                             \
+  EXPLICIT Var<T> nll_loss<T, exec::mode>(const Var<T>&, const Tensor<std::int64_t>&, Reduction,   \
+                                          std::int64_t);                                           \
+  EXPLICIT Tensor<T> mse_loss<T, exec::mode>(const Tensor<T>&, const Tensor<T>&, Reduction);       \
+  EXPLICIT Tensor<T> matmul<T, exec::mode>(const Tensor<T>&, const Tensor<T>&);                    \
+  EXPLICIT Tensor<T> linear<T, exec::mode>(const Tensor<T>&, const Tensor<T>&, const Tensor<T>&,   \
+                                           Activation);                                            \
+  EXPLICIT Var<T> matmul<Var<T>, Var<T>, exec::mode>(const Var<T>&, const Var<T>&);                \
+  EXPLICIT Var<T> linear<Var<T>, Var<T>, Var<T>, exec::mode>(const Var<T>&, const Var<T>&,         \
+                                                             const Var<T>&, Activation);           \
+  EXPLICIT Var<T> linear<Var<T>, Var<T>, Tensor<T>, exec::mode>(const Var<T>&, const Var<T>&,      \
+                                                                const Tensor<T>&, Activation);     \
+  EXPLICIT Tensor<T> feed_forward<T, exec::mode>(const Tensor<T>&, const Tensor<T>&,               \
+                                                 const Tensor<T>&, const Tensor<T>&,               \
+                                                 const Tensor<T>&, Activation);                    \
+  EXPLICIT Tensor<T> scaled_dot_product_attention<T, exec::mode>(const Tensor<T>&,                 \
+                                                                 const Tensor<T>&,                 \
+                                                                 const Tensor<T>&,                 \
+                                                                 const Tensor<bool>&,              \
+                                                                 const AttentionOptions&);         \
+  EXPLICIT Var<T> scaled_dot_product_attention<T, exec::mode>(const Var<T>&,                       \
+                                                              const autograd::ParamArg<T>&,        \
+                                                              const autograd::ParamArg<T>&,        \
+                                                              const Tensor<bool>&,                 \
+                                                              const AttentionOptions&);            \
+  EXPLICIT Tensor<T> embedding<T, exec::mode>(const Tensor<T>&, const Tensor<std::int64_t>&,       \
+                                              std::optional<std::int64_t>, std::optional<double>,  \
+                                              double);                                             \
+  EXPLICIT Var<T> embedding<T, exec::mode>(const Var<T>&, const Tensor<std::int64_t>&,             \
+                                           std::optional<std::int64_t>, std::optional<double>,     \
+                                           double);                                                \
+  }                                                                                                \
+  namespace ember::ops {                                                                           \
+  EXPLICIT std::pair<Tensor<T>, Tensor<T>> conv2d_backward<T, exec::mode>(                         \
+      const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, const Conv2dOptions&, bool, bool);     \
+  EXPLICIT NormStats<acc_t<T>> norm_stats<T, exec::mode>(const Tensor<T>&, const Dims&, double,    \
+                                                         const char*);                             \
+  EXPLICIT Tensor<T> normalize<T, exec::mode>(const Tensor<T>&, const NormStats<acc_t<T>>&,        \
+                                              const Tensor<T>&, const Tensor<T>&);                 \
+  EXPLICIT std::tuple<Tensor<T>, Tensor<T>, Tensor<T>> normalize_backward<T, exec::mode>(          \
+      const Tensor<T>&, const NormStats<acc_t<T>>&, const Tensor<T>&, const Tensor<T>&,            \
+      const Tensor<T>&, const Dims&, bool);                                                        \
+  EXPLICIT BatchNormSetup<T> batch_norm_setup<T, exec::mode>(const Tensor<T>&, const Tensor<T>&,   \
+                                                             const Tensor<T>&, const Tensor<T>&,   \
+                                                             const Tensor<T>&, bool, double,       \
+                                                             double, StatisticsGroupPtr);          \
+  EXPLICIT std::tuple<Tensor<T>, Tensor<T>, Tensor<T>, Tensor<T>>                                  \
+  channel_batch_norm_backward<T, exec::mode>(const Tensor<T>&, const BatchNormSetup<T>&,           \
+                                             const Tensor<T>&, const Tensor<T>&, bool);            \
+  EXPLICIT std::tuple<Tensor<T>, Tensor<T>, Tensor<T>> batch_norm_backward<T, exec::mode>(         \
+      const Tensor<T>&, const BatchNormSetup<T>&, const Tensor<T>&, bool);                         \
+  EXPLICIT Tensor<T> batch_norm_output<T, exec::mode>(const Tensor<T>&, const BatchNormSetup<T>&); \
+  EXPLICIT Tensor<T> normalize_add_relu<T, exec::mode>(const Tensor<T>&, const BatchNormSetup<T>&, \
+                                                       const Tensor<T>&);                          \
+  EXPLICIT std::pair<Tensor<T>, Tensor<std::int32_t>> max_pool2d_forward<T, exec::mode>(           \
+      const Tensor<T>&, const Pool2dGeometry&, bool);                                              \
+  EXPLICIT Tensor<T> avg_pool2d_forward<T, exec::mode>(const Tensor<T>&, const Pool2dGeometry&,    \
+                                                       bool);                                      \
+  EXPLICIT Tensor<T> max_pool2d_backward<T, exec::mode>(const Tensor<T>&,                          \
+                                                        const Tensor<std::int32_t>&,               \
+                                                        const Pool2dGeometry&, MemoryFormat);      \
+  EXPLICIT Tensor<T> avg_pool2d_backward<T, exec::mode>(const Tensor<T>&, const Pool2dGeometry&,   \
+                                                        bool, MemoryFormat);                       \
+  EXPLICIT Tensor<T> softmax_backward<T, exec::mode>(const Tensor<T>&, const Tensor<T>&, int);     \
+  EXPLICIT Tensor<T> log_softmax_backward<T, exec::mode>(const Tensor<T>&, const Tensor<T>&, int); \
+  EXPLICIT CrossEntropyTerms<acc_t<T>> cross_entropy_terms<T, exec::mode>(                         \
+      const Tensor<T>&, const Tensor<std::int64_t>&, const CrossEntropyOptions&);                  \
+  EXPLICIT Tensor<T> cross_entropy_backward<T, exec::mode>(const Tensor<T>&,                       \
+                                                           const Tensor<std::int64_t>&,            \
+                                                           const Tensor<acc_t<T>>&,                \
+                                                           const Tensor<T>&,                       \
+                                                           const CrossEntropyOptions&, double);    \
+  EXPLICIT std::pair<Tensor<T>, double> nll_loss_forward<T, exec::mode>(                           \
+      const Tensor<T>&, const Tensor<std::int64_t>&, Reduction, std::int64_t);                     \
+  EXPLICIT std::pair<Tensor<T>, AttentionSaved<T>> attention_forward<T, exec::mode>(               \
+      const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, const Tensor<bool>&,                   \
+      const AttentionOptions&);                                                                    \
+  EXPLICIT std::tuple<Tensor<T>, Tensor<T>, Tensor<T>> attention_backward<T, exec::mode>(          \
+      const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, const AttentionSaved<T>&,              \
+      const AttentionOptions&, const Tensor<T>&);                                                  \
+  EXPLICIT std::tuple<Tensor<T>, RowNormSaved<T>> dropout_add_layer_norm_forward<T, exec::mode>(   \
+      const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, double,              \
+      const DropoutOptions&);                                                                      \
+  EXPLICIT Tensor<T> embedding_backward<T, exec::mode>(const Tensor<T>&,                           \
+                                                       const Tensor<std::int64_t>&, std::int64_t,  \
+                                                       std::int64_t, std::int64_t);                \
+  }                                                                                                \
+  namespace ember::autograd {                                                                      \
+  EXPLICIT LinearSaved<T> linear_saving<T, exec::mode>(const Tensor<T>&, const Tensor<T>&,         \
+                                                       const Tensor<T>&, Activation, bool);        \
+  EXPLICIT Tensor<T> activation_grad<T, exec::mode>(const Tensor<T>&, const LinearSaved<T>&,       \
+                                                    Activation);                                   \
+  EXPLICIT std::pair<Tensor<T>, Tensor<T>> linear_param_grads<T, exec::mode>(const Tensor<T>&,     \
+                                                                             const Tensor<T>&,     \
+                                                                             bool);                \
+  }                                                                                                \
+  namespace ember::nn::init {                                                                      \
+  EXPLICIT Tensor<T> uniform<T, exec::mode>(const Shape&, double, double, Device);                 \
+  EXPLICIT Tensor<T> normal<T, exec::mode>(const Shape&, double, double, Device);                  \
+  EXPLICIT Tensor<T> trunc_normal<T, exec::mode>(const Shape&, double, double, double, double,     \
+                                                 Device);                                          \
+  EXPLICIT Tensor<T> kaiming_uniform<T, exec::mode>(const Shape&, double, Device);                 \
+  EXPLICIT Tensor<T> kaiming_normal<T, exec::mode>(const Shape&, double, Device);                  \
+  }
+
+/// Evaluating `__VA_ARGS__` (an expression type) into a Tensor<T> with store `Op`: both entry
+/// points, `evaluate_into` (a tensor's `=` and `+=`) and `evaluate`.
+#define EMBER_KERNEL_EVALUATION(EXPLICIT, Op, T, ...)                       \
+  namespace ember::exec {                                                   \
+  EXPLICIT void evaluate<StoreOp::Op>(const std::tuple<Tensor<T>>&,         \
+                                      const std::tuple<__VA_ARGS__>&);      \
+  EXPLICIT void evaluate_into<StoreOp::Op>(Tensor<T>&, const __VA_ARGS__&); \
+  }
+
+/// What every program evaluates into a Tensor<T>: copies (contiguous, clone, to), `+=` of one
+/// tensor (gradient accumulation), fills, and casts from each floating type (copy_, the master
+/// weights, checkpoints).
+#define EMBER_KERNEL_COPIES(EXPLICIT, T)                                             \
+  EMBER_KERNEL_EVALUATION(EXPLICIT, set, T, expr::Leaf<T>)                           \
+  EMBER_KERNEL_EVALUATION(EXPLICIT, add, T, expr::Leaf<T>)                           \
+  EMBER_KERNEL_EVALUATION(EXPLICIT, set, T, expr::Cast<T, expr::ScalarNode<double>>) \
+  EMBER_KERNEL_EVALUATION(EXPLICIT, set, T, expr::Cast<T, expr::Leaf<float>>)        \
+  EMBER_KERNEL_EVALUATION(EXPLICIT, set, T, expr::Cast<T, expr::Leaf<double>>)       \
+  EMBER_KERNEL_EVALUATION(EXPLICIT, set, T, expr::Cast<T, expr::Leaf<ember::bf16>>)  \
+  EMBER_KERNEL_EVALUATION(EXPLICIT, set, T, expr::Cast<T, expr::Leaf<ember::half>>)
+
+/// The passes of optimizer `Opt` (options `Opt##Options`), prefixed by `EXPLICIT` as above: its
+/// fused step, gradient norm and state. (The constructor stays inline: it takes no Mode.)
+#define EMBER_KERNEL_OPTIMIZER(EXPLICIT, Opt)                                                   \
+  namespace ember::optim {                                                                      \
+  EXPLICIT void FusedOptimizer<Opt, Opt##Options>::update_all<exec::mode>();                    \
+  EXPLICIT GradNorm FusedOptimizer<Opt, Opt##Options>::compute_grad_norm<exec::mode>();         \
+  EXPLICIT OptimizerState FusedOptimizer<Opt, Opt##Options>::collect_state<exec::mode>() const; \
+  EXPLICIT void FusedOptimizer<Opt, Opt##Options>::restore_state<exec::mode>(                   \
+      const OptimizerState&, bool);                                                             \
+  }
+
+/// Every optimizer the library compiles.
+#define EMBER_KERNEL_OPTIMIZERS(EXPLICIT) \
+  EMBER_KERNEL_OPTIMIZER(EXPLICIT, SGD)   \
+  EMBER_KERNEL_OPTIMIZER(EXPLICIT, LARS)  \
+  EMBER_KERNEL_OPTIMIZER(EXPLICIT, AdamW) \
+  EMBER_KERNEL_OPTIMIZER(EXPLICIT, LAMB)
+
+/// Every element type the library compiles.
+#define EMBER_KERNEL_INSTANCES_ALL(EXPLICIT)    \
+  EMBER_KERNEL_INSTANCES(EXPLICIT, float)       \
+  EMBER_KERNEL_INSTANCES(EXPLICIT, double)      \
+  EMBER_KERNEL_INSTANCES(EXPLICIT, ember::bf16) \
+  EMBER_KERNEL_INSTANCES(EXPLICIT, ember::half)
+
+#if defined(EMBER_KERNELS)
+EMBER_KERNEL_INSTANCES_ALL(extern template)
+EMBER_KERNEL_OPTIMIZERS(extern template)
+#endif

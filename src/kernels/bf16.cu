@@ -1,0 +1,3 @@
+// The instances of bf16.cpp compiled by nvcc: there exec::mode names the CUDA translation units'
+// executor, so nvcc-compiled programs that link ember::kernels find their copies here.
+#include "bf16.cpp"
