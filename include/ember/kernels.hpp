@@ -91,6 +91,8 @@
   EXPLICIT Tensor<T> feed_forward<T, exec::mode>(const Tensor<T>&, const Tensor<T>&,               \
                                                  const Tensor<T>&, const Tensor<T>&,               \
                                                  const Tensor<T>&, Activation);                    \
+  EXPLICIT Var<T> feed_forward<Var<T>, Var<T>, Var<T>, Var<T>, Var<T>, exec::mode>(                \
+      const Var<T>&, const Var<T>&, const Var<T>&, const Var<T>&, const Var<T>&, Activation);      \
   EXPLICIT Tensor<T> scaled_dot_product_attention<T, exec::mode>(const Tensor<T>&,                 \
                                                                  const Tensor<T>&,                 \
                                                                  const Tensor<T>&,                 \
@@ -171,6 +173,10 @@
   EXPLICIT std::pair<Tensor<T>, Tensor<T>> linear_param_grads<T, exec::mode>(const Tensor<T>&,     \
                                                                              const Tensor<T>&,     \
                                                                              bool);                \
+  }                                                                                                \
+  namespace ember::nn {                                                                            \
+  EXPLICIT Var<T> dropout_add_layer_norm<T, exec::mode>(const Var<T>&, const Var<T>&,              \
+                                                        const Dropout<T>&, const LayerNorm<T>&);   \
   }                                                                                                \
   namespace ember::nn::init {                                                                      \
   EXPLICIT Tensor<T> uniform<T, exec::mode>(const Shape&, double, double, Device);                 \
