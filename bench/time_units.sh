@@ -1,21 +1,27 @@
 #!/usr/bin/env bash
-# A compiler launcher that logs each translation unit's wall seconds: "<seconds> <source>" appended
-# to $EMBER_UNIT_TIMES (default build-unit-times.txt in the working directory of the compile).
+# A compiler launcher that logs each translation unit's wall and CPU seconds:
+# "<wall> <cpu> <source>" appended to $EMBER_UNIT_TIMES (default build-unit-times.txt in the
+# working directory of the compile). CPU seconds (the compiler's user + system time, its child
+# processes included, as nvcc's) barely depend on what else runs beside the compile; wall
+# seconds do.
 #
 #   cmake -B build/test -DCMAKE_CXX_COMPILER_LAUNCHER="$PWD/bench/time_units.sh" \
 #         -DCMAKE_CUDA_COMPILER_LAUNCHER="$PWD/bench/time_units.sh"
 #   EMBER_UNIT_TIMES=/tmp/units.txt scripts/test.sh
-#   sort -rn /tmp/units.txt | head
+#   sort -k2 -rn /tmp/units.txt | head
 start=$(date +%s.%N)
-"$@"
+times_file=$(mktemp)
+/usr/bin/time -f "%U %S" -o "$times_file" "$@"
 status=$?
 end=$(date +%s.%N)
+read -r user system <"$times_file"
+rm -f "$times_file"
 source=""
 previous=""
 for arg in "$@"; do
   [[ "$previous" == -c ]] && source=$arg
   previous=$arg
 done
-awk -v s="$start" -v e="$end" -v f="$source" 'BEGIN { printf "%.1f %s\n", e - s, f }' \
-  >>"${EMBER_UNIT_TIMES:-build-unit-times.txt}"
+awk -v s="$start" -v e="$end" -v u="$user" -v k="$system" -v f="$source" \
+  'BEGIN { printf "%.1f %.1f %s\n", e - s, u + k, f }' >>"${EMBER_UNIT_TIMES:-build-unit-times.txt}"
 exit $status
