@@ -1,7 +1,8 @@
 // ember::kernels: the operators compiled once. The operators that are not elementwise (conv2d,
 // the norms, pooling, softmax and the losses, matmul and linear, attention, embedding, dropout,
-// the initialisers), on tensors and on Vars, for float, double, bf16 and half, are compiled into
-// a static library (src/kernels/, the CMake target ember::kernels). A target that links it gets
+// the initialisers), on tensors and on Vars, and the copies, fills and casts every program
+// makes, for float, double, bf16 and half, and the optimizers' passes, are compiled into a static
+// library (src/kernels/, the CMake target ember::kernels). A target that links it gets
 // EMBER_KERNELS defined, and ember.hpp then declares these instances `extern template`: its
 // translation units call the library's copies instead of compiling each operator, its fused
 // expressions and its backward again. Nothing changes for a program that links nothing: every
