@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -266,7 +267,7 @@ void fused_backward(const E& e, const Tensor<GT>& up, const Rule& rule) {
     targets.touch(space);
     add_seed_array(space, up);
     std::apply([&](const auto&... t) { (add_seed_array(space, t), ...); }, operands);
-    space.add_leaves(e, "backward");
+    space.add_leaves(expr::leaves_of(e), "backward");
     exec::IterLayout& L = space.collapse();
     allow_broadcast_seeds(L, 1, kSeedEnd);
 
@@ -294,31 +295,68 @@ void fused_backward(const E& e, const Tensor<GT>& up, const Rule& rule) {
   }
 }
 
+/// What a fused tape node does whatever its expression's type (compiled once, not per
+/// expression): it remembers the version of every storage its backward reads, the operands'
+/// and then the seed rule's, and refuses a backward after one was modified in place.
+class SavedStorages {
+ public:
+  SavedStorages(const expr::LeafInfos& leaves, std::vector<const Storage*> extra)
+      : operands_(leaves.size()) {
+    for (const expr::LeafInfo& leaf : leaves) saved_.push_back(leaf.storage);
+    saved_.insert(saved_.end(), extra.begin(), extra.end());
+    for (const Storage* s : saved_) versions_.push_back(s ? s->version() : 0);
+  }
+  /// Throws, naming operation `op`, when a saved storage changed since it was saved.
+  void check(const std::string& op) const {
+    for (std::size_t k = 0; k < saved_.size(); ++k) {
+      const Storage* s = saved_[k];
+      if (s && s->version() != versions_[k]) {
+        fail("ember: backward of ", op, ": a tensor saved for backward (",
+             k < operands_ ? "operand " + std::to_string(k) : std::string("its result"),
+             ") was modified in place after it was used (version ", versions_[k], ", now ",
+             s->version(), "); clone it before modifying it");
+      }
+    }
+  }
+  void clear() {
+    saved_.clear();
+    versions_.clear();
+  }
+
+ private:
+  std::size_t operands_;
+  std::vector<const Storage*> saved_;
+  std::vector<std::uint64_t> versions_;
+};
+
+/// A fused node's name: the expression's top function (`op`), inside the seed rule's when it
+/// has one: "sum(mul)".
+inline std::string fused_node_name(std::string_view op, std::string_view rule) {
+  return rule.empty() ? std::string(op) : ember::detail::concat(rule, "(", op, ")");
+}
+
+template <class Rule>
+std::vector<const Storage*> rule_storages(const Rule& rule) {
+  std::vector<const Storage*> saved;
+  rule.saved(saved);
+  return saved;
+}
+
 /// The tape node of one materialised expression, optionally followed by one reduction.
 template <class E, Storable T, class Rule>
 class FusedNode final : public TapeNode {
  public:
   /// `kept`: for a reduction, the result's shape with the reduced axes kept as size 1.
   FusedNode(E e, VarNode<T>* out, Rule rule, std::optional<Shape> kept = std::nullopt)
-      : e_(std::move(e)), out_(out), rule_(std::move(rule)), kept_(std::move(kept)) {
-    e_->for_each_leaf([&](const expr::LeafInfo& leaf) { saved_.push_back(leaf.storage); });
-    std::vector<const Storage*> extra;
-    rule_.saved(extra);
-    saved_.insert(saved_.end(), extra.begin(), extra.end());
-    for (const Storage* s : saved_) versions_.push_back(s ? s->version() : 0);
-  }
+      : e_(std::move(e)),
+        out_(out),
+        rule_(std::move(rule)),
+        kept_(std::move(kept)),
+        saved_(expr::leaves_of(*e_), rule_storages(rule_)) {}
 
   void backward() override {
     if (!e_) return;
-    for (std::size_t k = 0; k < saved_.size(); ++k) {
-      const Storage* s = saved_[k];
-      if (s && s->version() != versions_[k]) {
-        fail("ember: backward of ", name(), ": a tensor saved for backward (",
-             k < leaf_count() ? "operand " + std::to_string(k) : std::string("its result"),
-             ") was modified in place after it was used (version ", versions_[k], ", now ",
-             s->version(), "); clone it before modifying it");
-      }
-    }
+    saved_.check(name());
     if (!out_->has_grad()) return;
     Tensor<T> g = out_->grad;  // undefined for the implicit 1 of loss.backward()
     if (kept_ && g.defined()) g = g.reshape(*kept_);
@@ -328,7 +366,6 @@ class FusedNode final : public TapeNode {
   void release() override {
     e_.reset();
     saved_.clear();
-    versions_.clear();
   }
   void inputs(std::vector<VarNodeBase*>& out) const override {
     if (!e_) return;
@@ -337,26 +374,21 @@ class FusedNode final : public TapeNode {
     });
   }
   std::string name() const override {
-    std::string n;
     if constexpr (requires { E::functor::name; }) {
-      n = E::functor::name;
+      return fused_node_name(E::functor::name, rule_.name);
     } else if constexpr (requires { std::declval<const E&>().child(); }) {
-      n = "cast";
+      return fused_node_name("cast", rule_.name);
     } else {
-      n = "identity";
+      return fused_node_name("identity", rule_.name);
     }
-    const std::string r = rule_.name;
-    return r.empty() ? n : r + "(" + n + ")";
   }
 
  private:
-  std::size_t leaf_count() const { return expr::leaf_count_v<E>; }
   std::optional<E> e_;
   VarNode<T>* out_;  // owns this node
   Rule rule_;
   std::optional<Shape> kept_;
-  std::vector<const Storage*> saved_;
-  std::vector<std::uint64_t> versions_;
+  SavedStorages saved_;
 };
 
 }  // namespace EMBER_EXEC_NS

@@ -70,6 +70,7 @@ class Var {
   bool requires_grad() const { return node_ref().requires_grad; }
   bool is_leaf() const { return node_ref().is_leaf(); }
   const Shape& shape() const { return node_ref().value.shape(); }
+  Device device() const { return node_ref().value.device(); }
 
   /// Backward from a one-element Var (seed 1). The 1 is never materialised: the node that
   /// made this Var folds it into its own launch.

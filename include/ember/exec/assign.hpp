@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -38,41 +39,70 @@ constexpr void check_assignable() {
 inline namespace EMBER_EXEC_NS {
 
 namespace detail {
-template <class E>
-std::string describe_shape_error(const E& e, const Shape& out, std::string_view what) {
-  return ember::detail::concat("ember: ", what, ": an expression of shape ", e.shape().str(),
-                               " cannot be written to a tensor of shape ", out.str());
-}
-
-/// Output `o` as the next array of the space: the first output's shape and device, and no
-/// broadcast view (several elements would share one memory location).
+/// An output as the checks see it, whatever its element type.
 template <Storable T>
-void add_output(LaunchSpace& space, const Tensor<T>& o) {
-  const Shape& shape = space.shape();
+expr::LeafInfo output_info(const Tensor<T>& o) {
   EMBER_CHECK(o.defined(), "ember: assignment to an undefined tensor");
-  EMBER_CHECK(o.shape() == shape, "ember: assign: outputs have different shapes (", shape.str(),
-              " and ", o.shape().str(), ")");
-  EMBER_CHECK(o.device() == space.device(), "ember: assign: outputs are on different devices (",
-              space.device().str(), " and ", o.device().str(), ")");
-  for (int d = 0; d < shape.rank(); ++d) {
-    EMBER_CHECK(shape[d] <= 1 || o.strides()[d] != 0,
-                "ember: assign: the output is a broadcast view (stride 0 on dimension ", d,
-                " of shape ", shape.str(), "); several elements would share one memory location");
-  }
-  space.add(o.strides(), o.data(), sizeof(T));
+  expr::LeafInfo info;
+  info.shape = o.shape();
+  info.strides = o.strides();
+  info.data = o.data();
+  info.storage = o.storage().get();
+  info.element_size = sizeof(T);
+  info.device = o.device();
+  return info;
 }
 
-/// Where an output writes, for the aliasing check.
-struct Written {
-  const Storage* storage;
-  const void* data;
-  Strides strides;
+/// One expression of an assignment: its shape and its leaves in planning order.
+struct AssignOperand {
+  Shape shape;
+  expr::LeafInfos leaves;
 };
 
-/// Whether a leaf with strides `s` reads elements of `w` other than the one being written: with
-/// the work split over threads, another may already have overwritten them.
-inline bool reads_ahead(const expr::LeafInfo& leaf, const Strides& s, const Written& w) {
-  return leaf.storage && leaf.storage == w.storage && (leaf.data != w.data || !(s == w.strides));
+/// The launch space of an assignment, every check made: the outputs first (one shape, one
+/// device, no broadcast view: several elements would share one memory location), then the
+/// leaves of each expression (broadcastable to that shape, on that device), expression k's
+/// from array begin[k] (begin[es.size()] is the end). Sets `aliased` when a leaf reads an
+/// output's memory other than the element being written: with the work split over threads,
+/// another may already have overwritten it. Not a template: each assignment's types only
+/// gather what it checks.
+inline LaunchSpace assign_space(std::span<const expr::LeafInfo> outs,
+                                std::span<const AssignOperand> es, std::span<std::size_t> begin,
+                                bool& aliased) {
+  const expr::LeafInfo& first = outs.front();
+  LaunchSpace space(first.shape, first.device);
+  const Shape& shape = space.shape();
+  for (const expr::LeafInfo& o : outs) {
+    EMBER_CHECK(o.shape == shape, "ember: assign: outputs have different shapes (", shape.str(),
+                " and ", o.shape.str(), ")");
+    EMBER_CHECK(o.device == space.device(), "ember: assign: outputs are on different devices (",
+                space.device().str(), " and ", o.device.str(), ")");
+    for (int d = 0; d < shape.rank(); ++d) {
+      EMBER_CHECK(shape[d] <= 1 || o.strides[d] != 0,
+                  "ember: assign: the output is a broadcast view (stride 0 on dimension ", d,
+                  " of shape ", shape.str(), "); several elements would share one memory location");
+    }
+    space.add(o.strides, o.data, o.element_size);
+  }
+  aliased = false;
+  for (std::size_t k = 0; k < es.size(); ++k) {
+    if (!broadcastable_to(es[k].shape, shape)) {
+      fail("ember: assign: an expression of shape ", es[k].shape.str(),
+           " cannot be written to a tensor of shape ", shape.str());
+    }
+    begin[k] = space.size();
+    space.add_leaves(es[k].leaves, "assign");
+    for (std::size_t i = 0; i < es[k].leaves.size(); ++i) {
+      const expr::LeafInfo& leaf = es[k].leaves[i];
+      const Strides& s = space.arrays()[begin[k] + i];
+      for (const expr::LeafInfo& o : outs) {
+        aliased = aliased || (leaf.storage && leaf.storage == o.storage &&
+                              (leaf.data != o.data || !(s == o.strides)));
+      }
+    }
+  }
+  begin[es.size()] = space.size();
+  return space;
 }
 
 /// The plan of outputs `outs` and expressions `es`: expression I reads the collapsed arrays
@@ -99,46 +129,20 @@ template <StoreOp Op, Storable... Ts, class... Es>
 void evaluate(const std::tuple<Tensor<Ts>...>& outs, const std::tuple<Es...>& es) {
   static_assert(sizeof...(Ts) == sizeof...(Es), "ember: assign needs one expression per output");
   (check_assignable<Ts, typename Es::value_type>(), ...);
-  const auto& first = std::get<0>(outs);
-  EMBER_CHECK(first.defined(), "ember: assignment to an undefined tensor");
-  LaunchSpace space(first.shape(), first.device());
-  std::apply([&](const auto&... o) { (detail::add_output(space, o), ...); }, outs);
-  const auto written = std::apply(
-      [](const auto&... o) {
-        return std::array{detail::Written{o.storage().get(), o.data(), o.strides()}...};
-      },
-      outs);
-
-  // Each expression's leaves, in planning order.
-  std::array<std::size_t, sizeof...(Es) + 1> begin{};
-  bool aliased = false;
-  std::size_t k = 0;
-  std::apply(
-      [&](const auto&... e) {
-        (
-            [&] {
-              if (!broadcastable_to(e.shape(), space.shape())) {
-                throw Error(detail::describe_shape_error(e, space.shape(), "assign"));
-              }
-              begin[k++] = space.size();
-              space.add_leaves(e, "assign", [&](const expr::LeafInfo& leaf, const Strides& s) {
-                for (const detail::Written& w : written) {
-                  aliased = aliased || detail::reads_ahead(leaf, s, w);
-                }
-              });
-            }(),
-            ...);
+  const auto out_infos =
+      std::apply([](const auto&... o) { return std::array{detail::output_info(o)...}; }, outs);
+  const auto operands = std::apply(
+      [](const auto&... e) {
+        return std::array{detail::AssignOperand{e.shape(), expr::leaves_of(e)}...};
       },
       es);
-  begin.back() = space.size();
+  std::array<std::size_t, sizeof...(Es) + 1> begin{};
+  bool aliased = false;
+  LaunchSpace space = detail::assign_space(out_infos, operands, begin, aliased);
 
   if (aliased) {
     // Materialise every expression first, then store: two launches instead of a wrong answer.
-    auto temps = std::apply(
-        [&](const auto&...) {
-          return std::make_tuple(empty<Ts>(first.shape(), first.device())...);
-        },
-        es);
+    auto temps = std::make_tuple(empty<Ts>(space.shape(), space.device())...);
     evaluate<StoreOp::set>(temps, es);
     auto leaves =
         std::apply([](const auto&... t) { return std::make_tuple(expr::Leaf(t)...); }, temps);
@@ -156,15 +160,17 @@ void evaluate(const std::tuple<Tensor<Ts>...>& outs, const std::tuple<Es...>& es
 /// The memory format a new result of `e` takes: that of its first operand of the result's
 /// (rank-4) shape, so elementwise work on channels-last tensors stays channels-last, as in
 /// PyTorch, instead of transposing into NCHW on the way.
+inline MemoryFormat result_format(const Shape& shape, const expr::LeafInfos& leaves) {
+  if (shape.rank() != 4) return MemoryFormat::contiguous;
+  for (const expr::LeafInfo& leaf : leaves) {
+    if (leaf.data && leaf.shape == shape) return memory_format_of(shape, leaf.strides);
+  }
+  return MemoryFormat::contiguous;
+}
 template <class E>
 MemoryFormat result_format(const E& e) {
-  const Shape shape = e.shape();
-  if (shape.rank() != 4) return MemoryFormat::contiguous;
-  std::optional<MemoryFormat> format;
-  e.for_each_leaf([&](const expr::LeafInfo& leaf) {
-    if (!format && leaf.data && leaf.shape == shape) format = memory_format_of(shape, leaf.strides);
-  });
-  return format.value_or(MemoryFormat::contiguous);
+  if (e.shape().rank() != 4) return MemoryFormat::contiguous;
+  return result_format(e.shape(), expr::leaves_of(e));
 }
 
 /// Evaluates `e` into `out` (allocating `out` when undefined, in result_format(e)).

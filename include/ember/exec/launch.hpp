@@ -98,23 +98,16 @@ class LaunchSpace {
     }
   }
 
-  /// Every leaf of `e`, which must be on device(): its strides broadcast to shape(), after
-  /// check(leaf, strides) (the caller's own rules). `what` names the caller in messages.
-  template <class E, class Check>
-  void add_leaves(const E& e, std::string_view what, Check&& check) {
-    e.for_each_leaf([&](const expr::LeafInfo& leaf) {
+  /// Every leaf of an expression (expr::leaves_of), each of which must be on device(): its
+  /// strides broadcast to shape(). `what` names the caller in messages.
+  void add_leaves(const expr::LeafInfos& leaves, std::string_view what) {
+    for (const expr::LeafInfo& leaf : leaves) {
       if (leaf.has_device && !(leaf.device == device_)) {
         fail("ember: ", what, ": an operand is on ", leaf.device.str(), " but the output is on ",
              device_.str(), "; move it with .to(device) first");
       }
-      Strides s = broadcast_strides(leaf.shape, leaf.strides, shape_);
-      check(leaf, s);
-      add(std::move(s), leaf.data, leaf.element_size);
-    });
-  }
-  template <class E>
-  void add_leaves(const E& e, std::string_view what) {
-    add_leaves(e, what, [](const expr::LeafInfo&, const Strides&) {});
+      add(broadcast_strides(leaf.shape, leaf.strides, shape_), leaf.data, leaf.element_size);
+    }
   }
 
   /// Collapses the space once every array is in; the layout may still be adjusted (a fused

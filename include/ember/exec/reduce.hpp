@@ -264,7 +264,7 @@ Tensor<R> reduce_expression(const E& e, const Red& red, const char* name, const 
 
   // The operands as a launch sees them (launch.hpp); the result goes on their device.
   LaunchSpace space(shape, expr::detail::device_of(e).value_or(Device::cpu()));
-  space.add_leaves(e, name);
+  space.add_leaves(expr::leaves_of(e), name);
   const Device device = space.device();
   Tensor<R> out = empty<R>(out_shape, device);
   if (out.numel() == 0) return out;

@@ -91,6 +91,7 @@ class Leaf {
   }
 
   const Shape& shape() const { return t_.shape(); }
+  Device device() const { return t_.device(); }
   const Tensor<T>& tensor() const { return t_; }
 
   std::tuple<const Leaf&> leaves() const { return {*this}; }

@@ -96,13 +96,27 @@ requires(F::kind == fn::Kind::select) struct map_types<F, C, A, B> {
   using arg = std::conditional_t<I == 0, bool, compute>;
 };
 
+/// The device of an expression's operands (none for numbers alone). Every node knows its own:
+/// a tensor, Var or generated operand has one, and a Map found its children's when it was
+/// built, so asking costs no walk over the leaves (nor an instantiation of one per node type).
 template <class E>
 std::optional<Device> device_of(const E& e) {
-  std::optional<Device> d;
-  e.for_each_leaf([&](const LeafInfo& info) {
-    if (info.has_device && !d) d = info.device;
-  });
-  return d;
+  if constexpr (is_scalar_node_v<E>) {
+    return std::nullopt;
+  } else {
+    return e.device();
+  }
+}
+
+/// The device of an operation whose operands so far are on `found`, given the next one's: the
+/// same, or an error naming the operation.
+inline std::optional<Device> join_devices(std::optional<Device> found, std::optional<Device> next,
+                                          const char* op) {
+  if (found && next && !(*found == *next)) {
+    fail("ember: ", op, ": operands are on different devices (", found->str(), " and ", next->str(),
+         "); move them with .to(device) first");
+  }
+  return next ? next : found;
 }
 }  // namespace detail
 
@@ -301,28 +315,17 @@ class Map {
   static constexpr bool is_scalar_node = false;
 
   explicit Map(F f, Es... children) : f_(f), children_(std::move(children)...) {
-    shape_ = Shape();
-    std::apply(
-        [&](const auto&... c) { ((shape_ = broadcast_shapes(shape_, c.shape(), F::name)), ...); },
-        children_);
-    std::optional<Device> dev;
     std::apply(
         [&](const auto&... c) {
-          (
-              [&] {
-                const auto d = detail::device_of(c);
-                if (d && dev && !(*d == *dev)) {
-                  fail("ember: ", F::name, ": operands are on different devices (", dev->str(),
-                       " and ", d->str(), "); move them with .to(device) first");
-                }
-                if (d) dev = d;
-              }(),
-              ...);
+          ((shape_ = broadcast_shapes(shape_, c.shape(), F::name)), ...);
+          ((device_ = detail::join_devices(device_, detail::device_of(c), F::name)), ...);
         },
         children_);
   }
 
   const Shape& shape() const { return shape_; }
+  /// The operands' device (none when every operand is a number).
+  std::optional<Device> device() const { return device_; }
   const F& functor_value() const { return f_; }
   const std::tuple<Es...>& children() const { return children_; }
 
@@ -350,6 +353,7 @@ class Map {
   F f_;
   std::tuple<Es...> children_;
   Shape shape_;
+  std::optional<Device> device_;
 };
 
 // ---- cast ----
@@ -421,6 +425,7 @@ class Cast {
 
   explicit Cast(E child) : child_(std::move(child)) {}
   const Shape& shape() const { return child_.shape(); }
+  std::optional<Device> device() const { return detail::device_of(child_); }
   const E& child() const { return child_; }
   auto leaves() const { return child_.leaves(); }
   template <class V>

@@ -79,6 +79,24 @@ struct LeafInfo {
   Device device;
 };
 
+/// Every leaf of an expression, in visiting order.
+using LeafInfos = std::vector<LeafInfo>;
+
+/// The one visitor every walk over leaves uses: a node type's for_each_leaf is then compiled
+/// once, where a lambda per caller compiled it (and every node below it) once per caller.
+struct LeafCollector {
+  LeafInfos& leaves;
+  void operator()(const LeafInfo& leaf) const { leaves.push_back(leaf); }
+};
+
+template <class E>
+LeafInfos leaves_of(const E& e) {
+  LeafInfos leaves;
+  LeafCollector collect{leaves};
+  e.for_each_leaf(collect);
+  return leaves;
+}
+
 /// Hands each leaf its strides in the collapsed iteration space, in visiting order.
 class PlanBuilder {
  public:
