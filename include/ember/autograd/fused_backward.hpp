@@ -113,6 +113,32 @@ struct max_operand_bytes<std::tuple<Tensor<X>...>> {
 // that .cpp and .cu instantiations of the same node never collide at link time.
 inline namespace EMBER_EXEC_NS {
 
+/// Points `slot` at where Var `vn`'s adjoint goes in a backward over `shape`: its gradient when
+/// it has that shape (added to, or written fresh), else a temporary of that shape, reduced into
+/// its gradient by a function added to `reductions`, called after the launch. A template of the
+/// element type only: every expression's backward shares it.
+template <Storable T>
+void gradient_target(SlotOut<T>& slot, VarNode<T>* vn, const Shape& shape, Device device,
+                     std::vector<std::function<void()>>& reductions) {
+  if (vn->value.shape() == shape) {
+    vn->template own_grad<exec::mode>();
+    slot.add = vn->grad.defined();  // else the launch writes a fresh gradient
+    if (!slot.add) vn->grad = empty<T>(shape, device);
+    EMBER_CHECK(vn->grad.is_contiguous(), "ember: internal: non-contiguous gradient");
+    slot.direct = vn->grad.data();
+    return;
+  }
+  Tensor<acc_t<T>> temp = empty<acc_t<T>>(shape, device);
+  slot.wide = temp.data();
+  reductions.push_back([temp, vn, shape] {
+    const Shape leaf = vn->value.shape();
+    Tensor<T> r = exec::reduce_expression<T>(expr::Leaf<acc_t<T>>(temp),
+                                             reduce::Bound<reduce::Sum<acc_t<T>>>{}, "sum",
+                                             broadcast_axes(leaf, shape), true, true);
+    accumulate_grad<T, T, exec::mode>(*vn, r.reshape(leaf), true);
+  });
+}
+
 /// Where the fused backward of `e` writes: for each slot (leaf) of e, the gradient its adjoint
 /// goes to. A Var of e's shape takes it directly (added to its gradient, or written as a fresh
 /// one); a broadcast Var gets a temporary of e's shape, reduced into its gradient after the
@@ -141,7 +167,7 @@ class GradientTargets {
           }
         }
         dst_[K] = static_cast<int>(K);
-        target(expr::get<K>(outs_), vn, shape, device);
+        gradient_target(expr::get<K>(outs_), vn, shape, device, reductions_);
       }
     });
   }
@@ -172,26 +198,6 @@ class GradientTargets {
   }
 
  private:
-  template <Storable T>
-  void target(SlotOut<T>& slot, VarNode<T>* vn, const Shape& shape, Device device) {
-    if (vn->value.shape() == shape) {
-      vn->template own_grad<exec::mode>();
-      slot.add = vn->grad.defined();  // else the launch writes a fresh gradient
-      if (!slot.add) vn->grad = empty<T>(shape, device);
-      EMBER_CHECK(vn->grad.is_contiguous(), "ember: internal: non-contiguous gradient");
-      slot.direct = vn->grad.data();
-      return;
-    }
-    Tensor<acc_t<T>> temp = empty<acc_t<T>>(shape, device);
-    slot.wide = temp.data();
-    reductions_.push_back([temp, vn, shape] {
-      const Shape leaf = vn->value.shape();
-      Tensor<T> r = exec::reduce_expression<T>(expr::Leaf<acc_t<T>>(temp),
-                                               reduce::Bound<reduce::Sum<acc_t<T>>>{}, "sum",
-                                               broadcast_axes(leaf, shape), true, true);
-      accumulate_grad<T, T, exec::mode>(*vn, r.reshape(leaf), true);
-    });
-  }
   template <Storable T>
   static void touch(exec::LaunchSpace& space, const SlotOut<T>& slot) {
     space.touches(slot.direct, sizeof(T));

@@ -233,11 +233,16 @@ struct ReducePass {
 #endif
 };
 
-/// Reduces expression `e` over `axes` (all axes when empty) into a new tensor of type R.
-template <Storable R, class Red, class E>
-Tensor<R> reduce_expression(const E& e, const Red& red, const char* name, const Dims& axes,
-                            bool keepdim, bool empty_ok) {
-  const Shape& shape = e.shape();
+/// Which axes of `shape` a reduction over `axes` (all when empty) folds, and the result's shape.
+struct ReducedAxes {
+  std::vector<bool> is_reduced;
+  Shape out_shape;
+};
+
+/// The axes checked (each once, in range) and the result's shape; an empty range is refused
+/// unless `empty_ok` (the reducer has an identity). Not a template: shared by every reduction.
+inline ReducedAxes reduced_axes(const Shape& shape, const char* name, const Dims& axes,
+                                bool keepdim, bool empty_ok) {
   const int rank = shape.rank();
   std::vector<bool> is_reduced(static_cast<std::size_t>(rank), axes.rank() == 0);
   for (int i = 0; i < axes.rank(); ++i) {
@@ -261,6 +266,15 @@ Tensor<R> reduce_expression(const E& e, const Red& red, const char* name, const 
     fail("ember: ", name, ": cannot reduce over an empty range (shape ", shape.str(), ", axes ",
          axes.rank() ? axes.str() : std::string("all"), "); the result has no identity");
   }
+  return {std::move(is_reduced), std::move(out_shape)};
+}
+
+/// Reduces expression `e` over `axes` (all axes when empty) into a new tensor of type R.
+template <Storable R, class Red, class E>
+Tensor<R> reduce_expression(const E& e, const Red& red, const char* name, const Dims& axes,
+                            bool keepdim, bool empty_ok) {
+  const Shape& shape = e.shape();
+  const auto [is_reduced, out_shape] = reduced_axes(shape, name, axes, keepdim, empty_ok);
 
   // The operands as a launch sees them (launch.hpp); the result goes on their device.
   LaunchSpace space(shape, expr::detail::device_of(e).value_or(Device::cpu()));
