@@ -105,6 +105,10 @@ inline LaunchSpace assign_space(std::span<const expr::LeafInfo> outs,
   return space;
 }
 
+/// An expression type as evaluate() holds it: by value, or by reference (evaluate_into).
+template <class E>
+using node_of = std::remove_cvref_t<E>;
+
 /// The plan of outputs `outs` and expressions `es`: expression I reads the collapsed arrays
 /// [begin[I], begin[I + 1]) of the space.
 template <StoreOp Op, Storable... Ts, class... Es, std::size_t... I>
@@ -113,22 +117,24 @@ auto assign_plan(const std::tuple<Tensor<Ts>...>& outs, const std::tuple<Es...>&
                  std::index_sequence<I...>) {
   const auto slot = [&]<std::size_t K>(std::integral_constant<std::size_t, K>) {
     expr::PlanBuilder b = space.planner(begin[K], begin[K + 1]);
-    using Slot = OutputSlot<Op, std::tuple_element_t<K, std::tuple<Ts...>>,
-                            typename std::tuple_element_t<K, std::tuple<Es...>>::plan_type>;
+    using Slot =
+        OutputSlot<Op, std::tuple_element_t<K, std::tuple<Ts...>>,
+                   typename node_of<std::tuple_element_t<K, std::tuple<Es...>>>::plan_type>;
     return Slot{std::get<K>(outs).data(), space.plan_strides(K), std::get<K>(es).plan(b)};
   };
-  return AssignPlan<OutputSlot<Op, Ts, typename Es::plan_type>...>{
-      expr::Pack<OutputSlot<Op, Ts, typename Es::plan_type>...>(
+  return AssignPlan<OutputSlot<Op, Ts, typename node_of<Es>::plan_type>...>{
+      expr::Pack<OutputSlot<Op, Ts, typename node_of<Es>::plan_type>...>(
           slot(std::integral_constant<std::size_t, I>{})...)};
 }
 }  // namespace detail
 
 /// Evaluates es[k] into outs[k] for every k in one launch. Outputs must share one shape and
-/// device; each expression must broadcast to that shape.
+/// device; each expression must broadcast to that shape. `es` holds the expressions or
+/// references to them.
 template <StoreOp Op, Storable... Ts, class... Es>
 void evaluate(const std::tuple<Tensor<Ts>...>& outs, const std::tuple<Es...>& es) {
   static_assert(sizeof...(Ts) == sizeof...(Es), "ember: assign needs one expression per output");
-  (check_assignable<Ts, typename Es::value_type>(), ...);
+  (check_assignable<Ts, typename detail::node_of<Es>::value_type>(), ...);
   const auto out_infos =
       std::apply([](const auto&... o) { return std::array{detail::output_info(o)...}; }, outs);
   const auto operands = std::apply(
@@ -151,7 +157,8 @@ void evaluate(const std::tuple<Tensor<Ts>...>& outs, const std::tuple<Es...>& es
   }
 
   space.collapse();
-  constexpr std::size_t kMaxBytes = std::max({sizeof(Ts)..., Es::max_element_size...});
+  constexpr std::size_t kMaxBytes =
+      std::max({sizeof(Ts)..., detail::node_of<Es>::max_element_size...});
   space.template run<cpu_width<kMaxBytes>, gpu_width<kMaxBytes>>(
       detail::assign_plan<Op>(outs, es, space, begin, std::index_sequence_for<Ts...>{}));
   std::apply([](const auto&... o) { (o.storage()->bump_version(), ...); }, outs);
@@ -180,7 +187,7 @@ void evaluate_into(Tensor<T>& out, const E& e) {
     std::optional<Device> dev = expr::detail::device_of(e);
     out = empty<T>(e.shape(), dev.value_or(Device::cpu()), result_format(e));
   }
-  evaluate<Op>(std::tuple<Tensor<T>>(out), std::tuple<E>(e));
+  evaluate<Op>(std::tuple<Tensor<T>>(out), std::tuple<const E&>(e));  // no copy of the tree
 }
 
 }  // namespace EMBER_EXEC_NS
