@@ -16,6 +16,7 @@
 #include "../core/concepts.hpp"
 #include "../core/cuda.hpp"
 #include "../expr/leaf.hpp"
+#include "../expr/leaves.hpp"
 #include "../expr/operators.hpp"
 #include "../tensor/copy.hpp"
 #include "../tensor/factories.hpp"

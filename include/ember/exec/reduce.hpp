@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "../core/concepts.hpp"
+#include "../expr/leaves.hpp"
 #include "assign.hpp"
 #include "launch.hpp"
 #include "reduce_layout.hpp"

@@ -10,6 +10,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "plan.hpp"
+
 namespace ember::expr {
 
 namespace detail {
@@ -29,6 +31,16 @@ using leaf_types_t = typename detail::decayed<
 /// How many leaves E has.
 template <class E>
 inline constexpr std::size_t leaf_count_v = std::tuple_size_v<leaf_types_t<E>>;
+
+/// What the executor needs to know of each leaf of `e` (LeafInfo), in order: one allocation.
+template <class E>
+LeafInfos leaves_of(const E& e) {
+  LeafInfos leaves;
+  leaves.reserve(leaf_count_v<E>);
+  LeafCollector collect{leaves};
+  e.for_each_leaf(collect);
+  return leaves;
+}
 
 /// Calls f(std::integral_constant<std::size_t, K>{}, leaf) for every leaf of `e`, K its index.
 template <class E, class F>

@@ -89,14 +89,6 @@ struct LeafCollector {
   void operator()(const LeafInfo& leaf) const { leaves.push_back(leaf); }
 };
 
-template <class E>
-LeafInfos leaves_of(const E& e) {
-  LeafInfos leaves;
-  LeafCollector collect{leaves};
-  e.for_each_leaf(collect);
-  return leaves;
-}
-
 /// Hands each leaf its strides in the collapsed iteration space, in visiting order.
 class PlanBuilder {
  public:
