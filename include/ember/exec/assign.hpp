@@ -44,14 +44,7 @@ namespace detail {
 template <Storable T>
 expr::LeafInfo output_info(const Tensor<T>& o) {
   EMBER_CHECK(o.defined(), "ember: assignment to an undefined tensor");
-  expr::LeafInfo info;
-  info.shape = o.shape();
-  info.strides = o.strides();
-  info.data = o.data();
-  info.storage = o.storage().get();
-  info.element_size = sizeof(T);
-  info.device = o.device();
-  return info;
+  return expr::leaf_info(o);
 }
 
 /// One expression of an assignment: its shape and its leaves in planning order.

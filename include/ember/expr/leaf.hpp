@@ -77,6 +77,19 @@ struct LeafPlan {
   }
 };
 
+/// What the executor needs to know of tensor `t` (defined) as an operand or an output.
+template <Storable T>
+LeafInfo leaf_info(const Tensor<T>& t) {
+  LeafInfo info;
+  info.shape = t.shape();
+  info.strides = t.strides();
+  info.data = t.data();
+  info.storage = t.storage().get();
+  info.element_size = sizeof(T);
+  info.device = t.device();
+  return info;
+}
+
 template <Storable T>
 class Leaf {
  public:
@@ -97,14 +110,7 @@ class Leaf {
   std::tuple<const Leaf&> leaves() const { return {*this}; }
   template <class F>
   void for_each_leaf(F&& f) const {
-    LeafInfo info;
-    info.shape = t_.shape();
-    info.strides = t_.strides();
-    info.data = t_.data();
-    info.storage = t_.storage().get();
-    info.element_size = sizeof(T);
-    info.device = t_.device();
-    f(info);
+    f(leaf_info(t_));
   }
 
   plan_type plan(PlanBuilder& b) const {
