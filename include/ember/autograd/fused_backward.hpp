@@ -109,6 +109,53 @@ struct max_operand_bytes<std::tuple<Tensor<X>...>> {
 };
 }  // namespace detail
 
+/// What a fused tape node does whatever its expression's type (compiled once, not per
+/// expression): it remembers the version of every storage its backward reads, the operands'
+/// and then the seed rule's, and refuses a backward after one was modified in place.
+class SavedStorages {
+ public:
+  SavedStorages(const expr::LeafInfos& leaves, std::vector<const Storage*> extra)
+      : operands_(leaves.size()) {
+    for (const expr::LeafInfo& leaf : leaves) saved_.push_back(leaf.storage);
+    saved_.insert(saved_.end(), extra.begin(), extra.end());
+    for (const Storage* s : saved_) versions_.push_back(s ? s->version() : 0);
+  }
+  /// Throws, naming operation `op`, when a saved storage changed since it was saved.
+  void check(const std::string& op) const {
+    for (std::size_t k = 0; k < saved_.size(); ++k) {
+      const Storage* s = saved_[k];
+      if (s && s->version() != versions_[k]) {
+        fail("ember: backward of ", op, ": a tensor saved for backward (",
+             k < operands_ ? "operand " + std::to_string(k) : std::string("its result"),
+             ") was modified in place after it was used (version ", versions_[k], ", now ",
+             s->version(), "); clone it before modifying it");
+      }
+    }
+  }
+  void clear() {
+    saved_.clear();
+    versions_.clear();
+  }
+
+ private:
+  std::size_t operands_;
+  std::vector<const Storage*> saved_;
+  std::vector<std::uint64_t> versions_;
+};
+
+/// A fused node's name: the expression's top function (`op`), inside the seed rule's when it
+/// has one: "sum(mul)".
+inline std::string fused_node_name(std::string_view op, std::string_view rule) {
+  return rule.empty() ? std::string(op) : ember::detail::concat(rule, "(", op, ")");
+}
+
+template <class Rule>
+std::vector<const Storage*> rule_storages(const Rule& rule) {
+  std::vector<const Storage*> saved;
+  rule.saved(saved);
+  return saved;
+}
+
 // The evaluating parts live in the translation unit's executor namespace (core/config.hpp), so
 // that .cpp and .cu instantiations of the same node never collide at link time.
 inline namespace EMBER_EXEC_NS {
@@ -299,53 +346,6 @@ void fused_backward(const E& e, const Tensor<GT>& up, const Rule& rule) {
     space.template run<exec::cpu_width<sizeof(A)>, exec::gpu_width<kMaxBytes>>(plan);
     targets.finish(e);
   }
-}
-
-/// What a fused tape node does whatever its expression's type (compiled once, not per
-/// expression): it remembers the version of every storage its backward reads, the operands'
-/// and then the seed rule's, and refuses a backward after one was modified in place.
-class SavedStorages {
- public:
-  SavedStorages(const expr::LeafInfos& leaves, std::vector<const Storage*> extra)
-      : operands_(leaves.size()) {
-    for (const expr::LeafInfo& leaf : leaves) saved_.push_back(leaf.storage);
-    saved_.insert(saved_.end(), extra.begin(), extra.end());
-    for (const Storage* s : saved_) versions_.push_back(s ? s->version() : 0);
-  }
-  /// Throws, naming operation `op`, when a saved storage changed since it was saved.
-  void check(const std::string& op) const {
-    for (std::size_t k = 0; k < saved_.size(); ++k) {
-      const Storage* s = saved_[k];
-      if (s && s->version() != versions_[k]) {
-        fail("ember: backward of ", op, ": a tensor saved for backward (",
-             k < operands_ ? "operand " + std::to_string(k) : std::string("its result"),
-             ") was modified in place after it was used (version ", versions_[k], ", now ",
-             s->version(), "); clone it before modifying it");
-      }
-    }
-  }
-  void clear() {
-    saved_.clear();
-    versions_.clear();
-  }
-
- private:
-  std::size_t operands_;
-  std::vector<const Storage*> saved_;
-  std::vector<std::uint64_t> versions_;
-};
-
-/// A fused node's name: the expression's top function (`op`), inside the seed rule's when it
-/// has one: "sum(mul)".
-inline std::string fused_node_name(std::string_view op, std::string_view rule) {
-  return rule.empty() ? std::string(op) : ember::detail::concat(rule, "(", op, ")");
-}
-
-template <class Rule>
-std::vector<const Storage*> rule_storages(const Rule& rule) {
-  std::vector<const Storage*> saved;
-  rule.saved(saved);
-  return saved;
 }
 
 /// The tape node of one materialised expression, optionally followed by one reduction.

@@ -218,22 +218,6 @@ void run_reduce(const Red& red, const Plan& plan, const ReduceLayout& L, R* out)
 
 }  // namespace cpu
 
-inline namespace EMBER_EXEC_NS {
-
-/// A reduction's work for launch(): `plan` folded by `red` over layout L into `out`.
-template <class R, class Red, class Plan>
-struct ReducePass {
-  const Red& red;
-  const Plan& plan;
-  const ReduceLayout& layout;
-  R* out;
-
-  void on_host() const { cpu::run_reduce(red, plan, layout, out); }
-#if defined(EMBER_CUDA_KERNELS)
-  void on_cuda(int device) const { gpu::run_reduce(red, plan, layout, out, device); }
-#endif
-};
-
 /// Which axes of `shape` a reduction over `axes` (all when empty) folds, and the result's shape.
 struct ReducedAxes {
   std::vector<bool> is_reduced;
@@ -269,6 +253,22 @@ inline ReducedAxes reduced_axes(const Shape& shape, const char* name, const Dims
   }
   return {std::move(is_reduced), std::move(out_shape)};
 }
+
+inline namespace EMBER_EXEC_NS {
+
+/// A reduction's work for launch(): `plan` folded by `red` over layout L into `out`.
+template <class R, class Red, class Plan>
+struct ReducePass {
+  const Red& red;
+  const Plan& plan;
+  const ReduceLayout& layout;
+  R* out;
+
+  void on_host() const { cpu::run_reduce(red, plan, layout, out); }
+#if defined(EMBER_CUDA_KERNELS)
+  void on_cuda(int device) const { gpu::run_reduce(red, plan, layout, out, device); }
+#endif
+};
 
 /// Reduces expression `e` over `axes` (all axes when empty) into a new tensor of type R.
 template <Storable R, class Red, class E>
