@@ -5,6 +5,10 @@
 //   EMBER_CUDA_KERNELS  this translation unit is compiled by nvcc: expressions can be
 //                       evaluated on a CUDA device. A .cpp file compiled by the host
 //                       compiler gets a clear ember::Error instead.
+//   EMBER_CPU_LOOPS_ELSEWHERE  defined only by ember::kernels' nvcc units (src/kernels/*.cu):
+//                       the CPU loops (exec::cpu::run and run_reduce) are declared, not
+//                       defined; the library's host units, which instantiate the same
+//                       operators, emit every one of them (exec/cpu_executor.hpp says why).
 #pragma once
 
 #if defined(__CUDACC__)
@@ -25,8 +29,10 @@
 
 #if defined(_MSC_VER)
 #define EMBER_FORCEINLINE __forceinline
+#define EMBER_NOINLINE __declspec(noinline)
 #else
 #define EMBER_FORCEINLINE inline __attribute__((always_inline))
+#define EMBER_NOINLINE __attribute__((noinline))
 #endif
 
 #if defined(_OPENMP)

@@ -21,6 +21,16 @@ inline constexpr std::int64_t kParallelThreshold = 1 << 15;
 /// `omp simd` (which took 512-bit registers); 64-byte blocks match it.
 inline constexpr int kBlockBytes = 64;
 
+// The CPU loops' entry points, run() here and run_reduce() (reduce.hpp), are never inlined, so a
+// unit that instantiates one emits it. A loop does not depend on the kind of unit (it takes no
+// Mode): its symbol is the same from g++ and nvcc, and the linker keeps one copy. ember::kernels
+// compiles every operator twice, in its host units and its nvcc units; the nvcc units define
+// EMBER_CPU_LOOPS_ELSEWHERE and link to the host units' loops instead of compiling them again
+// (a fifth of each nvcc unit's host code, and the host units' copies have 512-bit vectors).
+template <int V, class Plan>
+EMBER_NOINLINE void run(const Plan& plan, const IterLayout& L);
+
+#if !defined(EMBER_CPU_LOOPS_ELSEWHERE)
 /// An empty statement the loop vectorizer cannot cross. Each block is already SIMD code (its
 /// fixed-length loops, straight-line after unrolling); without this GCC 12 may also vectorize
 /// the loop over blocks, shuffling lanes between blocks (measured: a float
@@ -75,7 +85,7 @@ EMBER_WIDE_VECTORS void run_strided(const Plan& plan, const IterLayout& L) {
 
 /// Runs an AssignPlan over layout L: one pass, counted as one launch.
 template <int V, class Plan>
-void run(const Plan& plan, const IterLayout& L) {
+EMBER_NOINLINE void run(const Plan& plan, const IterLayout& L) {
   if (L.numel == 0) return;
   count_launch();
   if (L.dense) {
@@ -84,5 +94,7 @@ void run(const Plan& plan, const IterLayout& L) {
     run_strided<V>(plan, L);
   }
 }
+
+#endif  // !EMBER_CPU_LOOPS_ELSEWHERE
 
 }  // namespace ember::exec::cpu

@@ -28,6 +28,12 @@ namespace exec {
 
 namespace cpu {
 
+/// Folds `plan` by `red` over layout L into `out`: one pass, counted as one launch. Never inlined,
+/// and not compiled by ember::kernels' nvcc units (cpu_executor.hpp says why).
+template <class R, class Red, class Plan>
+EMBER_NOINLINE void run_reduce(const Red& red, const Plan& plan, const ReduceLayout& L, R* out);
+
+#if !defined(EMBER_CPU_LOOPS_ELSEWHERE)
 /// Reduced elements per chunk when one output is split across threads. Fixed, so the
 /// summation order (and the result) does not depend on the number of threads.
 inline constexpr std::int64_t kReduceChunk = 1 << 14;
@@ -173,7 +179,7 @@ void run_reduce_columns(const Red& red, const Plan& plan, const ReduceLayout& L,
 }
 
 template <class R, class Red, class Plan>
-void run_reduce(const Red& red, const Plan& plan, const ReduceLayout& L, R* out) {
+EMBER_NOINLINE void run_reduce(const Red& red, const Plan& plan, const ReduceLayout& L, R* out) {
   count_launch();
   if (L.reduced == 0) {  // an empty range: every output is the reducer's identity, finished
     for (std::int64_t o = 0; o < L.outputs; ++o) out[o] = to_storage<R>(red.finish(red.init(), 0));
@@ -215,6 +221,8 @@ void run_reduce(const Red& red, const Plan& plan, const ReduceLayout& L, R* out)
     out[o] = to_storage<R>(red.finish(s, n));
   }
 }
+
+#endif  // !EMBER_CPU_LOOPS_ELSEWHERE
 
 }  // namespace cpu
 
