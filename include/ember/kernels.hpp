@@ -1,7 +1,8 @@
 // ember::kernels: the operators compiled once. The operators that are not elementwise (conv2d,
 // the norms, pooling, softmax and the losses, matmul and linear, attention, embedding, dropout,
-// the initialisers), on tensors and on Vars, and the copies, fills and casts every program
-// makes, for float, double, bf16 and half, and the optimizers' passes, are compiled into a static
+// the initialisers, rand and randn), on tensors and on Vars, a gradient's accumulation, and the
+// copies, fills and casts every program makes, for float, double, bf16 and half, the copies of
+// the other element types, and the optimizers' passes, are compiled into a static
 // library (src/kernels/, the CMake target ember::kernels). A target that links it gets
 // EMBER_KERNELS defined, and ember.hpp then declares these instances `extern template`: its
 // translation units call the library's copies instead of compiling each operator, its fused
@@ -21,6 +22,10 @@
 #define EMBER_KERNEL_INSTANCES(EXPLICIT, T)                                                        \
   EMBER_KERNEL_COPIES(EXPLICIT, T)                                                                 \
   namespace ember {                                                                                \
+  EXPLICIT Tensor<T> rand<T, exec::mode>(const Shape&, std::uint64_t, Device, double, double,      \
+                                         std::uint64_t);                                           \
+  EXPLICIT Tensor<T> randn<T, exec::mode>(const Shape&, std::uint64_t, Device, double, double,     \
+                                          std::uint64_t);                                          \
   EXPLICIT Tensor<T> conv2d<T, exec::mode>(const Tensor<T>&, const Tensor<T>&, const Tensor<T>&,   \
                                            const Conv2dOptions&);                                  \
   EXPLICIT Tensor<T> conv2d<T, exec::mode>(const Tensor<T>&, const Tensor<T>&,                     \
@@ -167,6 +172,7 @@
                                                        std::int64_t, std::int64_t);                \
   }                                                                                                \
   namespace ember::autograd {                                                                      \
+  EXPLICIT void accumulate_grad<T, T, exec::mode>(VarNode<T>&, const Tensor<T>&, bool);            \
   EXPLICIT LinearSaved<T> linear_saving<T, exec::mode>(const Tensor<T>&, const Tensor<T>&,         \
                                                        const Tensor<T>&, Activation, bool);        \
   EXPLICIT Tensor<T> activation_grad<T, exec::mode>(const Tensor<T>&, const LinearSaved<T>&,       \
@@ -188,26 +194,43 @@
   EXPLICIT Tensor<T> kaiming_normal<T, exec::mode>(const Shape&, double, Device);                  \
   }
 
-/// Evaluating `__VA_ARGS__` (an expression type) into a Tensor<T> with store `Op`: both entry
-/// points, `evaluate_into` (a tensor's `=` and `+=`) and `evaluate`.
+/// Evaluating `__VA_ARGS__` (an expression type) into a Tensor<T> with store `Op`, as a tensor's
+/// `=` and `+=` do: `evaluate_into`, and with it the `evaluate` it calls.
 #define EMBER_KERNEL_EVALUATION(EXPLICIT, Op, T, ...)                       \
   namespace ember::exec {                                                   \
-  EXPLICIT void evaluate<StoreOp::Op>(const std::tuple<Tensor<T>>&,         \
-                                      const std::tuple<__VA_ARGS__>&);      \
   EXPLICIT void evaluate_into<StoreOp::Op>(Tensor<T>&, const __VA_ARGS__&); \
   }
 
-/// What every program evaluates into a Tensor<T>: copies (contiguous, clone, to), `+=` of one
-/// tensor (gradient accumulation), fills, and casts from each floating type (copy_, the master
-/// weights, checkpoints).
+/// A store of a Tensor<T> through `evaluate` by value: every evaluation whose operands alias its
+/// output makes one (it materialises the expression first, then stores that).
+#define EMBER_KERNEL_LEAF_STORE(EXPLICIT, Op, T)                         \
+  namespace ember::exec {                                                \
+  EXPLICIT void evaluate<StoreOp::Op>(const std::tuple<Tensor<T>>&,      \
+                                      const std::tuple<expr::Leaf<T>>&); \
+  }
+
+/// What every program evaluates into a Tensor<T>: copies (contiguous, clone, to, copy_), `+=` of
+/// one tensor (gradient accumulation), fills, and casts from each floating type (the master
+/// weights, checkpoints), and the sum of two tensors (a gradient that two paths reach).
 #define EMBER_KERNEL_COPIES(EXPLICIT, T)                                             \
+  EMBER_KERNEL_LEAF_STORE(EXPLICIT, set, T)                                          \
+  EMBER_KERNEL_LEAF_STORE(EXPLICIT, add, T)                                          \
   EMBER_KERNEL_EVALUATION(EXPLICIT, set, T, expr::Leaf<T>)                           \
   EMBER_KERNEL_EVALUATION(EXPLICIT, add, T, expr::Leaf<T>)                           \
   EMBER_KERNEL_EVALUATION(EXPLICIT, set, T, expr::Cast<T, expr::ScalarNode<double>>) \
   EMBER_KERNEL_EVALUATION(EXPLICIT, set, T, expr::Cast<T, expr::Leaf<float>>)        \
   EMBER_KERNEL_EVALUATION(EXPLICIT, set, T, expr::Cast<T, expr::Leaf<double>>)       \
   EMBER_KERNEL_EVALUATION(EXPLICIT, set, T, expr::Cast<T, expr::Leaf<ember::bf16>>)  \
-  EMBER_KERNEL_EVALUATION(EXPLICIT, set, T, expr::Cast<T, expr::Leaf<ember::half>>)
+  EMBER_KERNEL_EVALUATION(EXPLICIT, set, T, expr::Cast<T, expr::Leaf<ember::half>>)  \
+  EMBER_KERNEL_EVALUATION(EXPLICIT, set, T, expr::Map<fn::Add, expr::Leaf<T>, expr::Leaf<T>>)
+
+/// The same for the element types that are not floating (labels, indices, masks, pixels: what
+/// data pipelines, losses and checkpoints copy): copies (also as copy_ makes them) and fills.
+#define EMBER_KERNEL_INTEGER_COPIES(EXPLICIT, T)                          \
+  EMBER_KERNEL_LEAF_STORE(EXPLICIT, set, T)                               \
+  EMBER_KERNEL_EVALUATION(EXPLICIT, set, T, expr::Leaf<T>)                \
+  EMBER_KERNEL_EVALUATION(EXPLICIT, set, T, expr::Cast<T, expr::Leaf<T>>) \
+  EMBER_KERNEL_EVALUATION(EXPLICIT, set, T, expr::Cast<T, expr::ScalarNode<double>>)
 
 /// The passes of optimizer `Opt` (options `Opt##Options`), prefixed by `EXPLICIT` as above: its
 /// fused step, gradient norm and state. (The constructor stays inline: it takes no Mode.)
@@ -228,11 +251,12 @@
   EMBER_KERNEL_OPTIMIZER(EXPLICIT, LAMB)
 
 /// Every element type the library compiles. nvcc's units have float, bf16 and half, the types
-/// training runs in on a GPU; double only the host's (gradcheck's type, which a GPU runs at a
-/// fraction of its speed): a CUDA translation unit that uses double operators compiles them
-/// itself, as in header-only use. That saves the library's longest unit (125 s of CPU).
+/// training runs in on a GPU; of double only the copies (checkpoints and metrics make them): the
+/// double operators (gradcheck's type, which a GPU runs at a fraction of its speed) only the
+/// host's, and a CUDA translation unit that uses them compiles them itself, as in header-only use.
+/// That saves the library's longest unit (125 s of CPU).
 #if defined(EMBER_CUDA_KERNELS)
-#define EMBER_KERNEL_INSTANCES_DOUBLE(EXPLICIT)
+#define EMBER_KERNEL_INSTANCES_DOUBLE(EXPLICIT) EMBER_KERNEL_COPIES(EXPLICIT, double)
 #else
 #define EMBER_KERNEL_INSTANCES_DOUBLE(EXPLICIT) EMBER_KERNEL_INSTANCES(EXPLICIT, double)
 #endif
@@ -242,7 +266,15 @@
   EMBER_KERNEL_INSTANCES(EXPLICIT, ember::bf16) \
   EMBER_KERNEL_INSTANCES(EXPLICIT, ember::half)
 
+/// The copies of every element type that is not floating, in both kinds of unit.
+#define EMBER_KERNEL_INTEGER_COPIES_ALL(EXPLICIT)     \
+  EMBER_KERNEL_INTEGER_COPIES(EXPLICIT, std::int64_t) \
+  EMBER_KERNEL_INTEGER_COPIES(EXPLICIT, std::int32_t) \
+  EMBER_KERNEL_INTEGER_COPIES(EXPLICIT, std::uint8_t) \
+  EMBER_KERNEL_INTEGER_COPIES(EXPLICIT, bool)
+
 #if defined(EMBER_KERNELS)
 EMBER_KERNEL_INSTANCES_ALL(extern template)
+EMBER_KERNEL_INTEGER_COPIES_ALL(extern template)
 EMBER_KERNEL_OPTIMIZERS(extern template)
 #endif
