@@ -26,7 +26,7 @@ inline constexpr int kBlockBytes = 64;
 // Mode): its symbol is the same from g++ and nvcc, and the linker keeps one copy. ember::kernels
 // compiles every operator twice, in its host units and its nvcc units; the nvcc units define
 // EMBER_CPU_LOOPS_ELSEWHERE and link to the host units' loops instead of compiling them again
-// (a fifth of each nvcc unit's host code, and the host units' copies have 512-bit vectors).
+// (a quarter of each nvcc unit's compile time; the host units' loops have 512-bit vectors).
 template <int V, class Plan>
 EMBER_NOINLINE void run(const Plan& plan, const IterLayout& L);
 
