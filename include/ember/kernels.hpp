@@ -209,10 +209,32 @@
                                       const std::tuple<expr::Leaf<T>>&); \
   }
 
-/// What every program evaluates into a Tensor<T>: copies (contiguous, clone, to, copy_), `+=` of
-/// one tensor (gradient accumulation), fills, and casts from each floating type (the master
-/// weights, checkpoints), and the sum of two tensors (a gradient that two paths reach).
+/// A Tensor<T>'s copying members, as every program calls them: contiguous, clone, to, pin_memory,
+/// to_vector and copy_ from its own type.
+#define EMBER_KERNEL_TENSOR_COPIES(EXPLICIT, T)                               \
+  namespace ember {                                                           \
+  EXPLICIT Tensor<T> Tensor<T>::contiguous<exec::mode>(MemoryFormat) const;   \
+  EXPLICIT Tensor<T> Tensor<T>::clone<exec::mode>() const;                    \
+  EXPLICIT Tensor<T> Tensor<T>::to<exec::mode>(Device, bool) const;           \
+  EXPLICIT Tensor<T> Tensor<T>::pin_memory<exec::mode>() const;               \
+  EXPLICIT std::vector<T> Tensor<T>::to_vector<exec::mode>() const;           \
+  EXPLICIT Tensor<T>& Tensor<T>::copy_<T, exec::mode>(const Tensor<T>&);      \
+  EXPLICIT Tensor<T> detail::gather_to_host<T, exec::mode>(const Tensor<T>&); \
+  }
+
+/// `empty<T>`, which takes no Mode: declared extern in every unit, compiled by the host units only
+/// (src/kernels/copies.cpp), since one instance serves both kinds.
+#define EMBER_KERNEL_EMPTY(EXPLICIT, T)                            \
+  namespace ember {                                                \
+  EXPLICIT Tensor<T> empty<T>(const Shape&, Device, MemoryFormat); \
+  }
+
+/// What every program evaluates into a Tensor<T>, with the members that do: copies (contiguous,
+/// clone, to, copy_), `+=` of one tensor (gradient accumulation), fills, and casts from each
+/// floating type (the master weights, checkpoints), and the sum of two tensors (a gradient that
+/// two paths reach).
 #define EMBER_KERNEL_COPIES(EXPLICIT, T)                                             \
+  EMBER_KERNEL_TENSOR_COPIES(EXPLICIT, T)                                            \
   EMBER_KERNEL_LEAF_STORE(EXPLICIT, set, T)                                          \
   EMBER_KERNEL_LEAF_STORE(EXPLICIT, add, T)                                          \
   EMBER_KERNEL_EVALUATION(EXPLICIT, set, T, expr::Leaf<T>)                           \
@@ -227,6 +249,7 @@
 /// The same for the element types that are not floating (labels, indices, masks, pixels: what
 /// data pipelines, losses and checkpoints copy): copies (also as copy_ makes them) and fills.
 #define EMBER_KERNEL_INTEGER_COPIES(EXPLICIT, T)                          \
+  EMBER_KERNEL_TENSOR_COPIES(EXPLICIT, T)                                 \
   EMBER_KERNEL_LEAF_STORE(EXPLICIT, set, T)                               \
   EMBER_KERNEL_EVALUATION(EXPLICIT, set, T, expr::Leaf<T>)                \
   EMBER_KERNEL_EVALUATION(EXPLICIT, set, T, expr::Cast<T, expr::Leaf<T>>) \
@@ -266,6 +289,17 @@
   EMBER_KERNEL_INSTANCES(EXPLICIT, ember::bf16) \
   EMBER_KERNEL_INSTANCES(EXPLICIT, ember::half)
 
+/// `empty` of every element type (host units only: EMBER_KERNEL_EMPTY).
+#define EMBER_KERNEL_EMPTY_ALL(EXPLICIT)     \
+  EMBER_KERNEL_EMPTY(EXPLICIT, float)        \
+  EMBER_KERNEL_EMPTY(EXPLICIT, double)       \
+  EMBER_KERNEL_EMPTY(EXPLICIT, ember::bf16)  \
+  EMBER_KERNEL_EMPTY(EXPLICIT, ember::half)  \
+  EMBER_KERNEL_EMPTY(EXPLICIT, std::int64_t) \
+  EMBER_KERNEL_EMPTY(EXPLICIT, std::int32_t) \
+  EMBER_KERNEL_EMPTY(EXPLICIT, std::uint8_t) \
+  EMBER_KERNEL_EMPTY(EXPLICIT, bool)
+
 /// The copies of every element type that is not floating, in both kinds of unit.
 #define EMBER_KERNEL_INTEGER_COPIES_ALL(EXPLICIT)     \
   EMBER_KERNEL_INTEGER_COPIES(EXPLICIT, std::int64_t) \
@@ -276,5 +310,6 @@
 #if defined(EMBER_KERNELS)
 EMBER_KERNEL_INSTANCES_ALL(extern template)
 EMBER_KERNEL_INTEGER_COPIES_ALL(extern template)
+EMBER_KERNEL_EMPTY_ALL(extern template)
 EMBER_KERNEL_OPTIMIZERS(extern template)
 #endif
