@@ -210,7 +210,7 @@
   }
 
 /// A Tensor<T>'s copying members, as every program calls them: contiguous, clone, to, pin_memory,
-/// to_vector and copy_ from its own type.
+/// to_vector, copy_ from its own type, and the gather to the host that `to` makes of a view.
 #define EMBER_KERNEL_TENSOR_COPIES(EXPLICIT, T)                               \
   namespace ember {                                                           \
   EXPLICIT Tensor<T> Tensor<T>::contiguous<exec::mode>(MemoryFormat) const;   \
