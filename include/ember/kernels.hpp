@@ -229,31 +229,32 @@
   EXPLICIT Tensor<T> empty<T>(const Shape&, Device, MemoryFormat); \
   }
 
-/// What every program evaluates into a Tensor<T>, with the members that do: copies (contiguous,
-/// clone, to, copy_), `+=` of one tensor (gradient accumulation), fills, and casts from each
-/// floating type (the master weights, checkpoints), and the sum of two tensors (a gradient that
-/// two paths reach).
-#define EMBER_KERNEL_COPIES(EXPLICIT, T)                                             \
-  EMBER_KERNEL_TENSOR_COPIES(EXPLICIT, T)                                            \
-  EMBER_KERNEL_LEAF_STORE(EXPLICIT, set, T)                                          \
-  EMBER_KERNEL_LEAF_STORE(EXPLICIT, add, T)                                          \
-  EMBER_KERNEL_EVALUATION(EXPLICIT, set, T, expr::Leaf<T>)                           \
-  EMBER_KERNEL_EVALUATION(EXPLICIT, add, T, expr::Leaf<T>)                           \
-  EMBER_KERNEL_EVALUATION(EXPLICIT, set, T, expr::Cast<T, expr::ScalarNode<double>>) \
-  EMBER_KERNEL_EVALUATION(EXPLICIT, set, T, expr::Cast<T, expr::Leaf<float>>)        \
-  EMBER_KERNEL_EVALUATION(EXPLICIT, set, T, expr::Cast<T, expr::Leaf<double>>)       \
-  EMBER_KERNEL_EVALUATION(EXPLICIT, set, T, expr::Cast<T, expr::Leaf<ember::bf16>>)  \
-  EMBER_KERNEL_EVALUATION(EXPLICIT, set, T, expr::Cast<T, expr::Leaf<ember::half>>)  \
+/// What every element type needs: a Tensor<T>'s copying members and what they evaluate (copies
+/// and the aliasing fallback's store), and fills.
+#define EMBER_KERNEL_ELEMENT_COPIES(EXPLICIT, T)           \
+  EMBER_KERNEL_TENSOR_COPIES(EXPLICIT, T)                  \
+  EMBER_KERNEL_LEAF_STORE(EXPLICIT, set, T)                \
+  EMBER_KERNEL_EVALUATION(EXPLICIT, set, T, expr::Leaf<T>) \
+  EMBER_KERNEL_EVALUATION(EXPLICIT, set, T, expr::Cast<T, expr::ScalarNode<double>>)
+
+/// What every program evaluates into a floating Tensor<T>: the above, `+=` of one tensor
+/// (gradient accumulation), casts from each floating type (copy_, the master weights,
+/// checkpoints), and the sum of two tensors (a gradient that two paths reach).
+#define EMBER_KERNEL_COPIES(EXPLICIT, T)                                            \
+  EMBER_KERNEL_ELEMENT_COPIES(EXPLICIT, T)                                          \
+  EMBER_KERNEL_LEAF_STORE(EXPLICIT, add, T)                                         \
+  EMBER_KERNEL_EVALUATION(EXPLICIT, add, T, expr::Leaf<T>)                          \
+  EMBER_KERNEL_EVALUATION(EXPLICIT, set, T, expr::Cast<T, expr::Leaf<float>>)       \
+  EMBER_KERNEL_EVALUATION(EXPLICIT, set, T, expr::Cast<T, expr::Leaf<double>>)      \
+  EMBER_KERNEL_EVALUATION(EXPLICIT, set, T, expr::Cast<T, expr::Leaf<ember::bf16>>) \
+  EMBER_KERNEL_EVALUATION(EXPLICIT, set, T, expr::Cast<T, expr::Leaf<ember::half>>) \
   EMBER_KERNEL_EVALUATION(EXPLICIT, set, T, expr::Map<fn::Add, expr::Leaf<T>, expr::Leaf<T>>)
 
 /// The same for the element types that are not floating (labels, indices, masks, pixels: what
-/// data pipelines, losses and checkpoints copy): copies (also as copy_ makes them) and fills.
-#define EMBER_KERNEL_INTEGER_COPIES(EXPLICIT, T)                          \
-  EMBER_KERNEL_TENSOR_COPIES(EXPLICIT, T)                                 \
-  EMBER_KERNEL_LEAF_STORE(EXPLICIT, set, T)                               \
-  EMBER_KERNEL_EVALUATION(EXPLICIT, set, T, expr::Leaf<T>)                \
-  EMBER_KERNEL_EVALUATION(EXPLICIT, set, T, expr::Cast<T, expr::Leaf<T>>) \
-  EMBER_KERNEL_EVALUATION(EXPLICIT, set, T, expr::Cast<T, expr::ScalarNode<double>>)
+/// data pipelines, losses and checkpoints copy): the above and copy_'s cast from its own type.
+#define EMBER_KERNEL_INTEGER_COPIES(EXPLICIT, T) \
+  EMBER_KERNEL_ELEMENT_COPIES(EXPLICIT, T)       \
+  EMBER_KERNEL_EVALUATION(EXPLICIT, set, T, expr::Cast<T, expr::Leaf<T>>)
 
 /// The passes of optimizer `Opt` (options `Opt##Options`), prefixed by `EXPLICIT` as above: its
 /// fused step, gradient norm and state. (The constructor stays inline: it takes no Mode.)
