@@ -26,7 +26,9 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # (configuration, source) pairs: the programs users build.
+# The trainers' options.cpp (their command lines) are host code in both configurations.
 SOURCES = [("cpu", "examples/resnet50/train.cpp"), ("cpu", "examples/bert/pretrain.cpp"),
+           ("cpu", "examples/resnet50/options.cpp"), ("cpu", "examples/bert/options.cpp"),
            ("cpu", "examples/resnet50/predict.cpp"), ("cpu", "examples/quickstart.cpp"),
            ("cuda", "examples/resnet50/train.cu"), ("cuda", "examples/bert/pretrain.cu"),
            ("cuda", "examples/quickstart.cu")]
@@ -108,7 +110,7 @@ def main():
             name = os.path.basename(source).replace(".", "_")
             here = start(entry, ROOT, os.path.join(scratch, name + ".o"))
             base = start(entry, baseline_root, os.path.join(scratch, name + "_base.o")) \
-                if baseline_root else None
+                if baseline_root and os.path.exists(os.path.join(baseline_root, source)) else None
             try:
                 this_tree = finish(*here, source)
             except SystemExit:

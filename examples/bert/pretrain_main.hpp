@@ -1,6 +1,7 @@
 // BERT pretraining (examples/bert): masked LM + next-sentence prediction, MLPerf's language
 // workload, written to be read top to bottom. pretrain.cpp (host compiler) and pretrain.cu (nvcc,
-// which can also train on the GPU) are this file and a main().
+// which can also train on the GPU) are this file and a main(); options.cpp reads the command line
+// into the options (options.hpp).
 //
 //   bert_pretrain                                   # tiny BERT on Debian's GCIDE dictionary
 //   bert_pretrain --config base --batch-size 64 --accumulation 4 --precision bf16
@@ -42,8 +43,6 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
 #include <ember/data/batches.hpp>
 #include <ember/data/wordpiece.hpp>
 #include <ember/dist/dist.hpp>
@@ -60,6 +59,7 @@
 #include "common/format.hpp"
 #include "common/run_support.hpp"
 #include "common/training_run.hpp"
+#include "options.hpp"
 #include "pretraining_data.hpp"
 
 namespace bert {
@@ -69,39 +69,6 @@ using trainer::hms;
 using trainer::printf0;
 using trainer::seconds_since;
 using trainer::wait_for_device;
-
-struct PretrainConfig {
-  std::string config = "tiny";     // tiny | mini | small | base | large
-  std::string corpus = "gcide";    // gcide | comma-separated text files (a sentence per line)
-  std::int64_t max_documents = 0;  // 0: all
-  std::string vocab;               // empty: the BERT uncased vocabulary in tests/data
-  std::int64_t seq_len = 128;
-  std::int64_t max_predictions = 20;
-  int dupe_factor = 1;
-  std::int64_t eval_sequences = 1024;  // held out from the instances
-  std::int64_t batch = 32;             // sequences per micro-batch
-  std::int64_t accumulation = 1;       // micro-batches per optimizer step
-  std::int64_t steps = 400;
-  double warmup = 0.1;  // fraction of the steps
-  std::string optimizer = "lamb";
-  double lr = 0;  // 0: 5e-3 for LAMB, 1e-3 for AdamW (tiny); see settle_pretrain_defaults
-  double weight_decay = 0.01;
-  double max_grad_norm = 1.0;
-  std::string precision = "auto";
-  std::string device = "auto";
-  std::int64_t eval_every = 100;
-  double target_mlm_accuracy = 0;
-  std::string init_checkpoint;
-  std::string out = "runs/bert";
-  std::string cache_dir;  // empty: OUT/cache
-  std::string resume;
-  std::int64_t stop_after = 0;  // end after this step, as if interrupted
-  bool eval_only = false;       // evaluate the loaded weights, print the metrics, exit
-  bool detect_anomaly = false;  // stop at the first operation whose output is not finite
-  bool summary = false;
-  std::uint64_t seed = 1;
-  std::int64_t log_every = 10;
-};
 
 inline std::filesystem::path default_vocab() {
   return std::filesystem::path(EMBER_SOURCE_DIR) / "tests" / "data" / "wordpiece_vocab.txt";
@@ -654,57 +621,7 @@ inline int main(int argc, char** argv) {
   // Then: under mpirun this joins the other ranks (MPI may take its own arguments out of argv).
   dist::World world = dist::init(argc, argv);
   PretrainConfig c;
-  CLI::App app{"ember's BERT pretraining (MLPerf's language workload: masked LM + next sentence)",
-               "bert_pretrain"};
-  app.add_option("--config", c.config, "tiny | mini | small | base | large")->capture_default_str();
-  app.add_option("--corpus", c.corpus,
-                 "gcide (Debian's dict-gcide) or comma-separated text files (a sentence per "
-                 "line, documents separated by blank lines)")
-      ->capture_default_str();
-  app.add_option("--max-documents", c.max_documents, "read at most this many documents (0: all)");
-  app.add_option("--vocab", c.vocab, "WordPiece vocab.txt (default: BERT's uncased vocabulary)");
-  app.add_option("--seq-len", c.seq_len)->capture_default_str();
-  app.add_option("--max-predictions", c.max_predictions, "masked tokens per sequence at most")
-      ->capture_default_str();
-  app.add_option("--dupe-factor", c.dupe_factor, "maskings of each document")
-      ->capture_default_str();
-  app.add_option("--eval-sequences", c.eval_sequences, "sequences held out for evaluation")
-      ->capture_default_str();
-  app.add_option("--batch-size", c.batch, "sequences per micro-batch")->capture_default_str();
-  app.add_option("--accumulation", c.accumulation, "micro-batches per optimizer step")
-      ->capture_default_str();
-  app.add_option("--steps", c.steps, "optimizer steps")->capture_default_str();
-  app.add_option("--warmup", c.warmup, "warmup, as a fraction of the steps")->capture_default_str();
-  app.add_option("--optimizer", c.optimizer, "lamb | adamw")->capture_default_str();
-  app.add_option("--lr", c.lr, "peak learning rate (default: 5e-3 LAMB, 1e-3 AdamW)");
-  app.add_option("--weight-decay", c.weight_decay)->capture_default_str();
-  app.add_option("--max-grad-norm", c.max_grad_norm, "clip the gradient's norm (0: no clipping)")
-      ->capture_default_str();
-  app.add_option("--precision", c.precision, "float | bf16 | auto (bf16 on a GPU)")
-      ->capture_default_str();
-  app.add_option("--device", c.device, "cpu | cuda | auto")->capture_default_str();
-  app.add_option("--eval-every", c.eval_every, "steps between evaluations and checkpoints")
-      ->capture_default_str();
-  app.add_option("--target-mlm-accuracy", c.target_mlm_accuracy,
-                 "masked-LM accuracy to reach (MLPerf: 0.720 on Wikipedia with BERT-large)");
-  app.add_option("--init-checkpoint", c.init_checkpoint,
-                 "Hugging Face safetensors (BertForPreTraining or BertModel) to start from");
-  app.add_option("--out", c.out, "directory for metrics, logs and checkpoints")
-      ->capture_default_str();
-  app.add_option("--cache-dir", c.cache_dir,
-                 "where the tokenized instances are cached (OUT/cache)");
-  app.add_option("--resume", c.resume, "checkpoint to resume from ('auto': OUT/ckpt-last)");
-  app.add_option("--stop-after", c.stop_after,
-                 "end after this step, as if interrupted (resume with --resume auto)");
-  app.add_flag("--eval-only", c.eval_only,
-               "evaluate the weights of --init-checkpoint or --resume, print the metrics, exit");
-  app.add_flag("--detect-anomaly", c.detect_anomaly,
-               "stop at the first operation whose output is NaN or infinite, naming it (slow: "
-               "every output is read)");
-  app.add_flag("--summary", c.summary, "print the modules and parameter counts, then exit");
-  app.add_option("--seed", c.seed)->capture_default_str();
-  app.add_option("--log-every", c.log_every, "steps between loss readings")->capture_default_str();
-  if (const auto status = trainer::parse_command_line(app, argc, argv)) return *status;
+  if (const auto status = parse_options(c, argc, argv)) return *status;
   Device device = Device::cpu();
   if (const auto status = trainer::check_options([&] {
         device = trainer::pick_device(c.device, "bert_pretrain", world.local_rank());

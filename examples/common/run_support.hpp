@@ -1,9 +1,10 @@
 // What both example trainers (examples/resnet50, examples/bert) need around their training loop:
 // OpenBLAS's idle threads put to sleep, a file-size limit reported instead of ending the process,
-// the command line parsed and checked (exit status 2 for a bad option, --out writable), the check
-// that the loss is finite, the device from --device, printing on rank 0 only, waiting for the
-// device before reading a clock, the rank of a label among scores, durations as h:mm:ss, and the
-// curves drawn from the JSONL metrics by scripts/plot_metrics.py.
+// the options checked once parsed (exit status 2 for a bad option, --out writable; the trainers'
+// options.cpp parse them, command_line.hpp), the check that the loss is finite, the device from
+// --device, printing on rank 0 only, waiting for the device before reading a clock, the rank of a
+// label among scores, durations as h:mm:ss, and the curves drawn from the JSONL metrics by
+// scripts/plot_metrics.py.
 #pragma once
 
 #include <cerrno>
@@ -22,11 +23,11 @@
 
 #include <unistd.h>
 
-#include <CLI/CLI.hpp>
-
 #include <ember/dist/collectives.hpp>
 #include <ember/dist/world.hpp>
 #include <ember/ember.hpp>
+
+#include "common/exit_status.hpp"
 
 namespace trainer {
 
@@ -50,22 +51,6 @@ inline void quiet_blas_threads([[maybe_unused]] char** argv) {
 /// Ignored, the write fails with EFBIG instead, which io::TempFile reports as an Error naming
 /// the file (the previous checkpoint stays as it was). A full disk (ENOSPC) needs nothing.
 inline void report_file_size_limit_as_error() { std::signal(SIGXFSZ, SIG_IGN); }
-
-/// Exit statuses of the trainers: a bad command line or option is 2 (one line on stderr, before
-/// any data is read), a failure during the run 1.
-inline constexpr int kExitBadOption = 2;
-inline constexpr int kExitFailure = 1;
-
-/// Parses the command line: --help prints and gives 0, a bad option prints CLI11's line and
-/// gives kExitBadOption; nothing when the program goes on.
-inline std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : kExitBadOption;
-  }
-  return std::nullopt;
-}
 
 /// Runs `check` (settling and validating the options); an error there is printed as one line
 /// and gives kExitBadOption.

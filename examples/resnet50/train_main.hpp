@@ -1,8 +1,9 @@
 // The ResNet-50 trainer: MLPerf's image-classification workload, end to end.
 //
 // The body of examples/resnet50/train.cpp (host compiler, CPU only) and train.cu (nvcc: the same
-// program, able to run on the GPU). Read it top to bottom: options (config.hpp), data, model,
-// optimizer and schedule, the training loop, evaluation, checkpoints, reports.
+// program, able to run on the GPU), with options.cpp, which reads the command line. Read it top
+// to bottom: options (options.hpp), data, model, optimizer and schedule, the training loop,
+// evaluation, checkpoints, reports.
 //
 //   resnet50_train --data fashion-mnist                     the README's main job
 //   resnet50_train --data synthetic --batch-size 256        raw throughput, 224x224
@@ -34,8 +35,6 @@
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include <ember/dist/dist.hpp>
 #include <ember/ember.hpp>
@@ -400,52 +399,7 @@ inline int main(int argc, char** argv) {
   // Then: under mpirun this joins the other ranks (MPI may take its own arguments out of argv).
   dist::World world = dist::init(argc, argv);
   Config c;
-  CLI::App app{"ember's ResNet trainer (MLPerf's image-classification workload)", "resnet50_train"};
-  app.add_option("--arch", c.arch, "resnet18|34|50|101|152 (auto: resnet18 for 28-32 px data)");
-  app.add_option("--data", c.data,
-                 "synthetic | fashion-mnist | cifar10=DIR | imagefolder=DIR (ImageNet layout)");
-  app.add_option("--epochs", c.epochs, "epochs to train (default: by data and device)");
-  app.add_option("--batch-size", c.batch, "images per step (default: by data and device)");
-  app.add_option("--image-size", c.image_size, "synthetic and imagefolder image size")
-      ->capture_default_str();
-  app.add_option("--steps-per-epoch", c.steps_per_epoch, "synthetic: steps per epoch (50)");
-  app.add_option("--width", c.width, "base width (torchvision: 64; CPU Fashion-MNIST default 16)");
-  app.add_option("--optimizer", c.optimizer, "sgd (warmup + cosine) | lars (warmup + poly 2)")
-      ->capture_default_str();
-  app.add_option("--lr", c.lr, "peak learning rate (default: scaled with the batch size)");
-  app.add_option("--momentum", c.momentum)->capture_default_str();
-  app.add_option("--weight-decay", c.weight_decay)->capture_default_str();
-  app.add_option("--label-smoothing", c.label_smoothing)->capture_default_str();
-  app.add_option("--warmup-epochs", c.warmup_epochs)->capture_default_str();
-  app.add_option("--precision", c.precision, "float | bf16 | auto (bf16 on a GPU)")
-      ->capture_default_str();
-  app.add_option("--device", c.device, "cpu | cuda | auto")->capture_default_str();
-  app.add_flag("--zero-init-residual", c.zero_init_residual, "last BN gamma of each block = 0");
-  app.add_flag("--sync-bn", c.sync_bn,
-               "under mpirun: batch norm on the statistics of the global batch, not each rank's");
-  app.add_option("--target-accuracy", c.target_accuracy, "top-1 to reach, e.g. 0.9");
-  app.add_flag("--stop-at-target", c.stop_at_target, "stop once the target is reached");
-  app.add_option("--stop-after", c.stop_after,
-                 "end after this epoch, as if interrupted (resume with --resume auto)");
-  app.add_option("--cost-per-hour", c.cost_per_hour,
-                 "machine price per hour, for cost to accuracy");
-  app.add_option("--sweep-batch", c.sweep_batch, "synthetic: images/s for each batch size")
-      ->delimiter(',');
-  app.add_option("--out", c.out, "directory for metrics, logs and checkpoints")
-      ->capture_default_str();
-  app.add_option("--resume", c.resume, "checkpoint to resume from ('auto': OUT/ckpt-last)");
-  app.add_option("--init-checkpoint", c.init_checkpoint,
-                 "model weights to start from: a torchvision state dict saved as safetensors");
-  app.add_flag("--eval-only", c.eval_only,
-               "evaluate the weights of --init-checkpoint or --resume, print the metrics, exit");
-  app.add_flag("--detect-anomaly", c.detect_anomaly,
-               "stop at the first operation whose output is NaN or infinite, naming it (slow: "
-               "every output is read)");
-  app.add_flag("--summary", c.summary, "print the layer table and parameter count, then exit");
-  app.add_option("--seed", c.seed)->capture_default_str();
-  app.add_option("--workers", c.workers, "imagefolder: decoding threads (0: all cores)");
-  app.add_option("--log-every", c.log_every, "steps between loss readings")->capture_default_str();
-  if (const auto status = trainer::parse_command_line(app, argc, argv)) return *status;
+  if (const auto status = parse_options(c, argc, argv)) return *status;
   Device device = Device::cpu();
   if (const auto status = trainer::check_options([&] {
         device = trainer::pick_device(c.device, "resnet50", world.local_rank());
