@@ -1,7 +1,8 @@
 // The trainers' command lines, read with CLI11. Each trainer parses its options in a translation
 // unit of its own (examples/resnet50/options.cpp, examples/bert/options.cpp): CLI11 is a large
 // header-only library, and the trainer's unit, which instantiates the model for every precision,
-// is the build's longest (docs/benchmarks.md, "The command line in a unit of its own").
+// is the build's longest (docs/benchmarks.md, "the trainers' command lines in units of their
+// own": 0.2 MB of code, a sixth of the trainer's build).
 #pragma once
 
 #include <optional>
