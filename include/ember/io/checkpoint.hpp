@@ -97,13 +97,15 @@ void load_state_dict(nn::Module& module, const NamedTensors& tensors, const Load
     const AnyTensor& src = *it->second;
     const bool convertible =
         opt.convert_floating && FloatingElement<T> && detail::holds_floating(src);
-    EMBER_CHECK(src.holds<T>() || convertible, "ember: io::load: tensor '", opt.prefix + name,
-                "' holds ", src.dtype_name(), "; the module's is ", dtype_name<T>,
+    EMBER_CHECK(src.holds<T>() || convertible, "ember: io::load: ", what, ": tensor '",
+                opt.prefix + name, "' holds ", src.dtype_name(), "; the module's is ",
+                dtype_name<T>,
                 FloatingElement<T> && detail::holds_floating(src)
                     ? " (LoadOptions::convert_floating converts it)"
                     : "");
-    EMBER_CHECK(src.shape() == dst.shape(), "ember: io::load: tensor '", opt.prefix + name,
-                "' has shape ", src.shape().str(), "; the module's has ", dst.shape().str());
+    EMBER_CHECK(src.shape() == dst.shape(), "ember: io::load: ", what, ": tensor '",
+                opt.prefix + name, "' has shape ", src.shape().str(), "; the module's has ",
+                dst.shape().str());
     used.insert(name);
     return src;
   };
