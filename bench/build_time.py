@@ -26,10 +26,13 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # (configuration, source) pairs: the programs users build.
-# The trainers' options.cpp (their command lines) are host code in both configurations.
+# The trainers' options.cpp (their command lines) and BERT's pretraining data (its library) are
+# host code in both configurations.
 SOURCES = [("cpu", "examples/resnet50/train.cpp"), ("cpu", "examples/bert/pretrain.cpp"),
-           ("cpu", "examples/resnet50/options.cpp"), ("cpu", "examples/bert/options.cpp"),
-           ("cpu", "examples/resnet50/predict.cpp"), ("cpu", "examples/quickstart.cpp"),
+           ("cpu", "examples/resnet50/options.cpp"), ("cpu", "examples/bert/options.cpp")] + \
+          [("cpu", f"examples/bert/pretraining/{unit}.cpp")
+           for unit in ("batches", "documents", "gcide", "instance_cache", "instances")] + \
+          [("cpu", "examples/resnet50/predict.cpp"), ("cpu", "examples/quickstart.cpp"),
            ("cuda", "examples/resnet50/train.cu"), ("cuda", "examples/bert/pretrain.cu"),
            ("cuda", "examples/quickstart.cu")]
 

@@ -21,8 +21,10 @@
 // gcide.hpp (the dictionary corpus), instances.hpp (create_instances: the algorithm),
 // instance_cache.hpp (the cache file and cached_instances), batches.hpp (make_batch).
 //
-// Needs zlib (gzip for dict-gcide and .gz text, crc32 for the cache; CMake: ZLIB::ZLIB) and
-// OpenMP pragmas, which ember's target already enables. Host code only.
+// The headers declare; their definitions are in the .cpp files beside them, compiled once into
+// the static library bert_pretraining_data (pretraining/pretraining.cmake), which needs zlib
+// (gzip for dict-gcide and .gz text, crc32 for the cache) and OpenMP (ember's target enables
+// it). Host code only.
 #pragma once
 
 #include "pretraining/batches.hpp"
