@@ -16,7 +16,8 @@
 # (OMP_NUM_THREADS=1): libgomp is not built with TSan, so its barriers look like races.
 #
 # Environment: SANITIZE_FOLDERS (test folders, default as above), EMBER_SANITIZE_BUILD_DIR,
-# CTEST_ARGS (more arguments for ctest).
+# EMBER_SANITIZE_OPT (the tests' -O level: -O0 for address, -O1 for thread), CTEST_ARGS (more
+# arguments for ctest).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
@@ -27,28 +28,33 @@ case "$kind" in
     default_folders="autograd core data exec expr io memory nn ops optim tensor threads"
     export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1}"
     export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+    opt=-O0
     ;;
   thread)
     flags="-fsanitize=thread -fno-omit-frame-pointer"
     default_folders="data io memory threads"
     export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}"
     export OMP_NUM_THREADS=1
+    opt=-O1
     ;;
-  -h | --help) sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h | --help) sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
   *) echo "sanitize.sh: the sanitizer is 'address' (with undefined) or 'thread', got '$kind'" >&2; exit 2 ;;
 esac
 read -r -a folders <<<"${SANITIZE_FOLDERS:-$default_folders}"
 build="${EMBER_SANITIZE_BUILD_DIR:-$EMBER_ROOT/build/$([ "$kind" = thread ] && echo tsan || echo asan)}"
 
 ember_apt_install "${EMBER_TEST_PACKAGES[@]}"
-# The tests at -O1 (EMBER_TEST_CXX_OPT; a plain build's are at -O0 but call ember::kernels' -O3
-# operators, which this build compiles into each test instead) keep their run time near a plain
-# build's; the sanitizers' flags go to every translation unit and link (the tests' precompiled
-# header included).
+# The tests' optimisation (EMBER_TEST_CXX_OPT; this build compiles ember's operators into each
+# test, where a plain build links ember::kernels' -O3 copies): ASan + UBSan at -O0, whose
+# instrumentation at -O1 doubled the compile (data io memory threads, CI's folders: built in 181 s
+# at -O1, 87 s at -O0; the tests then run in 16 s instead of 9), TSan at -O1 (83 s against 109 to
+# build, but its tests ran twice as long at -O0: 33 s against 15). EMBER_SANITIZE_OPT overrides
+# it. The sanitizers' flags go to every translation unit and link (the tests' precompiled header
+# included).
 read -r -a generator <<<"$(ember_ninja_args "$build")"
 EMBER_CUDA=OFF ember_configure "$build" "${generator[@]}" -DEMBER_BUILD_TESTS=ON \
   -DEMBER_BUILD_BENCHMARKS=OFF -DEMBER_BUILD_EXAMPLES=OFF -DEMBER_MPI=OFF \
-  -DEMBER_BUILD_KERNELS=OFF -DEMBER_TEST_CXX_OPT=-O1 -DCMAKE_CXX_FLAGS="$flags" \
+  -DEMBER_BUILD_KERNELS=OFF -DEMBER_TEST_CXX_OPT="${EMBER_SANITIZE_OPT:-$opt}" -DCMAKE_CXX_FLAGS="$flags" \
   -DCMAKE_EXE_LINKER_FLAGS="$flags"
 
 targets=()
