@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# A compiler launcher that logs each translation unit's wall and CPU seconds:
-# "<wall> <cpu> <source>" appended to $EMBER_UNIT_TIMES (default build-unit-times.txt in the
-# working directory of the compile). CPU seconds (the compiler's user + system time, its child
+# A compiler launcher that logs each translation unit's wall and CPU seconds and peak memory:
+# "<wall> <cpu> <source> <MB>" appended to $EMBER_UNIT_TIMES (default build-unit-times.txt in the
+# working directory of the compile; the memory is the largest process's, nvcc's phases apart). CPU seconds (the compiler's user + system time, its child
 # processes included, as nvcc's) barely depend on what else runs beside the compile; wall
 # seconds do.
 #
@@ -11,10 +11,10 @@
 #   sort -k2 -rn /tmp/units.txt | head
 start=$(date +%s.%N)
 times_file=$(mktemp)
-/usr/bin/time -f "%U %S" -o "$times_file" "$@"
+/usr/bin/time -f "%U %S %M" -o "$times_file" "$@"
 status=$?
 end=$(date +%s.%N)
-read -r user system <"$times_file"
+read -r user system rss_kb < <(tail -n 1 "$times_file")  # after a failure's status line
 rm -f "$times_file"
 source=""
 previous=""
@@ -22,6 +22,6 @@ for arg in "$@"; do
   [[ "$previous" == -c ]] && source=$arg
   previous=$arg
 done
-awk -v s="$start" -v e="$end" -v u="$user" -v k="$system" -v f="$source" \
-  'BEGIN { printf "%.1f %.1f %s\n", e - s, u + k, f }' >>"${EMBER_UNIT_TIMES:-build-unit-times.txt}"
+awk -v s="$start" -v e="$end" -v u="$user" -v k="$system" -v f="$source" -v m="$rss_kb" \
+  'BEGIN { printf "%.1f %.1f %s %.0f\n", e - s, u + k, f, m / 1024 }' >>"${EMBER_UNIT_TIMES:-build-unit-times.txt}"
 exit $status
