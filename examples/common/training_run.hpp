@@ -26,6 +26,7 @@
 #include <ember/io/checkpoint.hpp>
 #include <ember/io/metrics_log.hpp>
 #include <ember/io/progress.hpp>
+#include <ember/io/temp_file.hpp>
 
 #include "run_support.hpp"
 

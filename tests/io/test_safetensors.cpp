@@ -15,11 +15,13 @@
 #include <cstring>
 #include <ember/ember.hpp>
 #include <ember/io/safetensors.hpp>
+#include <ember/io/temp_file.hpp>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <limits>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>

@@ -9,6 +9,9 @@
 //                       the CPU loops (exec::cpu::run and run_reduce) are declared, not
 //                       defined; the library's host units, which instantiate the same
 //                       operators, emit every one of them (exec/cpu_executor.hpp says why).
+//   EMBER_IO_COMPILED   defined by CMake for targets that link ember::kernels built with
+//                       nlohmann/json: the safetensors reader and writer are compiled in it
+//                       (src/kernels/io.cpp) and io/safetensors.hpp only declares them.
 #pragma once
 
 #if defined(__CUDACC__)
@@ -37,6 +40,14 @@
 
 #if defined(_OPENMP)
 #define EMBER_OPENMP 1
+#endif
+
+// How ember's compiled-once io functions are declared and defined: inline in header-only use,
+// as ordinary functions where ember::kernels holds them (EMBER_IO_COMPILED).
+#if defined(EMBER_IO_COMPILED)
+#define EMBER_IO_INLINE
+#else
+#define EMBER_IO_INLINE inline
 #endif
 
 // The CPU loops' blocks are 64 bytes (exec/cpu_executor.hpp). Where AVX-512 is enabled, GCC's

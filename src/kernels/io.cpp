@@ -1,0 +1,6 @@
+// ember::kernels: the safetensors reader and writer (io/safetensors.hpp), compiled once where
+// nlohmann/json is found. The library's targets get EMBER_IO_COMPILED, so the header declares
+// them; this unit defines them. They take no Mode: a host compile serves nvcc's units too (their
+// copies to and from a device are the runtime's copies, which work from any unit).
+#include <ember/io/safetensors.hpp>
+#include <ember/io/safetensors_impl.hpp>
