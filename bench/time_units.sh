@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # A compiler launcher that logs each translation unit's wall and CPU seconds and peak memory:
 # "<wall> <cpu> <source> <MB>" appended to $EMBER_UNIT_TIMES (default build-unit-times.txt in the
-# working directory of the compile; the memory is the largest process's, nvcc's phases apart). CPU seconds (the compiler's user + system time, its child
+# working directory of the compile). CPU seconds (the compiler's user + system time, its child
 # processes included, as nvcc's) barely depend on what else runs beside the compile; wall
-# seconds do.
+# seconds do. The memory is the largest single process's peak (of nvcc's phases, the largest).
 #
 #   cmake -B build/test -DCMAKE_CXX_COMPILER_LAUNCHER="$PWD/bench/time_units.sh" \
 #         -DCMAKE_CUDA_COMPILER_LAUNCHER="$PWD/bench/time_units.sh"

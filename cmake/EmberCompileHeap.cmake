@@ -1,12 +1,13 @@
 # g++'s garbage collector, run less often in ember's own heavy compiles (ember::kernels, the tests,
-# the benchmarks): GCC collects its heap whenever it has doubled since the last collection, from
+# the benchmarks). GCC collects its heap whenever it has doubled since the last collection, from
 # 128 MB on, and a test unit at -O0 spent 7 of its 58 s in those collections (-ftime-report,
-# "garbage collection"). Holding off until EMBER_GCC_HEAP_MB (g++'s
-# --param=ggc-min-heapsize) measured, 2026-12-05: tests/expr's unity source 46.9 -> 37.3 s of CPU
-# (peak 2.9 -> 3.8 GB), src/kernels/float.cpp at -O3 56.6 -> 50.9 s (1.5 -> 2.3 GB), the objects
-# byte for byte the same. The default gives each core's compile half the machine's memory per
-# core, at most 4 GB (so a build with a job per core keeps half the memory free); 0 keeps g++'s. Not applied to the examples, whose compiles are what
-# users build (their memory is one of issue 22's targets).
+# "garbage collection"). With no collection before EMBER_GCC_HEAP_MB (g++'s
+# --param=ggc-min-heapsize), measured 2026-12-05: tests/expr's unity source 46.9 -> 37.3 s of CPU
+# (peak 2.9 -> 3.8 GB), the fifteen C++ test units 272 -> 241 s, src/kernels/float.cpp at -O3
+# 56.6 -> 50.9 s (1.5 -> 2.3 GB); the objects are byte for byte the same. The default is half the
+# machine's memory per core, at most 4 GB (a build with a job per core keeps half the memory
+# free); 0 keeps g++'s own. Not applied to the examples: users build those, and their memory is
+# one of issue 22's targets.
 include_guard(GLOBAL)
 
 cmake_host_system_information(RESULT _ember_memory_mb QUERY TOTAL_PHYSICAL_MEMORY)
