@@ -1,3 +1,5 @@
+// BERT's pretraining data, make_batch: the definitions of batches.hpp, which says what each
+// function does. Compiled once into bert_pretraining_data (pretraining.cmake).
 #include "batches.hpp"
 
 #include <algorithm>

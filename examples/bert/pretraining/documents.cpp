@@ -1,3 +1,6 @@
+// BERT's pretraining data, the sentence splitter and the text-file reader: the definitions of
+// documents.hpp, which says what each function does. Compiled once into bert_pretraining_data
+// (pretraining.cmake).
 #include "documents.hpp"
 
 #include <algorithm>

@@ -1,3 +1,6 @@
+// BERT's pretraining data, the dict-gcide reader (dictd's index, an entry's text made plain): the
+// definitions of gcide.hpp, which says what each function does. Compiled once into
+// bert_pretraining_data (pretraining.cmake).
 #include "gcide.hpp"
 
 #include <algorithm>

@@ -1,3 +1,6 @@
+// BERT's pretraining data, the cache file, its keys and cached_instances: the definitions of
+// instance_cache.hpp, which says what each function does. Compiled once into bert_pretraining_data
+// (pretraining.cmake).
 #include "instance_cache.hpp"
 
 #include <fcntl.h>

@@ -1,3 +1,6 @@
+// BERT's pretraining data, tokenize_documents, create_instances (the algorithm) and
+// split_documents: the definitions of instances.hpp, which says what each function does. Compiled
+// once into bert_pretraining_data (pretraining.cmake).
 #include "instances.hpp"
 
 #include <algorithm>
