@@ -369,7 +369,7 @@ template <class T>
 PretrainEval evaluate_step(BertForPreTraining<T>& model, const PretrainData& data,
                            const PretrainConfig& c, Device device, std::int64_t step,
                            trainer::RunFiles& files) {
-  const io::MlLogger::json at{{"step", step}};
+  const io::LogFields at{{"step", step}};
   files.mllog().start(io::mllog::kEvalStart, nullptr, at);
   const PretrainEval e = evaluate(model, data.eval, c, device);
   files.mllog().event(io::mllog::kEvalAccuracy, e.mlm_accuracy, at);

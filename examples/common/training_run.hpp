@@ -82,7 +82,7 @@ class RunFiles {
   }
 
   /// One line of metrics.jsonl.
-  void metrics(std::int64_t step, const nlohmann::ordered_json& fields) {
+  void metrics(std::int64_t step, const ember::io::LogFields& fields) {
     if (metrics_) metrics_->log(step, fields);
   }
 

@@ -179,7 +179,7 @@ struct RunResult {
 template <class T>
 Accuracy evaluate_epoch(ResNet<T>& model, ImageSource& data, Device device, std::int64_t epoch,
                         trainer::RunFiles& files) {
-  const io::MlLogger::json at{{"epoch_num", epoch + 1}};
+  const io::LogFields at{{"epoch_num", epoch + 1}};
   files.mllog().start(io::mllog::kEvalStart, nullptr, at);
   const Accuracy acc = evaluate(model, data, device, kFormat);
   files.mllog().event(io::mllog::kEvalAccuracy, acc.top1, at);

@@ -11,123 +11,103 @@
 //   //           "key": "eval_accuracy", "value": 0.91, "metadata": {"file": "train.cpp",
 //   //           "lineno": 42, "epoch_num": 3}}            (on one line)
 //
-// This header needs nlohmann/json, as io/safetensors.hpp does (Debian: nlohmann-json3-dev), and
-// is not included by <ember/ember.hpp>. JsonlWriter uses POSIX calls (open, write).
+// The fields are ember's own types (LogValue, LogFields), so this header needs only the standard
+// library: the JSON is written by nlohmann/json in the definitions (io/metrics_log_impl.hpp,
+// Debian: nlohmann-json3-dev). Where the program links ember::kernels built with nlohmann/json
+// (EMBER_IO_COMPILED), src/kernels/io.cpp holds them and a program's units parse no JSON library;
+// otherwise this header includes them, as in any header-only use. Not included by
+// <ember/ember.hpp>. JsonlWriter uses POSIX calls (open, write).
 #pragma once
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <sys/types.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <chrono>
-#include <cmath>
+#include <concepts>
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <initializer_list>
 #include <iostream>
 #include <mutex>
-#include <ostream>
 #include <source_location>
 #include <string>
 #include <string_view>
-#include <system_error>
 #include <utility>
+#include <variant>
+#include <vector>
 
-#include <nlohmann/json.hpp>
-
-#include "../core/error.hpp"
+#include "../core/config.hpp"
 
 namespace ember::io {
+
+// ---- Values and fields --------------------------------------------------------------------------
+
+/// A value in a log record: null, a boolean, an integer, a floating-point number, a string, or a
+/// list of values (JSON's values without nested objects). NaN and infinities are written as null.
+/// A braced list is a list: `{1, 2, 3}`, and `LogValue{1}` is the list [1] (write `LogValue(1)`
+/// for the number).
+class LogValue {
+ public:
+  using List = std::vector<LogValue>;
+  using Variant =
+      std::variant<std::nullptr_t, bool, std::int64_t, std::uint64_t, double, std::string, List>;
+
+  LogValue(std::nullptr_t = nullptr) noexcept {}
+  LogValue(bool b) : value_(b) {}
+  template <std::integral I>
+  requires(!std::same_as<I, bool>) LogValue(I i) {
+    if constexpr (std::is_signed_v<I>) {
+      value_ = static_cast<std::int64_t>(i);
+    } else {
+      value_ = static_cast<std::uint64_t>(i);  // a seed above 2^63 stays itself
+    }
+  }
+  template <std::floating_point F>
+  LogValue(F x) : value_(static_cast<double>(x)) {}
+  LogValue(const char* s) : value_(std::string(s)) {}
+  LogValue(std::string_view s) : value_(std::string(s)) {}
+  LogValue(std::string s) : value_(std::move(s)) {}
+  LogValue(std::initializer_list<LogValue> list) : value_(List(list)) {}
+  LogValue(List list) : value_(std::move(list)) {}
+
+  const Variant& get() const { return value_; }
+
+ private:
+  Variant value_;
+};
+
+/// One named value of a record: `{"loss", 0.5}`.
+struct LogField {
+  LogField(std::string_view key, LogValue value) : key(key), value(std::move(value)) {}
+  std::string key;
+  LogValue value;
+};
+
+/// A record's fields in the order they are written: `{{"epoch", 1}, {"loss", 0.5}}`. A key given
+/// twice keeps its first place and its last value.
+using LogFields = std::vector<LogField>;
 
 // ---- JSON Lines ---------------------------------------------------------------------------------
 
 /// Appends one JSON object per line to a file, each line written with one write(2) as soon as it
 /// is logged (nothing is buffered in the process, so a crash loses no line already logged).
-/// Keys keep the order given. NaN and infinities are written as null (JSON has no such numbers).
+/// Keys keep the order given.
 class JsonlWriter {
  public:
   /// Opens `path` for appending, creating it (mode 0666 less the umask) when missing. `clock`
   /// gives seconds on a monotonic clock for "time_s" (tests inject one); unset: steady_clock.
-  explicit JsonlWriter(std::filesystem::path path, std::function<double()> clock = {})
-      : path_(std::move(path)), clock_(std::move(clock)) {
-    if (!clock_) {
-      clock_ = [] {
-        return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-            .count();
-      };
-    }
-    do {
-      fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
-    } while (fd_ < 0 && errno == EINTR);
-    if (fd_ < 0) {
-      fail("ember: JsonlWriter: cannot open '", path_.string(),
-           "' for appending: ", std::system_category().message(errno));
-    }
-    start_ = clock_();
-  }
-  ~JsonlWriter() {
-    if (fd_ >= 0) ::close(fd_);
-  }
+  EMBER_IO_INLINE explicit JsonlWriter(std::filesystem::path path,
+                                       std::function<double()> clock = {});
+  EMBER_IO_INLINE ~JsonlWriter();
   JsonlWriter(const JsonlWriter&) = delete;
   JsonlWriter& operator=(const JsonlWriter&) = delete;
-  JsonlWriter(JsonlWriter&& o) noexcept
-      : path_(std::move(o.path_)), clock_(std::move(o.clock_)), fd_(o.fd_), start_(o.start_) {
-    o.fd_ = -1;
-  }
-  JsonlWriter& operator=(JsonlWriter&& o) noexcept {
-    if (this != &o) {
-      if (fd_ >= 0) ::close(fd_);
-      path_ = std::move(o.path_);
-      clock_ = std::move(o.clock_);
-      fd_ = std::exchange(o.fd_, -1);
-      start_ = o.start_;
-    }
-    return *this;
-  }
+  EMBER_IO_INLINE JsonlWriter(JsonlWriter&& o) noexcept;
+  EMBER_IO_INLINE JsonlWriter& operator=(JsonlWriter&& o) noexcept;
 
-  /// Writes `record`, which must be a JSON object, as one compact line.
-  void write(const nlohmann::ordered_json& record) {
-    EMBER_CHECK(record.is_object(), "ember: JsonlWriter: a record must be a JSON object, got ",
-                record.type_name(), " (writing '", path_.string(), "')");
-    EMBER_CHECK(fd_ >= 0, "ember: JsonlWriter: the writer was moved from");
-    std::string line;
-    try {
-      line = record.dump();
-    } catch (const nlohmann::json::exception& e) {
-      fail("ember: JsonlWriter: cannot write a record to '", path_.string(), "': ", e.what());
-    }
-    line += '\n';
-    const char* p = line.data();
-    std::size_t left = line.size();
-    while (left > 0) {
-      const ssize_t n = ::write(fd_, p, left);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) {
-        fail("ember: JsonlWriter: cannot write to '", path_.string(),
-             "': ", std::system_category().message(errno));
-      }
-      p += n;
-      left -= static_cast<std::size_t>(n);
-    }
-  }
+  /// Writes `record` as one compact JSON object on its own line.
+  EMBER_IO_INLINE void write(const LogFields& record);
 
   /// Writes {"step": step, <fields in their order>, "time_s": seconds since this writer was
-  /// made, to the millisecond}. `fields` is a JSON object ({{"epoch", 1}, {"loss", 0.5}}) or
-  /// null; a "step" or "time_s" in it replaces the writer's own.
-  void log(std::int64_t step, const nlohmann::ordered_json& fields = nullptr) {
-    EMBER_CHECK(fields.is_null() || fields.is_object(),
-                "ember: JsonlWriter: log: the fields must be a JSON object, got ",
-                fields.type_name());
-    nlohmann::ordered_json record = nlohmann::ordered_json::object();
-    record["step"] = step;
-    if (fields.is_object()) {
-      for (auto it = fields.begin(); it != fields.end(); ++it) record[it.key()] = it.value();
-    }
-    if (!record.contains("time_s")) record["time_s"] = std::round(elapsed() * 1000.0) / 1000.0;
-    write(record);
-  }
+  /// made, to the millisecond}. A "step" or "time_s" in `fields` replaces the writer's own.
+  EMBER_IO_INLINE void log(std::int64_t step, const LogFields& fields = {});
 
   /// Seconds since the writer was made.
   double elapsed() const { return clock_() - start_; }
@@ -203,106 +183,34 @@ struct MlLoggerOptions {
 /// them in place). Each line is written and flushed whole, under a mutex.
 class MlLogger {
  public:
-  using json = nlohmann::ordered_json;
-
-  explicit MlLogger(std::ostream& os = std::cout, const MlLoggerOptions& options = {})
-      : os_(&os), opt_(options) {
-    if (!opt_.clock_ms) {
-      opt_.clock_ms = [] {
-        return static_cast<std::int64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                             std::chrono::system_clock::now().time_since_epoch())
-                                             .count());
-      };
-    }
-  }
+  EMBER_IO_INLINE explicit MlLogger(std::ostream& os = std::cout,
+                                    const MlLoggerOptions& options = {});
 
   /// A POINT_IN_TIME event.
-  void event(std::string_view key, const json& value = nullptr,
-             const json& metadata = json::object(),
+  void event(std::string_view key, const LogValue& value = nullptr, const LogFields& metadata = {},
              std::source_location where = std::source_location::current()) {
     log(mllog::kPointInTime, key, value, metadata, where);
   }
   /// An INTERVAL_START event (run_start, epoch_start, block_start, eval_start, ...).
-  void start(std::string_view key, const json& value = nullptr,
-             const json& metadata = json::object(),
+  void start(std::string_view key, const LogValue& value = nullptr, const LogFields& metadata = {},
              std::source_location where = std::source_location::current()) {
     log(mllog::kIntervalStart, key, value, metadata, where);
   }
   /// An INTERVAL_END event (run_stop, epoch_stop, block_stop, eval_stop, ...).
-  void end(std::string_view key, const json& value = nullptr, const json& metadata = json::object(),
+  void end(std::string_view key, const LogValue& value = nullptr, const LogFields& metadata = {},
            std::source_location where = std::source_location::current()) {
     log(mllog::kIntervalEnd, key, value, metadata, where);
   }
 
   /// The line (without the newline) for an event at `time_ms` from `file`:`line`.
-  std::string format(std::string_view event_type, std::string_view key, const json& value,
-                     const json& metadata, std::int64_t time_ms, std::string_view file,
-                     std::int64_t line) const {
-    EMBER_CHECK(metadata.is_null() || metadata.is_object(),
-                "ember: MlLogger: metadata must be a JSON object, got ", metadata.type_name(),
-                " (key '", key, "')");
-    std::string_view f = file;
-    if (!opt_.root_dir.empty() && f.size() > opt_.root_dir.size() &&
-        f.substr(0, opt_.root_dir.size()) == opt_.root_dir && f[opt_.root_dir.size()] == '/') {
-      f.remove_prefix(opt_.root_dir.size() + 1);
-    }
-    json meta = json::object();
-    meta["file"] = std::string(f);
-    meta["lineno"] = line;
-    if (metadata.is_object()) {
-      for (auto it = metadata.begin(); it != metadata.end(); ++it) meta[it.key()] = it.value();
-    }
-    json record = json::object();
-    record["namespace"] = opt_.name_space;
-    record["time_ms"] = time_ms;
-    record["event_type"] = std::string(event_type);
-    record["key"] = std::string(key);
-    record["value"] = value;
-    record["metadata"] = std::move(meta);
-    std::string out = ":::MLLOG ";
-    try {
-      dump_python_style(record, out);
-    } catch (const nlohmann::json::exception& e) {
-      fail("ember: MlLogger: cannot write the event '", key, "': ", e.what());
-    }
-    return out;
-  }
+  EMBER_IO_INLINE std::string format(std::string_view event_type, std::string_view key,
+                                     const LogValue& value, const LogFields& metadata,
+                                     std::int64_t time_ms, std::string_view file,
+                                     std::int64_t line) const;
 
  private:
-  void log(std::string_view event_type, std::string_view key, const json& value,
-           const json& metadata, const std::source_location& where) {
-    const std::string line = format(event_type, key, value, metadata, opt_.clock_ms(),
-                                    where.file_name(), static_cast<std::int64_t>(where.line()));
-    const std::lock_guard<std::mutex> lock(mutex_);
-    *os_ << line << '\n' << std::flush;
-  }
-
-  // json.dumps(obj) with Python's defaults: separators (", ", ": "), ensure_ascii.
-  static void dump_python_style(const json& j, std::string& out) {
-    if (j.is_object()) {
-      out += '{';
-      bool first = true;
-      for (auto it = j.begin(); it != j.end(); ++it) {
-        if (!first) out += ", ";
-        first = false;
-        out += json(it.key()).dump(-1, ' ', true);
-        out += ": ";
-        dump_python_style(it.value(), out);
-      }
-      out += '}';
-    } else if (j.is_array()) {
-      out += '[';
-      bool first = true;
-      for (const json& e : j) {
-        if (!first) out += ", ";
-        first = false;
-        dump_python_style(e, out);
-      }
-      out += ']';
-    } else {
-      out += j.dump(-1, ' ', true);
-    }
-  }
+  EMBER_IO_INLINE void log(std::string_view event_type, std::string_view key, const LogValue& value,
+                           const LogFields& metadata, const std::source_location& where);
 
   std::ostream* os_;
   MlLoggerOptions opt_;
@@ -310,3 +218,7 @@ class MlLogger {
 };
 
 }  // namespace ember::io
+
+#if !defined(EMBER_IO_COMPILED)
+#include "metrics_log_impl.hpp"
+#endif
