@@ -8,8 +8,9 @@
 // translation units call the library's copies instead of compiling each operator, its fused
 // expressions and its backward again. Nothing changes for a program that links nothing: every
 // template still instantiates where it is used, as in any header-only build. Where nlohmann/json
-// is found, the library also holds the safetensors reader and writer (src/kernels/io.cpp), and
-// its targets get EMBER_IO_COMPILED (io/safetensors.hpp then declares them).
+// is found, the library also holds the safetensors reader and writer and the metrics logs'
+// writers (src/kernels/io.cpp), and its targets get EMBER_IO_COMPILED (io/safetensors.hpp and
+// io/metrics_log.hpp then declare them).
 //
 // Only function templates defined outside a class (not inline) are listed: GCC instantiates an
 // inline function for inlining even when it is declared extern, and with it everything it calls.

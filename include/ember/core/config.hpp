@@ -10,8 +10,9 @@
 //                       defined; the library's host units, which instantiate the same
 //                       operators, emit every one of them (exec/cpu_executor.hpp says why).
 //   EMBER_IO_COMPILED   defined by CMake for targets that link ember::kernels built with
-//                       nlohmann/json: the safetensors reader and writer are compiled in it
-//                       (src/kernels/io.cpp) and io/safetensors.hpp only declares them.
+//                       nlohmann/json: the safetensors reader and writer and the metrics
+//                       logs' writers are compiled in it (src/kernels/io.cpp), and
+//                       io/safetensors.hpp and io/metrics_log.hpp only declare them.
 #pragma once
 
 #if defined(__CUDACC__)
