@@ -21,4 +21,11 @@ ModelRun device_side_run(const ember::Tensor<float>& x, ember::Device device, st
           net.fc2.bias.value().to(cpu), net.fc1.weight.grad().to(cpu)};
 }
 
+ember::Tensor<float> device_side_master(ember::Device device) {
+  const ember::Var<ember::bf16> w =
+      ember::param(ember::full<ember::bf16>(ember::Shape{3}, 1.0, device));
+  const ember::optim::SGD opt(std::vector{w}, {.lr = 0.1});
+  return ember::get_tensor<float>(opt.state_dict(), "state.0.master");
+}
+
 }  // namespace two_kinds

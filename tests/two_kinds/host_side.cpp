@@ -19,4 +19,11 @@ ember::Tensor<float> host_side_shift(const ember::Tensor<float>& x) {
   return ember::Tensor<float>(x * 2.0 + 1.0);
 }
 
+ember::Tensor<float> host_side_master(ember::Device device) {
+  const ember::Var<ember::bf16> w =
+      ember::param(ember::full<ember::bf16>(ember::Shape{3}, 1.0, device));
+  const ember::optim::SGD opt(std::vector{w}, {.lr = 0.1});
+  return ember::get_tensor<float>(opt.state_dict(), "state.0.master");
+}
+
 }  // namespace two_kinds

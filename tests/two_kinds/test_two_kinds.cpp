@@ -8,6 +8,8 @@
 //   why the rule puts the model in the .cu file;
 // - the model, run from the .cu file on data the .cpp file made, matches a float64 reference on
 //   the CPU, and on the GPU matches the CPU;
+// - both files construct the same optimizer over bf16 parameters (its constructor converts them
+//   to float masters), and on the GPU the nvcc file's copy of the constructor is the one it runs;
 // - a host-compiled file that meets a CUDA tensor throws ember::Error naming nvcc.
 #include <catch2/catch.hpp>
 
@@ -83,6 +85,12 @@ TEST_CASE("the model runs from the .cu file on data the .cpp file made", "[two_k
   require_near(run.w1_grad, w1_grad, 8.0);
 }
 
+TEST_CASE("both files construct the same optimizer over bf16 parameters", "[two_kinds]") {
+  const std::vector<float> ones(3, 1.0f);
+  CHECK(two_kinds::host_side_master(ember::Device::cpu()).to_vector() == ones);
+  CHECK(two_kinds::device_side_master(ember::Device::cpu()).to_vector() == ones);
+}
+
 TEST_CASE("on the GPU, the .cu file's model matches the CPU", "[two_kinds][cuda]") {
   if (!ember::testing::cuda_device_or_skip("two kinds of translation unit on the GPU")) return;
   const ember::Tensor<float> x = two_kinds::host_side_inputs();
@@ -91,6 +99,10 @@ TEST_CASE("on the GPU, the .cu file's model matches the CPU", "[two_kinds][cuda]
   CHECK(gpu.w1.to_vector() == cpu.w1.to_vector());  // nn::manual_seed: the same draws on both
   require_near(gpu.output, widened(cpu.output), 8.0);
   require_near(gpu.w1_grad, widened(cpu.w1_grad), 8.0);
+  // Both files construct an SGD over bf16 parameters: the nvcc file's constructor converts on
+  // the GPU, which the host file's copy of it could not (it names its unit's Mode).
+  CHECK(two_kinds::device_side_master(ember::Device::cuda(0)).to_vector() ==
+        two_kinds::host_side_master(ember::Device::cpu()).to_vector());
   // The rule broken on purpose: the host-compiled file evaluating on a CUDA tensor.
   CHECK_THROWS_WITH(two_kinds::host_side_shift(x.to(ember::Device::cuda(0))),
                     Catch::Contains("compiled by nvcc"));

@@ -47,6 +47,12 @@ ember::Tensor<float> host_side_inputs();
 /// The host-compiled file evaluating x * 2 + 1 on x's device.
 ember::Tensor<float> host_side_shift(const ember::Tensor<float>& x);
 
+/// SGD's float master copy of a bf16 parameter of ones on `device`, made by the optimizer's
+/// constructor, back on the CPU. Both files construct the same optimizer type, so each must keep
+/// its own copy of the constructor: the host-compiled one cannot convert on a GPU.
+ember::Tensor<float> host_side_master(ember::Device device);
+ember::Tensor<float> device_side_master(ember::Device device);
+
 struct ModelRun {
   ember::Tensor<float> output, w1, b1, w2, b2, w1_grad;
 };

@@ -176,15 +176,23 @@ class FusedOptimizer {
  public:
   using options_type = Options;
 
+  // The constructors copy bf16 and half parameters into float masters, an evaluation: like every
+  // function that evaluates, they name the unit's Mode, so that a host-compiled and an
+  // nvcc-compiled unit constructing the same optimizer keep a copy each (docs/design.md, "One
+  // source, two kinds of translation unit"); one shared name would leave the linker free to run
+  // the host unit's copy on a GPU's parameters.
+
   /// All of `params` in one group with `options`.
+  template <class Mode = exec::mode>
   FusedOptimizer(ParamList params, const Options& options)
       : FusedOptimizer(std::vector<ParamGroup<Options>>{{std::move(params), options}}) {}
+  template <class Mode = exec::mode>
   explicit FusedOptimizer(std::vector<ParamGroup<Options>> groups) {
     for (std::size_t g = 0; g < groups.size(); ++g) {
       Derived::check(groups[g].options);
       groups_.push_back(groups[g].options);
       for (const AnyVar& v : groups[g].params.vars) {
-        std::visit([&](const auto& var) { add_param(var, static_cast<int>(g)); }, v);
+        std::visit([&](const auto& var) { add_param<Mode>(var, static_cast<int>(g)); }, v);
       }
     }
   }
@@ -287,7 +295,7 @@ class FusedOptimizer {
   template <class Mode>
   void restore_state(const OptimizerState& state, bool check_only);
 
-  template <FloatingElement T>
+  template <class Mode, FloatingElement T>
   void add_param(const Var<T>& v, int group) {
     EMBER_CHECK(v.defined() && v.requires_grad(), "ember: ", Derived::kName, ": parameter ",
                 order_.size(), " does not require grad");
@@ -306,17 +314,17 @@ class FusedOptimizer {
     auto e = std::make_unique<Entry<T>>();
     e->var = v;
     e->group = group;
-    if constexpr (!std::is_same_v<T, acc_t<T>>) e->master = cast_copy<acc_t<T>>(w);
+    if constexpr (!std::is_same_v<T, acc_t<T>>) e->master = cast_copy<acc_t<T>, Mode>(w);
     e->seen_version = w.storage()->version();
     order_.push_back(e.get());
     all_.emplace_back(v);
     list.push_back(std::move(e));
   }
 
-  template <class A, class U>
+  template <class A, class Mode, class U>
   static Tensor<A> cast_copy(const Tensor<U>& w) {
     Tensor<A> out = empty<A>(w.shape(), w.device(), w.memory_format());
-    out.copy_(w);
+    out.template copy_<U, Mode>(w);
     return out;
   }
 
