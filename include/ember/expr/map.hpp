@@ -121,11 +121,19 @@ inline std::optional<Device> join_devices(std::optional<Device> found, std::opti
 }  // namespace detail
 
 // ---- plan ----
-template <class F, class Types, class Result, class... Children>
+// A plan names what its loops need, the functor, the compute type, the result type and the
+// child plans, and not the node's child expression types: those repeat every subtree at each
+// level of a chain, so symbols and compile time grew with the square of its length.
+template <class F, class Compute, class Result, class... Children>
 struct MapPlan {
   using acc_type = Result;
   F f;
   Pack<Children...> children;
+
+  /// The type the functor takes operand I as (map_types' arg<I>): the compute type, except a
+  /// select's condition, which is bool.
+  template <std::size_t I>
+  using arg_type = std::conditional_t<F::kind == fn::Kind::select && I == 0, bool, Compute>;
 
   template <class Ix>
   EMBER_HD EMBER_FORCEINLINE acc_type at(const Ix& ix) const {
@@ -208,13 +216,13 @@ struct MapPlan {
   template <int Base, class Sink, std::size_t... I>
   EMBER_HD EMBER_FORCEINLINE void backprop_impl(const Trace& t, acc_type g, Sink& sink,
                                                 std::index_sequence<I...>) const {
-    const Pack<typename Types::template arg<I>...> xs(arg<I>(get<I>(t.kids).y)...);
-    const auto y = static_cast<typename Types::compute>(t.y);
+    const Pack<arg_type<I>...> xs(arg<I>(get<I>(t.kids).y)...);
+    const auto y = static_cast<Compute>(t.y);
     (
         [&] {
           using Child = std::tuple_element_t<I, std::tuple<Children...>>;
           if constexpr (Child::num_leaves > 0 &&
-                        !std::is_same_v<typename Types::template arg<I>, bool>) {
+                        !std::is_same_v<arg_type<I>, bool>) {
             const auto d = local_partial<static_cast<int>(I)>(get<I>(xs)..., y);
             get<I>(children).template backprop<Base + leaf_offset<I>()>(
                 get<I>(t.kids), static_cast<typename Child::acc_type>(g * d), sink);
@@ -236,7 +244,7 @@ struct MapPlan {
   EMBER_HD EMBER_FORCEINLINE auto lane_partial(const TraceVec<V>& t, int k,
                                                std::index_sequence<J...>) const {
     return local_partial<static_cast<int>(I)>(arg<J>(get<J>(t.kids).y[k])...,
-                                              static_cast<typename Types::compute>(t.y[k]));
+                                              static_cast<Compute>(t.y[k]));
   }
   // Member functions rather than a fold over lambdas: a lambda cannot be forced inline, and
   // one left out of line keeps the block's lane arrays in memory.
@@ -249,7 +257,7 @@ struct MapPlan {
   EMBER_HD EMBER_FORCEINLINE void backprop_vec_child(const TraceVec<V>& t, const acc_type (&g)[V],
                                                      Sink& sink) const {
     using Child = std::tuple_element_t<I, std::tuple<Children...>>;
-    if constexpr (Child::num_leaves > 0 && !std::is_same_v<typename Types::template arg<I>, bool>) {
+    if constexpr (Child::num_leaves > 0 && !std::is_same_v<arg_type<I>, bool>) {
       typename Child::acc_type gc[V];
       for (int k = 0; k < V; ++k) {
         const auto d = lane_partial<I>(t, k, std::index_sequence_for<Children...>{});
@@ -261,7 +269,7 @@ struct MapPlan {
 
   template <std::size_t I, class X>
   EMBER_HD static EMBER_FORCEINLINE auto arg(X x) {
-    return static_cast<typename Types::template arg<I>>(x);
+    return static_cast<arg_type<I>>(x);
   }
   template <class Ix, std::size_t... I>
   EMBER_HD EMBER_FORCEINLINE acc_type at_impl(const Ix& ix, std::index_sequence<I...>) const {
@@ -302,7 +310,7 @@ class Map {
   using types = detail::map_types<F, Es...>;
   template <std::size_t... I>
   static auto plan_type_of(std::index_sequence<I...>)
-      -> MapPlan<F, types, acc_t<typename types::value_type>,
+      -> MapPlan<F, typename types::compute, acc_t<typename types::value_type>,
                  child_plan_t<typename types::template arg<I>, Es>...>;
 
  public:
