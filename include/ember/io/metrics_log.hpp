@@ -27,7 +27,6 @@
 #include <initializer_list>
 #include <iostream>
 #include <mutex>
-#include <source_location>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -178,9 +177,11 @@ struct MlLoggerOptions {
 /// Writes MLPerf logging lines, as the reference package mlperf_logging.mllog does:
 /// `:::MLLOG ` then a JSON object with the fields namespace, time_ms, event_type, key, value and
 /// metadata, in that order, serialised as Python's json.dumps does (", " and ": " separators,
-/// non-ASCII escaped as \uXXXX). metadata holds "file" and "lineno" of the call site
-/// (std::source_location), then the caller's metadata (a caller's "file" or "lineno" replaces
-/// them in place). Each line is written and flushed whole, under a mutex.
+/// non-ASCII escaped as \uXXXX). metadata holds "file" and "lineno" of the call site, then the
+/// caller's metadata (a caller's "file" or "lineno" replaces them in place). Each line is written
+/// and flushed whole, under a mutex. The call site comes from default arguments,
+/// __builtin_FILE() and __builtin_LINE(), which GCC, clang and nvcc all have (libstdc++ 12's
+/// std::source_location needs a builtin that clang 14 lacks).
 class MlLogger {
  public:
   EMBER_IO_INLINE explicit MlLogger(std::ostream& os = std::cout,
@@ -188,18 +189,18 @@ class MlLogger {
 
   /// A POINT_IN_TIME event.
   void event(std::string_view key, const LogValue& value = nullptr, const LogFields& metadata = {},
-             std::source_location where = std::source_location::current()) {
-    log(mllog::kPointInTime, key, value, metadata, where);
+             const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+    log(mllog::kPointInTime, key, value, metadata, file, line);
   }
   /// An INTERVAL_START event (run_start, epoch_start, block_start, eval_start, ...).
   void start(std::string_view key, const LogValue& value = nullptr, const LogFields& metadata = {},
-             std::source_location where = std::source_location::current()) {
-    log(mllog::kIntervalStart, key, value, metadata, where);
+             const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+    log(mllog::kIntervalStart, key, value, metadata, file, line);
   }
   /// An INTERVAL_END event (run_stop, epoch_stop, block_stop, eval_stop, ...).
   void end(std::string_view key, const LogValue& value = nullptr, const LogFields& metadata = {},
-           std::source_location where = std::source_location::current()) {
-    log(mllog::kIntervalEnd, key, value, metadata, where);
+           const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+    log(mllog::kIntervalEnd, key, value, metadata, file, line);
   }
 
   /// The line (without the newline) for an event at `time_ms` from `file`:`line`.
@@ -210,7 +211,7 @@ class MlLogger {
 
  private:
   EMBER_IO_INLINE void log(std::string_view event_type, std::string_view key, const LogValue& value,
-                           const LogFields& metadata, const std::source_location& where);
+                           const LogFields& metadata, const char* file, int line);
 
   std::ostream* os_;
   MlLoggerOptions opt_;

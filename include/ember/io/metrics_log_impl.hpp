@@ -197,11 +197,10 @@ EMBER_IO_INLINE std::string MlLogger::format(std::string_view event_type, std::s
 
 EMBER_IO_INLINE void MlLogger::log(std::string_view event_type, std::string_view key,
                                    const LogValue& value, const LogFields& metadata,
-                                   const std::source_location& where) {
-  const std::string line = format(event_type, key, value, metadata, opt_.clock_ms(),
-                                  where.file_name(), static_cast<std::int64_t>(where.line()));
+                                   const char* file, int line) {
+  const std::string text = format(event_type, key, value, metadata, opt_.clock_ms(), file, line);
   const std::lock_guard<std::mutex> lock(mutex_);
-  *os_ << line << '\n' << std::flush;
+  *os_ << text << '\n' << std::flush;
 }
 
 }  // namespace ember::io
