@@ -122,8 +122,9 @@ inline std::optional<Device> join_devices(std::optional<Device> found, std::opti
 
 // ---- plan ----
 // A plan names what its loops need, the functor, the compute type, the result type and the
-// child plans, and not the node's child expression types: those repeat every subtree at each
-// level of a chain, so symbols and compile time grew with the square of its length.
+// child plans, and not the node's child expression types, which repeated every subtree at each
+// level of a chain; and expressions with the same plan (over tensors or over Vars) share their
+// loops.
 template <class F, class Compute, class Result, class... Children>
 struct MapPlan {
   using acc_type = Result;
