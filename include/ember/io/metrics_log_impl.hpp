@@ -8,7 +8,6 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -45,6 +44,31 @@ inline ordered_json log_json(const LogValue& value) {
 // The fields added to `object` in order: a key already there keeps its place, takes the value.
 inline void add_log_fields(ordered_json& object, const LogFields& fields) {
   for (const LogField& f : fields) object[f.key] = log_json(f.value);
+}
+
+// `record` as one compact line appended to `fd` (the writer's file, `path`), in write(2) calls.
+inline void append_json_line(int fd, const std::filesystem::path& path,
+                             const ordered_json& record) {
+  EMBER_CHECK(fd >= 0, "ember: JsonlWriter: the writer was moved from");
+  std::string line;
+  try {
+    line = record.dump();
+  } catch (const nlohmann::json::exception& e) {
+    fail("ember: JsonlWriter: cannot write a record to '", path.string(), "': ", e.what());
+  }
+  line += '\n';
+  const char* p = line.data();
+  std::size_t left = line.size();
+  while (left > 0) {
+    const ssize_t n = ::write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      fail("ember: JsonlWriter: cannot write to '", path.string(),
+           "': ", std::system_category().message(errno));
+    }
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
 }
 
 // json.dumps(obj) with Python's defaults: separators (", ", ": "), ensure_ascii.
@@ -117,39 +141,17 @@ EMBER_IO_INLINE JsonlWriter& JsonlWriter::operator=(JsonlWriter&& o) noexcept {
 }
 
 EMBER_IO_INLINE void JsonlWriter::write(const LogFields& record) {
-  EMBER_CHECK(fd_ >= 0, "ember: JsonlWriter: the writer was moved from");
   detail::ordered_json object = detail::ordered_json::object();
   detail::add_log_fields(object, record);
-  std::string line;
-  try {
-    line = object.dump();
-  } catch (const nlohmann::json::exception& e) {
-    fail("ember: JsonlWriter: cannot write a record to '", path_.string(), "': ", e.what());
-  }
-  line += '\n';
-  const char* p = line.data();
-  std::size_t left = line.size();
-  while (left > 0) {
-    const ssize_t n = ::write(fd_, p, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      fail("ember: JsonlWriter: cannot write to '", path_.string(),
-           "': ", std::system_category().message(errno));
-    }
-    p += n;
-    left -= static_cast<std::size_t>(n);
-  }
+  detail::append_json_line(fd_, path_, object);
 }
 
 EMBER_IO_INLINE void JsonlWriter::log(std::int64_t step, const LogFields& fields) {
-  LogFields record;
-  record.reserve(fields.size() + 2);
-  record.emplace_back("step", step);
-  record.insert(record.end(), fields.begin(), fields.end());
-  const bool timed = std::any_of(fields.begin(), fields.end(),
-                                 [](const LogField& f) { return f.key == "time_s"; });
-  if (!timed) record.emplace_back("time_s", std::round(elapsed() * 1000.0) / 1000.0);
-  write(record);
+  detail::ordered_json record = detail::ordered_json::object();
+  record["step"] = step;
+  detail::add_log_fields(record, fields);  // the caller's "step" takes the writer's place
+  if (!record.contains("time_s")) record["time_s"] = std::round(elapsed() * 1000.0) / 1000.0;
+  detail::append_json_line(fd_, path_, record);
 }
 
 // ---- MlLogger -----------------------------------------------------------------------------------
