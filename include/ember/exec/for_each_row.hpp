@@ -49,6 +49,23 @@ EMBER_HD EMBER_FORCEINLINE void for_lane_elements(std::int64_t cols, int lane, i
   }
 }
 
+/// Calls f(j) for the elements from `begin` to `cols` that lane `lane` of `lanes` owns (the
+/// layout of for_lane_elements over the whole row).
+template <class F>
+EMBER_HD EMBER_FORCEINLINE void for_lane_elements_from(std::int64_t begin, std::int64_t cols,
+                                                       int lane, int lanes, F&& f) {
+  if (lanes == 1) {
+    for (std::int64_t j = begin; j < cols; ++j) f(j);
+    return;
+  }
+  const std::int64_t step = std::int64_t{lanes} * kRowRun;
+  for (std::int64_t j0 = std::int64_t{lane} * kRowRun; j0 < cols; j0 += step) {
+    if (j0 + kRowRun <= begin) continue;
+    const std::int64_t end = j0 + kRowRun < cols ? j0 + kRowRun : cols;
+    for (std::int64_t j = j0 > begin ? j0 : begin; j < end; ++j) f(j);
+  }
+}
+
 /// Whether lane `lane` of `lanes` owns element j of a row (for_lane_elements' layout).
 EMBER_HD EMBER_FORCEINLINE bool lane_owns(std::int64_t j, int lane, int lanes) {
   return lanes == 1 || (j / kRowRun) % lanes == lane;

@@ -223,14 +223,18 @@ EMBER_FORCEINLINE double cos_kernel(double z) {
 
 /// e^x. Max error 1 ulp.
 EMBER_FORCEINLINE float exp(float x) {
-  // e^-104 < 2^-150 rounds to 0 and e^89 overflows. The clamps keep NaN (the comparisons
-  // are false), and NaN then flows through the arithmetic.
-  float xc = detail::select(x < -104.0f, -104.0f, x);
+  // e^-104 < 2^-150 rounds to 0 and e^89 overflows. Below -104 the result is a selected 0 and
+  // the arithmetic runs on x = 0 instead: scaling down to zero would pass through subnormal
+  // arithmetic, a microcode assist of about a hundred cycles on x86 (in every lane of a vector),
+  // and -inf is common (attention's masked logits). The comparisons are false for NaN, which
+  // flows through the arithmetic.
+  const bool zero = x < -104.0f;
+  float xc = detail::select(zero, 0.0f, x);
   xc = detail::select(xc > 89.0f, 89.0f, xc);
   std::int32_t k;
   const float r = detail::reduce_ln2(xc, k);
   const float p = 1.0f + (r + detail::expm1_tail4(r));
-  return detail::scale2(p, k);
+  return detail::select(zero, 0.0f, detail::scale2(p, k));
 }
 
 /// 2^x. Max error 1 ulp.

@@ -224,6 +224,38 @@ void gemm_float_or_double(MatrixView<const T> A, MatrixView<const T> B, MatrixVi
 #endif
 }
 
+/// Every product of a batch (A's and B's batch extents broadcast to C's) as one oneDNN matmul,
+/// for float, and bf16 where the CPU multiplies it natively: one primitive runs the batch on all
+/// threads, where a product at a time would be too small to share. False, with nothing done,
+/// where oneDNN is not there, not enabled, called inside an OpenMP region, or has only its
+/// reference kernel for these strides: the caller then runs the products one by one.
+template <class T>
+bool gemm_batch([[maybe_unused]] const MatrixBatch<const T>& A,
+                [[maybe_unused]] const MatrixBatch<const T>& B,
+                [[maybe_unused]] const MatrixBatch<T>& C, [[maybe_unused]] T alpha,
+                [[maybe_unused]] T beta) {
+#if defined(EMBER_WITH_DNNL)
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, bf16>) {
+    if (std::is_same_v<T, bf16> && !native_bf16_gemm()) return false;
+#if defined(EMBER_OPENMP)
+    if (omp_in_parallel()) return false;
+#endif
+    if (!onednn::gemm_enabled() || C.first.rows == 0 || C.first.cols == 0 || A.first.cols == 0) {
+      return false;
+    }
+    for (int d = 0; d < C.batch_rank; ++d) {
+      if (C.batch_sizes[d] == 0) return false;
+    }
+    if (!onednn::gemm<T>(A, B, C, static_cast<float>(alpha), static_cast<float>(beta))) {
+      return false;
+    }
+    exec::count_launch();
+    return true;
+  }
+#endif
+  return false;
+}
+
 /// C = alpha A B + beta C for float, double or bf16. C must have a unit column stride.
 template <class T>
 void gemm(MatrixView<const T> A, MatrixView<const T> B, MatrixView<T> C, T alpha, T beta) {

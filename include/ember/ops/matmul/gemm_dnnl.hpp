@@ -15,7 +15,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <array>
 #include <atomic>
 #include <bit>
 #include <cstdint>
@@ -25,6 +24,7 @@
 #include <memory>
 #include <mutex>
 #include <type_traits>
+#include <vector>
 
 #include "../onednn.hpp"
 #include "matrix_view.hpp"
@@ -56,7 +56,7 @@ inline std::uint64_t gemm_calls() { return detail::gemm_call_counter().load(); }
 /// Of those, the products oneDNN ran on bf16 operands (not through float copies).
 inline std::uint64_t bf16_gemm_calls() { return detail::bf16_gemm_call_counter().load(); }
 
-/// A matmul primitive for one (sizes, strides, alpha, beta).
+/// A matmul primitive for one (batch, sizes, strides, alpha, beta).
 struct Matmul {
   PrimitiveDesc pd;
   Primitive primitive;
@@ -65,27 +65,39 @@ struct Matmul {
   bool reference = false;
 };
 
-/// A matrix's descriptor by its strides; a stride along an extent of 1 is set to what a dense
-/// matrix would have (oneDNN checks strides even where they are never applied).
+/// The descriptor of a batch of matrices by its strides. A broadcast batch extent (stride 0) is
+/// given to oneDNN as an extent of 1, which its matmul broadcasts (`broadcast` false: C, whose
+/// extents are the batch's). A stride along an extent of 1 is set to what a dense layout would
+/// have (oneDNN checks strides even where they are never applied).
 template <class T>
-dnnl_memory_desc_t matrix_desc(const MatrixView<T>& m) {
+dnnl_memory_desc_t batch_desc(const MatrixBatch<T>& m, bool broadcast) {
   using Element = std::remove_const_t<T>;
-  const dnnl_dims_t dims{m.rows, m.cols};
-  const dnnl_dims_t strides{m.rows == 1 ? std::max<std::int64_t>(m.cols, 1) : m.rs,
-                            m.cols == 1 ? 1 : m.cs};
+  const int nb = m.batch_rank, nd = nb + 2;
+  dnnl_dims_t dims{}, strides{};
+  dims[nb] = m.first.rows;
+  dims[nb + 1] = m.first.cols;
+  strides[nb] = m.first.rows == 1 ? std::max<std::int64_t>(m.first.cols, 1) : m.first.rs;
+  strides[nb + 1] = m.first.cols == 1 ? 1 : m.first.cs;
+  std::int64_t span = std::max(dims[nb] * strides[nb], dims[nb + 1] * strides[nb + 1]);
+  for (int d = nb - 1; d >= 0; --d) {
+    const bool one = m.batch_sizes[d] == 1 || (broadcast && m.batch_strides[d] == 0);
+    dims[d] = one ? 1 : m.batch_sizes[d];
+    strides[d] = one ? span : m.batch_strides[d];
+    span = std::max(span, dims[d] * strides[d]);
+  }
   dnnl_memory_desc_t md;
-  check(dnnl_memory_desc_init_by_strides(&md, 2, dims, data_type<Element>(), strides),
+  check(dnnl_memory_desc_init_by_strides(&md, nd, dims, data_type<Element>(), strides),
         "dnnl_memory_desc_init_by_strides");
   return md;
 }
 
 template <class T>
-std::unique_ptr<Matmul> make_matmul(const MatrixView<const T>& A, const MatrixView<const T>& B,
-                                    const MatrixView<T>& C, float alpha, float beta) {
+std::unique_ptr<Matmul> make_matmul(const MatrixBatch<const T>& A, const MatrixBatch<const T>& B,
+                                    const MatrixBatch<T>& C, float alpha, float beta) {
   auto m = std::make_unique<Matmul>();
-  m->a = matrix_desc(A);
-  m->b = matrix_desc(B);
-  m->c = matrix_desc(C);
+  m->a = batch_desc(A, true);
+  m->b = batch_desc(B, true);
+  m->c = batch_desc(C, false);
   dnnl_matmul_desc_t desc;
   check(dnnl_matmul_desc_init(&desc, &m->a, &m->b, nullptr, &m->c), "dnnl_matmul_desc_init");
   dnnl_primitive_attr_t attr = nullptr;
@@ -113,43 +125,48 @@ std::unique_ptr<Matmul> make_matmul(const MatrixView<const T>& A, const MatrixVi
 /// The cached matmul for these operands, made on first use (never destroyed, like the
 /// convolutions).
 template <class T>
-const Matmul& matmul(const MatrixView<const T>& A, const MatrixView<const T>& B,
-                     const MatrixView<T>& C, float alpha, float beta) {
-  using Key = std::array<std::int64_t, 13>;
+const Matmul& matmul(const MatrixBatch<const T>& A, const MatrixBatch<const T>& B,
+                     const MatrixBatch<T>& C, float alpha, float beta) {
+  using Key = std::vector<std::int64_t>;
   static std::mutex mutex;
   static auto* cache = new std::map<Key, std::unique_ptr<Matmul>>();
-  const Key key{static_cast<std::int64_t>(data_type<T>()),
-                C.rows,
-                C.cols,
-                A.cols,
-                A.rs,
-                A.cs,
-                B.rs,
-                B.cs,
-                C.rs,
-                C.cs,
-                std::bit_cast<std::int32_t>(alpha),
-                std::bit_cast<std::int32_t>(beta),
-                omp_get_max_threads()};
+  Key key{static_cast<std::int64_t>(data_type<T>()),
+          C.first.rows,
+          C.first.cols,
+          A.first.cols,
+          A.first.rs,
+          A.first.cs,
+          B.first.rs,
+          B.first.cs,
+          C.first.rs,
+          C.first.cs,
+          std::bit_cast<std::int32_t>(alpha),
+          std::bit_cast<std::int32_t>(beta),
+          omp_get_max_threads(),
+          C.batch_rank};
+  for (int d = 0; d < C.batch_rank; ++d) {
+    key.insert(key.end(),
+               {C.batch_sizes[d], A.batch_strides[d], B.batch_strides[d], C.batch_strides[d]});
+  }
   std::lock_guard<std::mutex> lock(mutex);
   auto it = cache->find(key);
   if (it == cache->end()) it = cache->emplace(key, make_matmul(A, B, C, alpha, beta)).first;
   return *it->second;
 }
 
-/// C = alpha A B + beta C on oneDNN, for float or bf16 (on a CPU with AVX512-BF16: check
-/// cpu_has_bf16() first); false, with nothing done, where oneDNN has only its reference kernel
-/// for these strides.
+/// C = alpha A B + beta C for every matrix of a batch (A's and B's batch extents broadcast to C's)
+/// on oneDNN, for float or bf16 (on a CPU with AVX512-BF16: check cpu_has_bf16() first); false,
+/// with nothing done, where oneDNN has only its reference kernel for these strides.
 template <class T>
-bool gemm(const MatrixView<const T>& A, const MatrixView<const T>& B, const MatrixView<T>& C,
+bool gemm(const MatrixBatch<const T>& A, const MatrixBatch<const T>& B, const MatrixBatch<T>& C,
           float alpha, float beta) {
   static_assert(kSupported<T>, "ember: oneDNN's matmul is used for float and bf16");
   const Matmul& m = matmul<T>(A, B, C, alpha, beta);
   if (m.reference) return false;
   const dnnl_stream_t stream = thread_stream();
-  const Memory a = make_memory(m.a, const_cast<T*>(A.data));
-  const Memory b = make_memory(m.b, const_cast<T*>(B.data));
-  const Memory c = make_memory(m.c, C.data);
+  const Memory a = make_memory(m.a, const_cast<T*>(A.first.data));
+  const Memory b = make_memory(m.b, const_cast<T*>(B.first.data));
+  const Memory c = make_memory(m.c, C.first.data);
   const Buffer scratchpad(m.scratchpad);
   Memory s;
   dnnl_exec_arg_t args[4] = {
@@ -167,6 +184,13 @@ bool gemm(const MatrixView<const T>& A, const MatrixView<const T>& B, const Matr
     detail::bf16_gemm_call_counter().fetch_add(1, std::memory_order_relaxed);
   }
   return true;
+}
+
+/// C = alpha A B + beta C on oneDNN for one product (a batch of one).
+template <class T>
+bool gemm(const MatrixView<const T>& A, const MatrixView<const T>& B, const MatrixView<T>& C,
+          float alpha, float beta) {
+  return gemm<T>(MatrixBatch<const T>{A}, MatrixBatch<const T>{B}, MatrixBatch<T>{C}, alpha, beta);
 }
 
 }  // namespace ember::ops::onednn

@@ -48,6 +48,11 @@ inline constexpr std::int64_t kSerialBlasMaxMacs = std::int64_t{1} << 22;
 template <class T>
 void matmul_cpu_into(const MatmulOperands<T>& m, const Tensor<T>& out, bool accumulate) {
   const std::int64_t nb = m.batch.numel();
+  if (nb > 1 &&
+      cpu::gemm_batch<T>(matrix_batch<const T>(m.a, m.batch), matrix_batch<const T>(m.b, m.batch),
+                         matrix_batch<T>(out, m.batch), T(1), accumulate ? T(1) : T(0))) {
+    return;
+  }
   auto product = [&](std::int64_t i) {
     cpu::gemm<T>(batch_matrix<const T>(m.a, m.batch, i), batch_matrix<const T>(m.b, m.batch, i),
                  batch_matrix<T>(out, m.batch, i), T(1), accumulate ? T(1) : T(0));

@@ -70,5 +70,17 @@ MatrixView<P> batch_matrix(const Tensor<T>& t, const Shape& batch, std::int64_t 
           t.stride(r - 1)};
 }
 
+/// The matrices of a [batch..., r, c] view over the batch shape `batch`.
+template <class P, Storable T>
+MatrixBatch<P> matrix_batch(const Tensor<T>& t, const Shape& batch) {
+  MatrixBatch<P> m{batch_matrix<P>(t, batch, 0)};
+  m.batch_rank = batch.rank();
+  for (int d = 0; d < batch.rank(); ++d) {
+    m.batch_sizes[d] = batch[d];
+    m.batch_strides[d] = t.stride(d);
+  }
+  return m;
+}
+
 }  // namespace ops
 }  // namespace ember

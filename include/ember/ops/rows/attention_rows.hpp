@@ -78,14 +78,19 @@ struct AttentionRowLogits {
     const bool allowed = j <= q + shift && mask.data[mrow + j * mask.col_stride];
     return allowed ? to_acc(scores[r * Lk + j]) * scale : -math::infinity<A>();
   }
+  /// How many leading keys the causal bound leaves query q (Lk when not causal): the keys from
+  /// there on are masked, and the row passes neither sum nor exponentiate them.
+  EMBER_HD EMBER_FORCEINLINE std::int64_t live_keys(std::int64_t q) const {
+    const std::int64_t end = q + shift + 1;
+    return end < Lk ? (end > 0 ? end : 0) : Lk;
+  }
   /// A row's logits, written once (the CPU's single lane): out[j] = logit(r, mrow, q, j) for
   /// j < Lk, in loops the compiler vectorises (the per-element form reads the mask and tests the
   /// causal bound inside every sweep, which keeps those loops scalar).
   void logits_into(std::int64_t r, std::int64_t mrow, std::int64_t q, A* out) const {
     const T* s = scores + r * Lk;
     const bool* m = mask.data + mrow;
-    // Keys past q + shift are masked by the causal bound (none when not causal: shift = Lk).
-    const std::int64_t end = q + shift + 1 < Lk ? (q + shift + 1 > 0 ? q + shift + 1 : 0) : Lk;
+    const std::int64_t end = live_keys(q);
     const std::int64_t cs = mask.col_stride;
     const A masked = -math::infinity<A>();
     if (cs == 1) {
@@ -141,6 +146,66 @@ EMBER_HD EMBER_FORCEINLINE void with_row_values(const AttentionRowLogits<T>& in,
   f([&in, r, mrow, q, op](std::int64_t j) { return op(in.logit(r, mrow, q, j)); });
 }
 
+#if !defined(__CUDA_ARCH__)
+/// The CPU's rows without dropout (one thread a row) sweep their exponentials in whole chunks of
+/// this many values, the logits padded with -inf to the next multiple: loops of a fixed trip
+/// count that the compiler vectorises with no scalar remainder. (A causal row has a different
+/// length on every row, and the scalar remainders of the exponential's loops were most of the
+/// work.)
+inline constexpr std::int64_t kHostRowChunk = 16;
+
+/// A row's logits in this thread's buffer (reused from row to row): the live keys' first, then
+/// -inf up to a whole number of chunks. Returns the buffer; `padded` gets the chunks' length.
+template <FloatingElement T>
+acc_t<T>* host_row_logits(const AttentionRowLogits<T>& in, std::int64_t r, std::int64_t live,
+                          std::int64_t& padded) {
+  using A = acc_t<T>;
+  padded = (live + kHostRowChunk - 1) / kHostRowChunk * kHostRowChunk;
+  const std::int64_t size = padded > in.Lk ? padded : in.Lk;
+  thread_local std::vector<A> buffer;
+  if (buffer.size() < static_cast<std::size_t>(size)) buffer.resize(size);
+  A* row = buffer.data();
+  in.logits_into(r, in.mask.row_offset(r), r % in.Lq, row);
+  for (std::int64_t j = in.Lk; j < padded; ++j) row[j] = -math::infinity<A>();
+  return row;
+}
+
+/// The largest of x[0, n), n a multiple of kHostRowChunk (-inf when all are; NaN is skipped).
+template <class A>
+A host_row_max(const A* x, std::int64_t n) {
+  A m[kHostRowChunk];
+  for (auto& v : m) v = -math::infinity<A>();
+  for (std::int64_t j0 = 0; j0 < n; j0 += kHostRowChunk) {
+    for (std::int64_t k = 0; k < kHostRowChunk; ++k) m[k] = x[j0 + k] > m[k] ? x[j0 + k] : m[k];
+  }
+  A out = -math::infinity<A>();
+  for (const A v : m) out = v > out ? v : out;
+  return out;
+}
+
+/// The sum of f(x[j]) over x[0, n), n a multiple of kHostRowChunk.
+template <class A, class F>
+A host_row_sum(const A* x, std::int64_t n, F f) {
+  A s[kHostRowChunk] = {};
+  for (std::int64_t j0 = 0; j0 < n; j0 += kHostRowChunk) {
+#pragma omp simd
+    for (std::int64_t k = 0; k < kHostRowChunk; ++k) s[k] += f(x[j0 + k]);
+  }
+  A out = 0;
+  for (const A v : s) out += v;
+  return out;
+}
+
+/// x[j] = f(x[j]) over x[0, n), n a multiple of kHostRowChunk.
+template <class A, class F>
+void host_row_map(A* x, std::int64_t n, F f) {
+  for (std::int64_t j0 = 0; j0 < n; j0 += kHostRowChunk) {
+#pragma omp simd
+    for (std::int64_t k = 0; k < kHostRowChunk; ++k) x[j0 + k] = f(x[j0 + k]);
+  }
+}
+#endif
+
 template <FloatingElement T>
 struct AttentionSoftmaxRows {
   using A = acc_t<T>;
@@ -151,18 +216,45 @@ struct AttentionSoftmaxRows {
 
   template <class Across>
   EMBER_HD void row(std::int64_t r, int lane, int lanes, Across across) const {
+#if !defined(__CUDA_ARCH__)
+    if (lanes == 1 && !dropout.active()) return row_on_host(r);
+#endif
     with_row_values(in, r, lanes, LogitItself{},
                     [&](auto logit) { row_from(r, lane, lanes, across, logit); });
   }
 
+#if !defined(__CUDA_ARCH__)
+  /// row_from's formulas for one thread and no dropout, in whole vectorised chunks.
+  void row_on_host(std::int64_t r) const {
+    const std::int64_t cols = in.Lk, base = r * cols, live = in.live_keys(r % in.Lq);
+    std::int64_t padded = 0;
+    A* x = host_row_logits(in, r, live, padded);
+    const A m = host_row_max(x, padded);
+    // The sum's terms are not kept: the probabilities are exp(logit - l), as on CUDA and in the
+    // backward, which recomputes them so.
+    const A l = m == -math::infinity<A>() || m == math::infinity<A>()
+                    ? m
+                    : m + math::log(host_row_sum(x, padded, [m](A v) { return math::exp(v - m); }));
+    if (l == -math::infinity<A>()) {  // every key masked: zeros
+      for (std::int64_t j = 0; j < live; ++j) x[j] = A(0);
+    } else {
+      host_row_map(x, padded, [l](A v) { return math::exp(v - l); });
+    }
+#pragma omp simd
+    for (std::int64_t j = 0; j < live; ++j) probs[base + j] = to_storage<T>(x[j]);
+    for (std::int64_t j = live; j < cols; ++j) probs[base + j] = T(0);
+    lse[r] = l;
+  }
+#endif
+
   template <class Across, class Logit>
   EMBER_HD EMBER_FORCEINLINE void row_from(std::int64_t r, int lane, int lanes, Across across,
                                            Logit logit) const {
-    const std::int64_t cols = in.Lk, base = r * cols;
-    const A m = across.max(exec::lane_max<A>(cols, lane, lanes, logit));
+    const std::int64_t cols = in.Lk, base = r * cols, live = in.live_keys(r % in.Lq);
+    const A m = across.max(exec::lane_max<A>(live, lane, lanes, logit));
     A s = 0, unused = 0;
     if (m != -math::infinity<A>()) {  // the same on every lane of the row
-      exec::lane_sums(cols, lane, lanes, s, unused, [&](std::int64_t j) {
+      exec::lane_sums(live, lane, lanes, s, unused, [&](std::int64_t j) {
         return exec::RowSums<A>{math::exp(logit(j) - m), A(0)};
       });
     }
@@ -170,8 +262,10 @@ struct AttentionSoftmaxRows {
     const A l = m == -math::infinity<A>() || m == math::infinity<A>() ? m : m + math::log(s);
     auto prob = [&](std::int64_t j) { return attention_prob(logit(j), l); };
     if (!dropout.active()) {
-      exec::for_lane_elements(cols, lane, lanes,
+      exec::for_lane_elements(live, lane, lanes,
                               [&](std::int64_t j) { probs[base + j] = to_storage<T>(prob(j)); });
+      exec::for_lane_elements_from(live, cols, lane, lanes,
+                                   [&](std::int64_t j) { probs[base + j] = T(0); });
     } else {
       dropout.for_each(base, cols, lane, lanes, [&](std::int64_t j, float u) {
         probs[base + j] = to_storage<T>(dropout.apply(u, prob(j)));
@@ -192,29 +286,58 @@ struct AttentionSoftmaxBackwardRows {
 
   template <class Across>
   EMBER_HD void row(std::int64_t r, int lane, int lanes, Across across) const {
+#if !defined(__CUDA_ARCH__)
+    if (lanes == 1 && !dropout.active()) return row_on_host(r);
+#endif
     const A l = lse[r];
     with_row_values(
         in, r, lanes, [l](A logit) { return attention_prob(logit, l); },
         [&](auto prob) { row_from(r, lane, lanes, across, prob); });
   }
 
+#if !defined(__CUDA_ARCH__)
+  /// row_from's formulas for one thread and no dropout, the probabilities recomputed in whole
+  /// vectorised chunks.
+  void row_on_host(std::int64_t r) const {
+    const std::int64_t cols = in.Lk, base = r * cols, live = in.live_keys(r % in.Lq);
+    std::int64_t padded = 0;
+    A* p = host_row_logits(in, r, live, padded);
+    const A l = lse[r];
+    if (l == -math::infinity<A>()) {  // every key masked: zeros
+      for (std::int64_t j = 0; j < cols; ++j) dlogits[base + j] = T(0);
+      return;
+    }
+    host_row_map(p, padded, [l](A v) { return math::exp(v - l); });
+    A dot = 0;
+#pragma omp simd reduction(+ : dot)
+    for (std::int64_t j = 0; j < live; ++j) dot += to_acc(dp[base + j]) * p[j];
+#pragma omp simd
+    for (std::int64_t j = 0; j < live; ++j) {
+      dlogits[base + j] = to_storage<T>(p[j] * (to_acc(dp[base + j]) - dot) * in.scale);
+    }
+    for (std::int64_t j = live; j < cols; ++j) dlogits[base + j] = T(0);
+  }
+#endif
+
   /// prob(j): column j's probability before dropout.
   template <class Across, class Prob>
   EMBER_HD EMBER_FORCEINLINE void row_from(std::int64_t r, int lane, int lanes, Across across,
                                            Prob prob) const {
-    const std::int64_t cols = in.Lk, base = r * cols;
+    const std::int64_t cols = in.Lk, base = r * cols, live = in.live_keys(r % in.Lq);
     // dpre: the gradient before dropout; dlogits = p (dpre - sum(dpre p)) scale.
     A dot = 0;
     if (!dropout.active()) {
       A unused = 0;
-      exec::lane_sums(cols, lane, lanes, dot, unused, [&](std::int64_t j) {
+      exec::lane_sums(live, lane, lanes, dot, unused, [&](std::int64_t j) {
         return exec::RowSums<A>{to_acc(dp[base + j]) * prob(j), A(0)};
       });
       dot = across.sum(dot);
-      exec::for_lane_elements(cols, lane, lanes, [&](std::int64_t j) {
+      exec::for_lane_elements(live, lane, lanes, [&](std::int64_t j) {
         const A pj = prob(j);
         dlogits[base + j] = to_storage<T>(pj * (to_acc(dp[base + j]) - dot) * in.scale);
       });
+      exec::for_lane_elements_from(live, cols, lane, lanes,
+                                   [&](std::int64_t j) { dlogits[base + j] = T(0); });
       return;
     }
     dropout.for_each(base, cols, lane, lanes, [&](std::int64_t j, float u) {

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# A user's own model, side by side with PyTorch: bench/user_gpt/gpt.cpp (a small GPT written from
+# the docs, outside ember's trainers) built as the README says (its own CMake project taking ember
+# with add_subdirectory, -DCMAKE_BUILD_TYPE=Release and nothing else, from an empty folder) and run
+# with no environment variables set, against the same model in PyTorch eager and torch.compile
+# (bench/user_gpt/gpt_torch.py) with PyTorch's default thread count. The runs alternate
+# (ember, eager, compiled, ember, ...) ROUNDS times; each figure is the median step time of a run,
+# and the file keeps every run.
+#
+#   bench/user_gpt.sh            # writes bench/results/cpu-user-gpt-<date>-<commit>.json
+#   ROUNDS=2 STEPS=20 NO_COMPILE=1 bench/user_gpt.sh
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+rounds=${ROUNDS:-3}
+steps=${STEPS:-30}
+work=$(mktemp -d "${TMPDIR:-/tmp}/ember-user-gpt.XXXXXX")
+commit=$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- include cmake CMakeLists.txt bench/user_gpt || echo -dirty)
+out=bench/results/cpu-user-gpt-$(date -u +%Y%m%d-%H%M%S)-$commit.json
+
+echo "==> building bench/user_gpt in $work/build"
+start=$SECONDS
+cmake -S bench/user_gpt -B "$work/build" -DCMAKE_BUILD_TYPE=Release >"$work/configure.txt"
+cmake --build "$work/build" -j"$(nproc)" >"$work/build.txt"
+build_seconds=$((SECONDS - start))
+
+runs=()
+for ((i = 0; i < rounds; ++i)); do
+  runs+=("{\"side\": \"ember\", \"result\": $(env -u OMP_NUM_THREADS "$work/build/gpt" "$steps" --json)}")
+  echo "${runs[-1]}"
+  runs+=("{\"side\": \"torch_eager\", \"result\": $(python3 bench/user_gpt/gpt_torch.py --steps "$steps")}")
+  echo "${runs[-1]}"
+  if [[ "${NO_COMPILE:-0}" != 1 ]]; then
+    runs+=("{\"side\": \"torch_compile\", \"result\": $(TORCHINDUCTOR_CACHE_DIR="$work/inductor" \
+      python3 bench/user_gpt/gpt_torch.py --steps "$steps" --compile)}")
+    echo "${runs[-1]}"
+  fi
+done
+
+python3 - "$out" "$commit" "$build_seconds" "$work/configure.txt" "${runs[@]}" <<'PY'
+import datetime, json, statistics, sys
+sys.path.insert(0, "bench")
+from resnet_compare import machine
+out, commit, build_seconds, configure = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+runs = [json.loads(r) for r in sys.argv[5:]]
+summary = next((l.strip("- \n") for l in open(configure) if "ember 0." in l), "")
+median = {}
+for side in ("ember", "torch_eager", "torch_compile"):
+    ms = [r["result"]["ms_per_step"] for r in runs if r["side"] == side]
+    if ms:
+        median[side] = statistics.median(ms)
+doc = {"date": datetime.date.today().isoformat(), "commit": commit, "machine": machine(),
+       "model": "GPT, 4 layers, d_model 128, 4 heads, context 64, batch 16, vocab 256, AdamW",
+       "ember_configure": summary, "ember_build_seconds": build_seconds,
+       "median_ms_per_step": median,
+       "ember_speedup": {k: v / median["ember"] for k, v in median.items() if k != "ember"},
+       "runs": runs}
+json.dump(doc, open(out, "w"), indent=1)
+print(json.dumps({"median_ms_per_step": median, "ember_speedup": doc["ember_speedup"]}))
+print(f"wrote {out}")
+PY
