@@ -1,12 +1,14 @@
 // Aligned host memory, with a cache of freed large blocks.
 //
 // Every block is 64-byte aligned so every vector width and cache line is served. Blocks of
-// 1 MiB or more are kept when freed and handed out again for the same rounded size: a training
+// 128 KiB or more are kept when freed and handed out again for the same rounded size: a training
 // step frees and allocates the same large tensors (gradients, activations) every iteration, and
-// a fresh block of that size is a fresh mapping whose every page faults on first touch (a
-// 64 MiB gradient costs more to fault in than to compute). The cache holds at most
-// EMBER_HOST_CACHE_BYTES (default 4 GiB) and is emptied, and the allocation retried, before
-// running out of memory is reported. memory_stats(cpu).reserved_bytes counts what it holds.
+// from 128 KiB on (glibc's mmap threshold) a fresh block is a fresh mapping, or heap that glibc
+// trimmed and grows again, whose every page faults on first touch (a 64 MiB gradient costs more
+// to fault in than to compute; a small GPT's step at a 1 MiB threshold took 1,200 faults). The
+// cache holds at most EMBER_HOST_CACHE_BYTES (default 4 GiB) and is emptied, and the allocation
+// retried, before running out of memory is reported. memory_stats(cpu).reserved_bytes counts what
+// it holds.
 #pragma once
 
 #include <cstddef>
@@ -22,7 +24,7 @@
 namespace ember::memory {
 
 inline constexpr std::size_t kHostAlignment = 64;
-inline constexpr std::size_t kHostCacheMinBytes = std::size_t{1} << 20;
+inline constexpr std::size_t kHostCacheMinBytes = std::size_t{1} << 17;
 
 namespace detail {
 class HostCache {

@@ -60,7 +60,7 @@ inline std::uint64_t bf16_gemm_calls() { return detail::bf16_gemm_call_counter()
 struct Matmul {
   PrimitiveDesc pd;
   Primitive primitive;
-  dnnl_memory_desc_t a, b, c;
+  dnnl_memory_desc_t a, b, c, bias;
   std::size_t scratchpad = 0;
   bool reference = false;
 };
@@ -91,23 +91,42 @@ dnnl_memory_desc_t batch_desc(const MatrixBatch<T>& m, bool broadcast) {
   return md;
 }
 
+/// What a matmul adds to alpha A B + beta C: a bias row [N] broadcast over the rows, then ReLU.
+struct MatmulEpilogue {
+  bool bias = false;
+  bool relu = false;
+};
+
 template <class T>
 std::unique_ptr<Matmul> make_matmul(const MatrixBatch<const T>& A, const MatrixBatch<const T>& B,
-                                    const MatrixBatch<T>& C, float alpha, float beta) {
+                                    const MatrixBatch<T>& C, float alpha, float beta,
+                                    MatmulEpilogue epilogue) {
+  using Element = std::remove_const_t<T>;
   auto m = std::make_unique<Matmul>();
   m->a = batch_desc(A, true);
   m->b = batch_desc(B, true);
   m->c = batch_desc(C, false);
+  if (epilogue.bias) {
+    const int nd = C.batch_rank + 2;
+    dnnl_dims_t dims{}, strides{};
+    for (int d = 0; d < nd; ++d) dims[d] = 1;
+    dims[nd - 1] = C.first.cols;
+    for (int d = 0; d < nd; ++d) strides[d] = d == nd - 1 ? 1 : C.first.cols;
+    check(dnnl_memory_desc_init_by_strides(&m->bias, nd, dims, data_type<Element>(), strides),
+          "dnnl_memory_desc_init_by_strides");
+  }
   dnnl_matmul_desc_t desc;
-  check(dnnl_matmul_desc_init(&desc, &m->a, &m->b, nullptr, &m->c), "dnnl_matmul_desc_init");
+  check(dnnl_matmul_desc_init(&desc, &m->a, &m->b, epilogue.bias ? &m->bias : nullptr, &m->c),
+        "dnnl_matmul_desc_init");
   dnnl_primitive_attr_t attr = nullptr;
   check(dnnl_primitive_attr_create(&attr), "dnnl_primitive_attr_create");
   dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
   if (alpha != 1.0f) dnnl_primitive_attr_set_output_scales(attr, 1, 0, &alpha);
-  if (beta != 0.0f) {
+  if (beta != 0.0f || epilogue.relu) {
     dnnl_post_ops_t post = nullptr;
     check(dnnl_post_ops_create(&post), "dnnl_post_ops_create");
-    dnnl_post_ops_append_sum(post, beta);
+    if (beta != 0.0f) dnnl_post_ops_append_sum(post, beta);
+    if (epilogue.relu) dnnl_post_ops_append_eltwise(post, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f);
     dnnl_primitive_attr_set_post_ops(attr, post);
     dnnl_post_ops_destroy(post);
   }
@@ -126,7 +145,7 @@ std::unique_ptr<Matmul> make_matmul(const MatrixBatch<const T>& A, const MatrixB
 /// convolutions).
 template <class T>
 const Matmul& matmul(const MatrixBatch<const T>& A, const MatrixBatch<const T>& B,
-                     const MatrixBatch<T>& C, float alpha, float beta) {
+                     const MatrixBatch<T>& C, float alpha, float beta, MatmulEpilogue epilogue) {
   using Key = std::vector<std::int64_t>;
   static std::mutex mutex;
   static auto* cache = new std::map<Key, std::unique_ptr<Matmul>>();
@@ -143,6 +162,8 @@ const Matmul& matmul(const MatrixBatch<const T>& A, const MatrixBatch<const T>& 
           std::bit_cast<std::int32_t>(alpha),
           std::bit_cast<std::int32_t>(beta),
           omp_get_max_threads(),
+          epilogue.bias,
+          epilogue.relu,
           C.batch_rank};
   for (int d = 0; d < C.batch_rank; ++d) {
     key.insert(key.end(),
@@ -150,28 +171,37 @@ const Matmul& matmul(const MatrixBatch<const T>& A, const MatrixBatch<const T>& 
   }
   std::lock_guard<std::mutex> lock(mutex);
   auto it = cache->find(key);
-  if (it == cache->end()) it = cache->emplace(key, make_matmul(A, B, C, alpha, beta)).first;
+  if (it == cache->end()) {
+    it = cache->emplace(key, make_matmul(A, B, C, alpha, beta, epilogue)).first;
+  }
   return *it->second;
 }
 
 /// C = alpha A B + beta C for every matrix of a batch (A's and B's batch extents broadcast to C's)
 /// on oneDNN, for float or bf16 (on a CPU with AVX512-BF16: check cpu_has_bf16() first); false,
 /// with nothing done, where oneDNN has only its reference kernel for these strides.
+/// With `bias` (C's row length), C = relu?(alpha A B + bias), the bias and ReLU as `epilogue`
+/// says, in the same pass.
 template <class T>
 bool gemm(const MatrixBatch<const T>& A, const MatrixBatch<const T>& B, const MatrixBatch<T>& C,
-          float alpha, float beta) {
+          float alpha, float beta, MatmulEpilogue epilogue = {}, const T* bias = nullptr) {
   static_assert(kSupported<T>, "ember: oneDNN's matmul is used for float and bf16");
-  const Matmul& m = matmul<T>(A, B, C, alpha, beta);
+  const Matmul& m = matmul<T>(A, B, C, alpha, beta, epilogue);
   if (m.reference) return false;
   const dnnl_stream_t stream = thread_stream();
   const Memory a = make_memory(m.a, const_cast<T*>(A.first.data));
   const Memory b = make_memory(m.b, const_cast<T*>(B.first.data));
   const Memory c = make_memory(m.c, C.first.data);
+  Memory bias_memory;
   const Buffer scratchpad(m.scratchpad);
   Memory s;
-  dnnl_exec_arg_t args[4] = {
-      {DNNL_ARG_SRC, a.get()}, {DNNL_ARG_WEIGHTS, b.get()}, {DNNL_ARG_DST, c.get()}, {}};
+  dnnl_exec_arg_t args[5] = {
+      {DNNL_ARG_SRC, a.get()}, {DNNL_ARG_WEIGHTS, b.get()}, {DNNL_ARG_DST, c.get()}, {}, {}};
   int nargs = 3;
+  if (epilogue.bias) {
+    bias_memory = make_memory(m.bias, const_cast<T*>(bias));
+    args[nargs++] = {DNNL_ARG_BIAS, bias_memory.get()};
+  }
   if (m.scratchpad > 0) {
     s = make_memory(*dnnl_primitive_desc_query_md(m.pd.get(), dnnl_query_scratchpad_md, 0),
                     scratchpad.data());

@@ -117,6 +117,47 @@ void check_linear_args(const Tensor<T>& x, const Tensor<T>& w, const Tensor<T>& 
               w.device().str());
 }
 
+/// linear(x, w, bias, act) on the CPU as one oneDNN matmul with the bias, and ReLU, in its
+/// epilogue (GELU, either form, is left to the caller: a pass of ember's, to the same bits as
+/// everywhere else), for float, and bf16 where the CPU multiplies it natively. Undefined, with
+/// nothing done, where there is nothing to fuse (no bias, no ReLU) or oneDNN does not take the
+/// product: not built with it, not enabled, inside an OpenMP region, a product small enough for
+/// the BLAS, or strides oneDNN reads only with its reference kernel.
+template <FloatingElement T, class Mode = exec::mode>
+Tensor<T> linear_on_onednn([[maybe_unused]] const Tensor<T>& x, [[maybe_unused]] const Tensor<T>& w,
+                           [[maybe_unused]] const Tensor<T>& bias,
+                           [[maybe_unused]] Activation act) {
+#if defined(EMBER_WITH_DNNL)
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, bf16>) {
+    const bool relu = act == Activation::relu;
+    const std::int64_t N = w.size(0), K = w.size(1), rows = K > 0 ? x.numel() / K : 0;
+    if ((!bias.defined() && !relu) || (std::is_same_v<T, bf16> && !cpu::native_bf16_gemm()) ||
+        !onednn::gemm_enabled() || rows * N * K < (std::int64_t{1} << 15)) {
+      return {};
+    }
+#if defined(EMBER_OPENMP)
+    if (omp_in_parallel()) return {};
+#endif
+    const Tensor<T> x2 = x.template reshape<Mode>(Shape{rows, K});
+    const Tensor<T> b = bias.defined() ? bias.template contiguous<Mode>() : Tensor<T>();
+    Tensor<T> y = empty<T>(Shape{rows, N}, x.device());
+    const MatrixView<const T> A{x2.data(), rows, K, x2.stride(0), x2.stride(1)};
+    const MatrixView<const T> B{w.data(), K, N, w.stride(1), w.stride(0)};  // w transposed
+    const MatrixView<T> C{y.data(), rows, N, N, 1};
+    if (!onednn::gemm<T>(MatrixBatch<const T>{A}, MatrixBatch<const T>{B}, MatrixBatch<T>{C}, 1.0f,
+                         0.0f, {.bias = bias.defined(), .relu = relu},
+                         bias.defined() ? b.data() : nullptr)) {
+      return {};
+    }
+    exec::count_launch();
+    Shape shape = x.shape();
+    shape[shape.rank() - 1] = N;
+    return y.view(shape);
+  }
+#endif
+  return {};
+}
+
 }  // namespace ops
 
 /// x [..., K] times w [N, K] transposed, plus bias [N] (optional, undefined for none), then
@@ -134,6 +175,11 @@ Tensor<T> linear(const Tensor<T>& x, const Tensor<T>& w, const Tensor<T>& bias =
 #else
     fail("ember: linear: a CUDA tensor in a build without CUDA");
 #endif
+  }
+  if (Tensor<T> y = ops::linear_on_onednn<T, Mode>(x, w, bias, act); y.defined()) {
+    if (act == Activation::gelu) y = gelu(y);
+    if (act == Activation::gelu_tanh) y = gelu_tanh(y);
+    return y;
   }
   Tensor<T> y = matmul<T, Mode>(x, w.t());
   // One pass over y for the bias and the activation.
