@@ -86,10 +86,21 @@ typename Red::state fold_range(const Red& red, const Plan& plan, const ReduceLay
   return s;
 }
 
-/// Outputs per task on the column path, and reduced rows per task (fixed: the result does not
-/// depend on the thread count).
+/// Outputs per task on the column path, and reduced rows per task: about kColumnTaskElements
+/// elements, between kColumnMinChunk and kColumnChunk rows (a function of the shape, not of the
+/// thread count, so the sums' order and the result are the same on any number of threads). A
+/// layer norm's weight gradient over 1,024 rows of 128 is eight tasks; with 2,048 rows a task, as
+/// before, it was one, and one thread summed it while the others waited.
 inline constexpr std::int64_t kColumnBlock = 256;
 inline constexpr std::int64_t kColumnChunk = 2048;
+inline constexpr std::int64_t kColumnMinChunk = 128;
+inline constexpr std::int64_t kColumnTaskElements = std::int64_t{1} << 14;
+
+/// Reduced rows per column task, for a block of `width` outputs.
+inline std::int64_t column_chunk_rows(std::int64_t width) {
+  return std::clamp(kColumnTaskElements / std::max<std::int64_t>(width, 1), kColumnMinChunk,
+                    kColumnChunk);
+}
 
 /// True when neighbouring outputs read neighbouring elements (a sum over the batch axis): then
 /// walking one output at a time would stride through memory, and the column path walks rows.
@@ -128,7 +139,8 @@ void run_reduce_columns(const Red& red, const Plan& plan, const ReduceLayout& L,
   const std::int64_t rows = L.outputs / inner;  // outputs outside the innermost kept dim
   const std::int64_t blocks = (inner + kColumnBlock - 1) / kColumnBlock;
   const std::int64_t n = L.reduced;
-  const std::int64_t chunks = std::max<std::int64_t>(1, (n + kColumnChunk - 1) / kColumnChunk);
+  const std::int64_t chunk_rows = column_chunk_rows(std::min(inner, kColumnBlock));
+  const std::int64_t chunks = std::max<std::int64_t>(1, (n + chunk_rows - 1) / chunk_rows);
   const std::int64_t tasks = rows * blocks * chunks;
   std::vector<State> partial(static_cast<std::size_t>(tasks * kColumnBlock));
 
@@ -142,8 +154,8 @@ void run_reduce_columns(const Red& red, const Plan& plan, const ReduceLayout& L,
     State* states = partial.data() + t * kColumnBlock;
     for (std::int64_t j = 0; j < width; ++j) states[j] = red.init();
 
-    const std::int64_t r0 = chunk * kColumnChunk;
-    const std::int64_t r1 = std::min(n, r0 + kColumnChunk);
+    const std::int64_t r0 = chunk * chunk_rows;
+    const std::int64_t r1 = std::min(n, r0 + chunk_rows);
     expr::CoordIndex ix = column_task_start(L, row, r0);
     const std::int64_t o0 = row * inner + j0;
     for (std::int64_t r = r0; r < r1; ++r) {
