@@ -33,6 +33,22 @@ namespace cpu {
 template <class R, class Red, class Plan>
 EMBER_NOINLINE void run_reduce(const Red& red, const Plan& plan, const ReduceLayout& L, R* out);
 
+/// Outputs per task on the column path, and reduced rows per task: about kColumnTaskElements
+/// elements, between kColumnMinChunk and kColumnChunk rows (a function of the shape, not of the
+/// thread count, so the sums' order and the result are the same on any number of threads). A
+/// layer norm's weight gradient over 1,024 rows of 128 is eight tasks; with 2,048 rows a task, as
+/// before, it was one, and one thread summed it while the others waited.
+inline constexpr std::int64_t kColumnBlock = 256;
+inline constexpr std::int64_t kColumnChunk = 2048;
+inline constexpr std::int64_t kColumnMinChunk = 128;
+inline constexpr std::int64_t kColumnTaskElements = std::int64_t{1} << 14;
+
+/// Reduced rows per column task, for a block of `width` outputs.
+inline std::int64_t column_chunk_rows(std::int64_t width) {
+  return std::clamp(kColumnTaskElements / std::max<std::int64_t>(width, 1), kColumnMinChunk,
+                    kColumnChunk);
+}
+
 #if !defined(EMBER_CPU_LOOPS_ELSEWHERE)
 /// Reduced elements per chunk when one output is split across threads. Fixed, so the
 /// summation order (and the result) does not depend on the number of threads.
@@ -84,22 +100,6 @@ typename Red::state fold_range(const Red& red, const Plan& plan, const ReduceLay
     }
   }
   return s;
-}
-
-/// Outputs per task on the column path, and reduced rows per task: about kColumnTaskElements
-/// elements, between kColumnMinChunk and kColumnChunk rows (a function of the shape, not of the
-/// thread count, so the sums' order and the result are the same on any number of threads). A
-/// layer norm's weight gradient over 1,024 rows of 128 is eight tasks; with 2,048 rows a task, as
-/// before, it was one, and one thread summed it while the others waited.
-inline constexpr std::int64_t kColumnBlock = 256;
-inline constexpr std::int64_t kColumnChunk = 2048;
-inline constexpr std::int64_t kColumnMinChunk = 128;
-inline constexpr std::int64_t kColumnTaskElements = std::int64_t{1} << 14;
-
-/// Reduced rows per column task, for a block of `width` outputs.
-inline std::int64_t column_chunk_rows(std::int64_t width) {
-  return std::clamp(kColumnTaskElements / std::max<std::int64_t>(width, 1), kColumnMinChunk,
-                    kColumnChunk);
 }
 
 /// True when neighbouring outputs read neighbouring elements (a sum over the batch axis): then
