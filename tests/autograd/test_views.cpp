@@ -126,6 +126,40 @@ TEST_CASE("a gradient passed through as a view never writes into its source", "[
   REQUIRE(s2.to_vector() == s2_before);
 }
 
+TEST_CASE("selects, narrows and slices of one Var add into the parts of its gradient",
+          "[autograd][views]") {
+  // q, k and v as three selects of one projection (attention's layout): the first gradient to
+  // arrive is scattered into zeros, the others are added into the parts they selected, with one
+  // launch each and no pass over the whole input.
+  auto x = ember::param(rand_tensor(Shape{3, 2, 4}, -1, 1, 90));
+  Var<double> h = x * 1.0;
+  Var<double> q = h.select(0, 0), k = h.select(0, 1), v = h.select(0, 2);
+  Var<double> loss = ember::sum(q * 2.0 + k * 3.0) + ember::sum(v.narrow(1, 1, 2) * 5.0) +
+                     ember::sum(h.slice(2, 0, 4, 2) * 7.0);
+  loss.backward();
+  const auto g = x.grad().to_vector();
+  for (int a = 0; a < 3; ++a) {
+    for (int b = 0; b < 2; ++b) {
+      for (int c = 0; c < 4; ++c) {
+        const double want = (a == 0   ? 2.0
+                             : a == 1 ? 3.0
+                                      : (c >= 1 && c < 3 ? 5.0 : 0.0)) +
+                            (c % 2 == 0 ? 7.0 : 0.0);
+        REQUIRE(g[static_cast<std::size_t>((a * 2 + b) * 4 + c)] == Approx(want));
+      }
+    }
+  }
+  // Into a leaf that already holds a gradient: added to it, across backward calls.
+  auto p = ember::param(rand_tensor(Shape{2, 3}, -1, 1, 91));
+  ember::sum(p.select(0, 1) * 4.0).backward();
+  ember::sum(p.select(0, 1) * 1.0 + p.select(0, 0) * 2.0).backward();
+  const auto gp = p.grad().to_vector();
+  for (int j = 0; j < 3; ++j) {
+    REQUIRE(gp[static_cast<std::size_t>(j)] == Approx(2.0));
+    REQUIRE(gp[static_cast<std::size_t>(3 + j)] == Approx(5.0));
+  }
+}
+
 TEST_CASE("views of Vars: errors and no_grad", "[autograd][views]") {
   {
     auto p = ember::param(rand_tensor(Shape{2}, -1, 1, 91));

@@ -36,6 +36,16 @@ class OpNode final : public TapeNode {
          Backward back)
       : name_(std::move(name)), in_(std::move(inputs)), out_(out), back_(std::move(back)) {}
 
+  /// The elements of an input-shaped tensor that an injective view (slice, narrow, select)
+  /// reads.
+  using Selected = std::function<Tensor<T>(const Tensor<T>&)>;
+
+  /// Marks this node as an injective view of its one input: where that input already owns a
+  /// gradient, the backward adds the view's gradient into the elements it selected, instead of
+  /// scattering it into zeros of the input's shape and adding those (attention's q, k and v,
+  /// three views of one projection, cost a pass over all of it each).
+  void add_into_selected_with(Selected selected) { selected_ = std::move(selected); }
+
   /// Records `t` as read by the backward: modifying it in place before then throws.
   void save(const Tensor<T>& t) {
     if (t.defined()) saved_.push_back({t.storage().get(), t.storage()->version()});
@@ -52,6 +62,12 @@ class OpNode final : public TapeNode {
       }
     }
     const Tensor<T> g = out_->grad_or_ones();
+    if (selected_ && in_.size() == 1 && in_[0] && in_[0]->grad.defined() && !in_[0]->grad_shared) {
+      Tensor<T> part = selected_(in_[0]->grad);
+      part += expr::Leaf<T>(g);
+      out_->drop_grad();
+      return;
+    }
     const std::vector<Tensor<T>> grads = back_(g);
     EMBER_CHECK(grads.size() == in_.size(), "ember: internal: backward of ", name_, " gave ",
                 grads.size(), " gradients for ", in_.size(), " inputs");
@@ -66,6 +82,7 @@ class OpNode final : public TapeNode {
   }
   void release() override {
     back_ = nullptr;
+    selected_ = nullptr;
     saved_.clear();
   }
   void inputs(std::vector<VarNodeBase*>& out) const override {
@@ -80,6 +97,7 @@ class OpNode final : public TapeNode {
   std::vector<std::shared_ptr<VarNode<T>>> in_;
   VarNode<T>* out_;  // owns this node
   Backward back_;
+  Selected selected_;
   std::vector<std::pair<const Storage*, std::uint64_t>> saved_;
 };
 

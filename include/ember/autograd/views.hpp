@@ -50,6 +50,19 @@ Tensor<T> scatter_into_zeros(const Tensor<T>& g, const Shape& in_shape, const Vi
   return z;
 }
 
+/// An injective view of x (slice, narrow, select: `view` applied to x's value gave `value`),
+/// recorded so that its gradient is added into the elements it selected of x's gradient where x
+/// already owns one (OpNode::add_into_selected_with), else scattered into zeros of x's shape.
+template <Storable T, class View>
+Var<T> injective_view_of(const Var<T>& x, const char* name, Tensor<T> value, View view) {
+  const Shape in = x.shape();
+  auto node = record_op<T>(name, std::move(value), {x.node()}, {}, [in, view](const Tensor<T>& g) {
+    return std::vector<Tensor<T>>{scatter_into_zeros(g, in, view)};
+  });
+  if (auto* op = dynamic_cast<OpNode<T>*>(node->grad_fn.get())) op->add_into_selected_with(view);
+  return Var<T>::from_node(std::move(node));
+}
+
 }  // namespace EMBER_EXEC_NS
 }  // namespace ember::autograd
 
@@ -98,34 +111,23 @@ Var<T> Var<T>::t() const {
 template <Storable T>
 template <class Mode>
 Var<T> Var<T>::slice(int dim, std::int64_t start, std::int64_t stop, std::int64_t step) const {
-  const Shape in = shape();
-  return autograd::view_of(*this, "slice", value().slice(dim, start, stop, step),
-                           [in, dim, start, stop, step](const Tensor<T>& g) {
-                             return autograd::scatter_into_zeros(g, in, [&](const Tensor<T>& z) {
-                               return z.slice(dim, start, stop, step);
-                             });
-                           });
+  return autograd::injective_view_of(
+      *this, "slice", value().slice(dim, start, stop, step),
+      [dim, start, stop, step](const Tensor<T>& z) { return z.slice(dim, start, stop, step); });
 }
 template <Storable T>
 template <class Mode>
 Var<T> Var<T>::narrow(int dim, std::int64_t start, std::int64_t length) const {
-  const Shape in = shape();
-  return autograd::view_of(*this, "narrow", value().narrow(dim, start, length),
-                           [in, dim, start, length](const Tensor<T>& g) {
-                             return autograd::scatter_into_zeros(g, in, [&](const Tensor<T>& z) {
-                               return z.narrow(dim, start, length);
-                             });
-                           });
+  return autograd::injective_view_of(
+      *this, "narrow", value().narrow(dim, start, length),
+      [dim, start, length](const Tensor<T>& z) { return z.narrow(dim, start, length); });
 }
 template <Storable T>
 template <class Mode>
 Var<T> Var<T>::select(int dim, std::int64_t index) const {
-  const Shape in = shape();
-  return autograd::view_of(*this, "select", value().select(dim, index),
-                           [in, dim, index](const Tensor<T>& g) {
-                             return autograd::scatter_into_zeros(
-                                 g, in, [&](const Tensor<T>& z) { return z.select(dim, index); });
-                           });
+  return autograd::injective_view_of(
+      *this, "select", value().select(dim, index),
+      [dim, index](const Tensor<T>& z) { return z.select(dim, index); });
 }
 template <Storable T>
 template <class Mode>
