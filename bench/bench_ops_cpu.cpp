@@ -10,6 +10,10 @@
 //       ember_matmul      ember::matmul(a, b): allocates C, calls cblas_sgemm
 //       ember_blocked     ember::ops::cpu::gemm_blocked (what a build without BLAS gets), one size
 //       openblas          cblas_sgemm on the same buffers into a C allocated once
+//   op_bmm_f32          C[b] = A[b] B[b] for a batch of small products, case "BxMxNxK"
+//       ember_matmul      ember::matmul(a, b) on [B, M, K] x [B, K, N]: one oneDNN matmul
+//       openblas_loop     a product per OpenMP thread, cblas_sgemm with one BLAS thread (what
+//                         ember ran before the batch went to oneDNN)
 //   op_linear_gelu_f32  y[M, N] = gelu(x[M, K] w[N, K]^T + b[N]) (exact erf GELU), case "MxNxK"
 //       ember_linear      ember::linear(x, w, b, Activation::gelu): GEMM, then one bias+GELU pass
 //       openblas_loop     cblas_sgemm (w transposed in place) + one OpenMP loop for bias and GELU,
@@ -777,6 +781,77 @@ void copy_rows(benchmark::State& state, RowsCase rc) {
 // registration
 // =============================================================================================
 
+/// A batch of B products of [M, K] x [K, N].
+struct BmmCase {
+  std::int64_t B, M, N, K;
+  std::string name() const {
+    return std::to_string(B) + "x" + std::to_string(M) + "x" + std::to_string(N) + "x" +
+           std::to_string(K);
+  }
+  double flops() const { return 2.0 * double(B) * double(M) * double(N) * double(K); }
+};
+
+struct BmmData {
+  Tensor<float> a, b, c;  // [B, M, K], [B, K, N], [B, M, N]
+};
+BmmData& bmm_data(const BmmCase& g) {
+  static std::map<std::string, std::unique_ptr<BmmData>> cache;
+  auto& slot = cache[g.name()];
+  if (!slot) {
+    slot = std::make_unique<BmmData>();
+    slot->a = randn(Shape{g.B, g.M, g.K}, 3);
+    slot->b = randn(Shape{g.B, g.K, g.N}, 4);
+    slot->c = ember::full<float>(Shape{g.B, g.M, g.N}, 7.0);
+  }
+  return *slot;
+}
+
+/// The first and the last product of the batch checked as check_gemm checks one.
+bool check_bmm(benchmark::State& state, const BmmData& d, const float* c, const BmmCase& g) {
+  for (const std::int64_t i : {std::int64_t{0}, g.B - 1}) {
+    if (!check_gemm(state, d.a.data() + i * g.M * g.K, d.b.data() + i * g.K * g.N,
+                    c + i * g.M * g.N, g.M, g.N, g.K, g.N)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void bmm_ember(benchmark::State& state, BmmCase g) {
+  auto& d = bmm_data(g);
+  Tensor<float> c;
+  const ContentionProbe probe;
+  for (auto _ : state) {
+    c = ember::matmul(d.a, d.b);
+    benchmark::DoNotOptimize(c.data());
+    benchmark::ClobberMemory();
+  }
+  probe.finish(state);
+  if (!check_bmm(state, d, c.data(), g)) return;
+  report_flops(state, g.flops());
+}
+
+#if defined(EMBER_WITH_BLAS)
+void bmm_openblas_loop(benchmark::State& state, BmmCase g) {
+  auto& d = bmm_data(g);
+  const int M = int(g.M), N = int(g.N), K = int(g.K);
+  const ember::ops::cpu::SerialBlas serial;
+  const ContentionProbe probe;
+  for (auto _ : state) {
+#pragma omp parallel for schedule(static)
+    for (std::int64_t i = 0; i < g.B; ++i) {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, d.a.data() + i * M * K,
+                  K, d.b.data() + i * K * N, N, 0.0f, d.c.data() + i * M * N, N);
+    }
+    benchmark::DoNotOptimize(d.c.data());
+    benchmark::ClobberMemory();
+  }
+  probe.finish(state);
+  if (!check_bmm(state, d, d.c.data(), g)) return;
+  report_flops(state, g.flops());
+}
+#endif
+
 /// "/" + name, spelled so GCC 12 does not warn (-Wrestrict, a false positive on prepending).
 std::string slash(const std::string& name) {
   std::string out = "/";
@@ -788,13 +863,28 @@ const bool registered = [] {
   // Square products, then BERT-base's at 8 sequences of 128 tokens (1024 rows): the QKV/output
   // projections [1024, 768] x [768, 768], the FFN's up [1024, 768] x [768, 3072] and down
   // [1024, 3072] x [3072, 768].
+  // And a small GPT's (bench/user_gpt: 1024 rows, width 128): its fused QKV projection and its
+  // MLP's down projection.
   const GemmCase gemms[] = {{256, 256, 256},  {1024, 1024, 1024}, {2048, 2048, 2048},
-                            {1024, 768, 768}, {1024, 3072, 768},  {1024, 768, 3072}};
+                            {1024, 768, 768}, {1024, 3072, 768},  {1024, 768, 3072},
+                            {1024, 384, 128}, {1024, 128, 512}};
   for (const GemmCase& g : gemms) {
     const std::string c = slash(g.name());
     add_case("op_gemm_f32/ember_matmul" + c, [g](benchmark::State& s) { gemm_ember(s, g); });
 #if defined(EMBER_WITH_BLAS)
     add_case("op_gemm_f32/openblas" + c, [g](benchmark::State& s) { gemm_openblas(s, g); });
+#endif
+  }
+  // Attention's batches of small products: a small GPT's (16 sequences x 4 heads of 64 tokens,
+  // head size 32: the scores, then probabilities x values) and BERT-mini's (16 x 4 heads of 128
+  // tokens, head size 64).
+  const BmmCase bmms[] = {
+      {64, 64, 64, 32}, {64, 64, 32, 64}, {64, 128, 128, 64}, {64, 128, 64, 128}};
+  for (const BmmCase& g : bmms) {
+    const std::string c = slash(g.name());
+    add_case("op_bmm_f32/ember_matmul" + c, [g](benchmark::State& s) { bmm_ember(s, g); });
+#if defined(EMBER_WITH_BLAS)
+    add_case("op_bmm_f32/openblas_loop" + c, [g](benchmark::State& s) { bmm_openblas_loop(s, g); });
 #endif
   }
   // ember's own kernel, for builds without BLAS: one size (it is slow).
