@@ -47,6 +47,8 @@ def machine():
                       if l.startswith("flags")), []))
     isa = ("AVX-512 with BF16" if "avx512_bf16" in flags else "AVX-512" if "avx512f" in flags
            else "AVX2, no AVX-512" if "avx2" in flags else "no AVX2")
+    if "amx_bf16" in flags:
+        isa += " and AMX"
     return (f"{os.cpu_count()}-core x86-64 ({model}, {isa}, no GPU), "
             f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}")
 
