@@ -1,14 +1,17 @@
-// The CPU's float matrix product on oneDNN's matmul (its AVX-512 brgemm kernels): about twice
-// OpenBLAS 0.3.21's speed on this project's CPUs, whose kernels it picks are AVX2 ones
-// (docs/benchmarks.md), and on the same OpenMP threads as the rest of ember, where OpenBLAS's
-// own threads compete with them for the cores. bf16 too, where the CPU has AVX512-BF16: bf16
-// operands, float accumulation, C rounded to bf16 once (matmul() in ops/matmul/matmul.hpp).
+// The CPU's float matrix product on oneDNN's matmul (its AVX-512 brgemm kernels): as fast as
+// OpenBLAS 0.3.21 where OpenBLAS recognises the CPU and about twice as fast where it falls back to
+// AVX2 or SSE3 kernels (docs/benchmarks.md), and on the same OpenMP threads as the rest of ember,
+// where OpenBLAS's own threads compete with them for the cores. bf16 too, where the CPU has
+// AVX512-BF16: bf16 operands, float accumulation, C rounded to bf16 once (matmul() in
+// ops/matmul/matmul.hpp).
 //
-// C = alpha A B + beta C with A, B and C strided as ember's views are: alpha is the primitive's
-// output scale, beta a sum post-op (none for beta 0, so C is only written). One primitive per
-// (element type, sizes, strides, alpha, beta, thread count), made on first use and kept. gemm() in
-// ops/matmul/gemm_cpu.hpp calls this outside OpenMP regions (inside one, a product per thread runs
-// on the BLAS in the calling thread instead), and falls back to the BLAS where oneDNN offers only
+// C = alpha A B + beta C for one product or a batch of them (A's and B's batch extents broadcast
+// to C's), with A, B and C strided as ember's views are: alpha is the primitive's output scale,
+// beta a sum post-op (none for beta 0, so C is only written); a linear's bias and ReLU ride in
+// the same call (MatmulEpilogue). One primitive per (element type, batch, sizes, strides, alpha,
+// beta, epilogue, thread count), made on first use and kept. gemm() and gemm_batch() in
+// ops/matmul/gemm_cpu.hpp call this outside OpenMP regions (inside one, a product per thread runs
+// on the BLAS in the calling thread instead), and fall back to the BLAS where oneDNN offers only
 // its reference kernel (strides it cannot read) or EMBER_CPU_GEMM=blas is set.
 #pragma once
 
