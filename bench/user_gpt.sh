@@ -3,12 +3,13 @@
 # the docs, outside ember's trainers) built as the README says (its own CMake project taking ember
 # with add_subdirectory, -DCMAKE_BUILD_TYPE=Release and nothing else, from an empty folder) and run
 # with no environment variables set, against the same model in PyTorch eager and torch.compile
-# (bench/user_gpt/gpt_torch.py) with PyTorch's default thread count. The runs alternate
-# (ember, eager, compiled, ember, ...) ROUNDS times; each figure is the median step time of a run,
-# and the file keeps every run.
+# (bench/user_gpt/gpt_torch.py) and in libtorch's C++ frontend (bench/user_gpt/libtorch, built
+# against the torch wheel's CMake package), with PyTorch's default thread count. The runs
+# alternate (ember, eager, compiled, libtorch, ember, ...) ROUNDS times; each figure is the median
+# step time of a run, and the file keeps every run.
 #
 #   bench/user_gpt.sh            # writes bench/results/cpu-user-gpt-<date>-<commit>.json
-#   ROUNDS=2 STEPS=20 NO_COMPILE=1 bench/user_gpt.sh
+#   ROUNDS=2 STEPS=20 NO_COMPILE=1 NO_LIBTORCH=1 bench/user_gpt.sh
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -23,6 +24,15 @@ start=$SECONDS
 cmake -S bench/user_gpt -B "$work/build" -DCMAKE_BUILD_TYPE=Release >"$work/configure.txt"
 cmake --build "$work/build" -j"$(nproc)" >"$work/build.txt"
 build_seconds=$((SECONDS - start))
+libtorch=""
+if [[ "${NO_LIBTORCH:-0}" != 1 ]]; then
+  echo "==> building bench/user_gpt/libtorch in $work/libtorch"
+  prefix=$(python3 -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')
+  cmake -S bench/user_gpt/libtorch -B "$work/libtorch" -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_PREFIX_PATH="$prefix" >"$work/libtorch-configure.txt"
+  cmake --build "$work/libtorch" -j"$(nproc)" >"$work/libtorch-build.txt"
+  libtorch="$work/libtorch/gpt_libtorch"
+fi
 
 runs=()
 for ((i = 0; i < rounds; ++i)); do
@@ -35,6 +45,10 @@ for ((i = 0; i < rounds; ++i)); do
       python3 bench/user_gpt/gpt_torch.py --steps "$steps" --compile)}")
     echo "${runs[-1]}"
   fi
+  if [[ -n "$libtorch" ]]; then
+    runs+=("{\"side\": \"libtorch\", \"result\": $("$libtorch" "$steps")}")
+    echo "${runs[-1]}"
+  fi
 done
 
 python3 - "$out" "$commit" "$build_seconds" "$work/configure.txt" "${runs[@]}" <<'PY'
@@ -45,7 +59,7 @@ out, commit, build_seconds, configure = sys.argv[1], sys.argv[2], int(sys.argv[3
 runs = [json.loads(r) for r in sys.argv[5:]]
 summary = next((l.strip("- \n") for l in open(configure) if "ember 0." in l), "")
 median = {}
-for side in ("ember", "torch_eager", "torch_compile"):
+for side in ("ember", "torch_eager", "torch_compile", "libtorch"):
     ms = [r["result"]["ms_per_step"] for r in runs if r["side"] == side]
     if ms:
         median[side] = statistics.median(ms)
