@@ -63,13 +63,23 @@ for side in ("ember", "torch_eager", "torch_compile", "libtorch"):
     ms = [r["result"]["ms_per_step"] for r in runs if r["side"] == side]
     if ms:
         median[side] = statistics.median(ms)
+# The step's matrix-product work, forward and backward (3x the forward): per token and layer
+# 24 E^2 for the four linears (QKV, out, up 4E, down) and 4 T E for attention's two products
+# (all T keys, causal or not, as the GEMMs run them), then 2 E V for the head.
+E, T, L, V, tokens = 128, 64, 4, 256, 16 * 64
+gflop = 3 * tokens * (L * (24 * E * E + 4 * T * E) + 2 * E * V) / 1e9
 doc = {"date": datetime.date.today().isoformat(), "commit": commit, "machine": machine(),
+       "gflop_per_step": round(gflop, 3),
+       "achieved_gflops": {k: round(gflop / (v / 1e3), 1) for k, v in median.items()},
+       "peak_gflops_note": "this machine's best float GEMM: MKL about 390 GFLOP/s on 2 threads "
+                           "(bench/results/cpu-gemm-*.json)",
        "model": "GPT, 4 layers, d_model 128, 4 heads, context 64, batch 16, vocab 256, AdamW",
        "ember_configure": summary, "ember_build_seconds": build_seconds,
        "median_ms_per_step": median,
        "ember_speedup": {k: v / median["ember"] for k, v in median.items() if k != "ember"},
        "runs": runs}
 json.dump(doc, open(out, "w"), indent=1)
-print(json.dumps({"median_ms_per_step": median, "ember_speedup": doc["ember_speedup"]}))
+print(json.dumps({"median_ms_per_step": median, "ember_speedup": doc["ember_speedup"],
+                  "achieved_gflops": doc["achieved_gflops"]}))
 print(f"wrote {out}")
 PY
