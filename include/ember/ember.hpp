@@ -53,6 +53,7 @@
 #include "nn/init.hpp"
 #include "nn/linear.hpp"
 #include "nn/module.hpp"
+#include "nn/module_list.hpp"
 #include "nn/normalization.hpp"
 #include "nn/pooling.hpp"
 #include "nn/sequential.hpp"
