@@ -133,7 +133,13 @@ TEMPLATE_TEST_CASE("emulated lanes: attention's rows with masks, causality and d
         [&] {
           std::vector<Tensor<T>> out;
           for (const bool causal : {false, true}) {
-            const AttentionOptions opt{.dropout_p = 0.25, .causal = causal, .scale = {}, .seed = 5};
+            // The score kernel's rows (the CPU's default, flash, has no rows).
+            const AttentionOptions opt{.dropout_p = 0.25,
+                                       .causal = causal,
+                                       .scale = {},
+                                       .seed = 5,
+                                       .offset = 0,
+                                       .kernel = ember::AttentionKernel::scores};
             Var<T> qv = param(q), kv = param(k), vv = param(v);
             Var<T> y = scaled_dot_product_attention(qv, kv, vv, mask, opt);
             y.backward(g);

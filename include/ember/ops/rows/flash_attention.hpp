@@ -1,0 +1,344 @@
+// Attention on the CPU without the score matrix (FlashAttention 2's algorithm): keys and values
+// in tiles, an online softmax, memory O(Lq + Lk) per task instead of the Lq x Lk scores.
+//
+// Forward: one task per (batch entry, tile of 32 queries). The tile's queries, scaled and
+// transposed (E x 32, so that the 32 queries are two vectors), meet the keys a tile at a time:
+// S^T = K Q^T (keys x queries), masked, then the running max and sum of each query (vectors of
+// 32), the probabilities P^T = exp(S^T - max), and O^T += V^T P^T with O^T rescaled when the max
+// grows. The output O / sum and the logsumexp (max + log sum) are written once. The products run
+// on tile_product.hpp's register-blocked kernel; causal tiles entirely above the diagonal are
+// never visited.
+// Backward: one task per batch entry: for each tile of keys, the query tiles that may see it
+// recompute P = exp(S - logsumexp) and give dV += P^T dO, dP = dO V^T, dS = P (dP - D) with
+// D = rowsum(dO o O), dK += dS^T Q scale, dQ += dS K scale (dQ of the whole entry in a float
+// buffer, which is why a task is a whole entry).
+// Dropout draws the uniforms of the unfused path (element (b, i, j) of the scores is Philox
+// index (b Lq + i) Lk + j), so both paths drop the same elements; the backward draws them again.
+// A query whose every key is masked gives zeros (logsumexp -inf), as the unfused path does.
+#pragma once
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "../../core/dtype.hpp"
+#include "../../core/philox.hpp"
+#include "../../exec/cpu_executor.hpp"
+#include "../../exec/launch_counter.hpp"
+#include "../../expr/math.hpp"
+#include "../../tensor/factories.hpp"
+#include "../../tensor/tensor.hpp"
+#include "../dropout.hpp"
+#include "../matmul/tile_product.hpp"
+#include "layer_norm_rows.hpp"
+
+namespace ember::ops {
+
+/// Queries a task holds (two 512-bit vectors of floats), and keys per tile in each direction.
+inline constexpr std::int64_t kFlashQueryTile = 32;
+inline constexpr std::int64_t kFlashKeyTile = 128;
+inline constexpr std::int64_t kFlashBackwardKeyTile = 64;
+
+/// The element offset of every batch entry of an operand whose batch extents `sizes` (strides
+/// `strides`) broadcast to `batch`, the entries in row-major order.
+inline std::vector<std::int64_t> batch_offsets(const Shape& sizes, const Shape& strides,
+                                               const Shape& batch) {
+  const int lead = batch.rank() - sizes.rank();
+  std::vector<std::int64_t> out(static_cast<std::size_t>(batch.numel()), 0);
+  for (std::size_t b = 0; b < out.size(); ++b) {
+    std::int64_t rest = static_cast<std::int64_t>(b), off = 0;
+    for (int d = batch.rank() - 1; d >= lead; --d) {
+      const std::int64_t i = rest % batch[d];
+      rest /= batch[d];
+      if (sizes[d - lead] != 1) off += i * strides[d - lead];
+    }
+    out[b] = off;
+  }
+  return out;
+}
+
+/// attention's operands as the flash kernels read them: row pointers by batch entry.
+template <FloatingElement T>
+struct FlashProblem {
+  using A = acc_t<T>;
+  std::int64_t batch = 0, Lq = 0, Lk = 0, E = 0, Ev = 0;
+  const T *q = nullptr, *k = nullptr, *v = nullptr;
+  std::int64_t q_row = 0, k_row = 0, v_row = 0;  // the rows' strides (their elements adjacent)
+  std::vector<std::int64_t> q_at, k_at, v_at, mask_at, score_at;
+  const bool* mask = nullptr;  // null: every key allowed
+  std::int64_t mask_row = 0, mask_col = 0;
+  bool causal = false;
+  std::int64_t shift = 0;  // causal: key j is allowed for query i when j <= i + shift
+  A scale = 1;
+  RowDropout<A> dropout;
+
+  /// Sets S^T[j][i] (keys j < nk from j0, queries i from q0) to -inf where the key is not allowed.
+  EMBER_WIDE_VECTORS void mask_tile(std::int64_t b, std::int64_t q0, std::int64_t nq,
+                                    std::int64_t j0, std::int64_t nk, A* st) const {
+    constexpr std::int64_t Bq = kFlashQueryTile;
+    const A masked = -std::numeric_limits<A>::infinity();
+    if (causal && j0 + nk - 1 > q0 + shift) {
+      for (std::int64_t j = 0; j < nk; ++j) {
+        const std::int64_t first = j0 + j - shift - q0;  // the first query that sees key j
+#pragma omp simd
+        for (std::int64_t i = 0; i < Bq; ++i) st[j * Bq + i] = i < first ? masked : st[j * Bq + i];
+      }
+    }
+    if (mask == nullptr) return;
+    const bool* m = mask + mask_at[static_cast<std::size_t>(b)] + q0 * mask_row + j0 * mask_col;
+    for (std::int64_t j = 0; j < nk; ++j) {
+      if (mask_row == 0) {  // a key-padding mask: one flag for every query
+        if (!m[j * mask_col]) std::fill_n(st + j * Bq, Bq, masked);
+        continue;
+      }
+      for (std::int64_t i = 0; i < nq; ++i) {
+        if (!m[i * mask_row + j * mask_col]) st[j * Bq + i] = masked;
+      }
+    }
+  }
+
+  /// keep[j][i]: dropout's factor (0 or 1 / (1 - p)) for the tile's elements.
+  void dropout_tile(std::int64_t b, std::int64_t q0, std::int64_t nq, std::int64_t j0,
+                    std::int64_t nk, A* keep) const {
+    constexpr std::int64_t Bq = kFlashQueryTile;
+    float u[kFlashKeyTile > kFlashBackwardKeyTile ? kFlashKeyTile : kFlashBackwardKeyTile];
+    std::fill_n(keep, nk * Bq, A(0));  // the padding queries' too: they multiply zeros
+    for (std::int64_t i = 0; i < nq; ++i) {
+      const std::int64_t first = score_at[static_cast<std::size_t>(b)] + (q0 + i) * Lk + j0;
+      philox_uniforms(dropout.options.seed, dropout.options.offset,
+                      static_cast<std::uint64_t>(first), nk, u);
+      for (std::int64_t j = 0; j < nk; ++j) keep[j * Bq + i] = dropout.apply(u[j], A(1));
+    }
+  }
+};
+
+/// One forward task: queries [q0, q0 + 32) of batch entry b.
+template <FloatingElement T>
+EMBER_WIDE_VECTORS void flash_forward_task(const FlashProblem<T>& p, std::int64_t b,
+                                           std::int64_t q0, T* out, acc_t<T>* lse) {
+  using A = acc_t<T>;
+  constexpr std::int64_t Bq = kFlashQueryTile, Bk = kFlashKeyTile;
+  const std::int64_t E = p.E, Ev = p.Ev, nq = std::min(Bq, p.Lq - q0);
+  const auto at = static_cast<std::size_t>(b);
+  thread_local std::vector<A> buffer;
+  buffer.resize(static_cast<std::size_t>((E + Ev + 2 * Bk) * Bq));
+  A* qt = buffer.data();  // [E][Bq]: the queries, scaled
+  A* ot = qt + E * Bq;    // [Ev][Bq]: the output, unnormalised
+  A* st = ot + Ev * Bq;   // [Bk][Bq]: scores, then probabilities
+  A* keep = st + Bk * Bq;
+  const T* q = p.q + p.q_at[at] + q0 * p.q_row;
+  std::fill_n(qt, E * Bq, A(0));
+  for (std::int64_t i = 0; i < nq; ++i) {
+    for (std::int64_t e = 0; e < E; ++e) qt[e * Bq + i] = to_acc(q[i * p.q_row + e]) * p.scale;
+  }
+  std::fill_n(ot, Ev * Bq, A(0));
+  const A inf = std::numeric_limits<A>::infinity();
+  A m[Bq], l[Bq];
+  std::fill_n(m, Bq, -inf);
+  std::fill_n(l, Bq, A(0));
+  const std::int64_t end = p.causal ? std::clamp<std::int64_t>(q0 + nq + p.shift, 0, p.Lk) : p.Lk;
+  for (std::int64_t j0 = 0; j0 < end; j0 += Bk) {
+    const std::int64_t nk = std::min(Bk, end - j0);
+    tile::product<A, T>(nk, Bq, E, {p.k + p.k_at[at] + j0 * p.k_row, p.k_row, 1}, qt, Bq, st, Bq,
+                        false);
+    p.mask_tile(b, q0, nq, j0, nk, st);
+    A top[Bq], alpha[Bq], base[Bq], sum[Bq] = {};
+    std::copy_n(m, Bq, top);
+    for (std::int64_t j = 0; j < nk; ++j) {
+#pragma omp simd
+      for (std::int64_t i = 0; i < Bq; ++i)
+        top[i] = st[j * Bq + i] > top[i] ? st[j * Bq + i] : top[i];
+    }
+#pragma omp simd
+    for (std::int64_t i = 0; i < Bq; ++i) {
+      base[i] = top[i] == -inf ? A(0) : top[i];  // nothing allowed yet: exp(-inf - 0) = 0
+      alpha[i] = math::exp(m[i] - base[i]);
+    }
+    for (std::int64_t j = 0; j < nk; ++j) {
+#pragma omp simd
+      for (std::int64_t i = 0; i < Bq; ++i) {
+        const A e = math::exp(st[j * Bq + i] - base[i]);
+        st[j * Bq + i] = e;
+        sum[i] += e;
+      }
+    }
+#pragma omp simd
+    for (std::int64_t i = 0; i < Bq; ++i) {
+      l[i] = l[i] * alpha[i] + sum[i];
+      m[i] = top[i];
+    }
+    if (p.dropout.active()) {
+      p.dropout_tile(b, q0, nq, j0, nk, keep);
+      for (std::int64_t x = 0; x < nk * Bq; ++x) st[x] *= keep[x];
+    }
+    for (std::int64_t c = 0; c < Ev; ++c) {
+#pragma omp simd
+      for (std::int64_t i = 0; i < Bq; ++i) ot[c * Bq + i] *= alpha[i];
+    }
+    tile::product<A, T>(Ev, Bq, nk, {p.v + p.v_at[at] + j0 * p.v_row, 1, p.v_row}, st, Bq, ot, Bq,
+                        true);
+  }
+  T* o = out + (b * p.Lq + q0) * Ev;
+  for (std::int64_t i = 0; i < nq; ++i) {
+    const A inv = l[i] > 0 ? A(1) / l[i] : A(0);
+    for (std::int64_t c = 0; c < Ev; ++c) o[i * Ev + c] = to_storage<T>(ot[c * Bq + i] * inv);
+    lse[b * p.Lq + q0 + i] = l[i] > 0 ? m[i] + math::log(l[i]) : -inf;
+  }
+}
+
+/// The forward: out [batch, Lq, Ev] and lse [batch, Lq], both dense.
+template <FloatingElement T, class Mode = exec::mode>
+void flash_attention_forward(const FlashProblem<T>& p, T* out, acc_t<T>* lse) {
+  exec::count_launch();
+  const std::int64_t tiles = (p.Lq + kFlashQueryTile - 1) / kFlashQueryTile;
+  const std::int64_t tasks = p.batch * tiles;
+  // The last tiles first: under a causal mask they are the longest.
+#pragma omp parallel for schedule(dynamic) if (p.batch * p.Lq * p.Lk * p.E >= \
+                                               exec::cpu::kParallelThreshold)
+  for (std::int64_t t = 0; t < tasks; ++t) {
+    const std::int64_t tile = tiles - 1 - t % tiles;
+    flash_forward_task(p, t / tiles, tile * kFlashQueryTile, out, lse);
+  }
+}
+
+/// Elements of A one backward task works in: the entry's q (twice), dout (twice) and dq as float
+/// rows, two vectors of Lq, and the tiles.
+template <FloatingElement T>
+std::int64_t flash_backward_workspace(const FlashProblem<T>& p) {
+  using A = acc_t<T>;
+  constexpr std::int64_t Bq = kFlashQueryTile, Bk = kFlashBackwardKeyTile;
+  const std::int64_t Ep = tile::padded<A>(p.E), Evp = tile::padded<A>(p.Ev);
+  const std::int64_t Lqp = (p.Lq + Bq - 1) / Bq * Bq;
+  return 3 * Lqp * Ep + 2 * Lqp * Evp + 2 * Lqp + 4 * Bk * Bq + Bk * (2 * Ep + Evp);
+}
+
+/// One backward task: every gradient of batch entry b, written to the dense dq [Lq, E],
+/// dk [Lk, E] and dv [Lk, Ev] of that entry; `work` holds flash_backward_workspace elements.
+template <FloatingElement T>
+EMBER_WIDE_VECTORS void flash_backward_task(const FlashProblem<T>& p, std::int64_t b,
+                                            acc_t<T>* work, const T* out_all, const T* dout_all,
+                                            const acc_t<T>* lse_all, T* dq_all, T* dk_all,
+                                            T* dv_all) {
+  using A = acc_t<T>;
+  constexpr std::int64_t Bq = kFlashQueryTile, Bk = kFlashBackwardKeyTile;
+  const auto at = static_cast<std::size_t>(b);
+  const std::int64_t Lq = p.Lq, Lk = p.Lk, E = p.E, Ev = p.Ev;
+  const std::int64_t Ep = tile::padded<A>(E), Evp = tile::padded<A>(Ev);
+  const std::int64_t tiles = (Lq + Bq - 1) / Bq, Lqp = tiles * Bq;
+  const A inf = std::numeric_limits<A>::infinity();
+  // The entry's operands once, in float: rows padded to whole vectors, queries to whole tiles.
+  std::fill_n(work, flash_backward_workspace(p), A(0));
+  A* qs = work;              // [Lqp][Ep]: q scale
+  A* qst = qs + Lqp * Ep;    // [tiles][E][Bq]: the same, each tile transposed
+  A* dob = qst + Lqp * Ep;   // [Lqp][Evp]: dout
+  A* dot = dob + Lqp * Evp;  // [tiles][Ev][Bq]: the same, each tile transposed
+  A* dqa = dot + Lqp * Evp;  // [Lqp][Ep]: dq / scale
+  A* dvec = dqa + Lqp * Ep;  // [Lqp]: rowsum(dout o out)
+  A* lsev = dvec + Lqp;      // [Lqp]: lse, +inf where nothing is allowed (p = 0)
+  A* st = lsev + Lqp;        // [Bk][Bq]: scores, then probabilities
+  A* pd = st + Bk * Bq;      // [Bk][Bq]: probabilities after dropout
+  A* ds = pd + Bk * Bq;      // [Bk][Bq]: dP, then dS
+  A* keep = ds + Bk * Bq;    // [Bk][Bq]: dropout's factors
+  A* dka = keep + Bk * Bq;   // [Bk][Ep]
+  A* dva = dka + Bk * Ep;    // [Bk][Evp]
+  A* kt = dva + Bk * Evp;    // [Bk][Ep]: the key tile
+  const T* q = p.q + p.q_at[at];
+  const T* out = out_all + b * Lq * Ev;
+  const T* dout = dout_all + b * Lq * Ev;
+  const A* lse = lse_all + b * Lq;
+  for (std::int64_t i = 0; i < Lq; ++i) {
+    const std::int64_t t = i / Bq, ii = i % Bq;
+    for (std::int64_t e = 0; e < E; ++e) {
+      const A x = to_acc(q[i * p.q_row + e]) * p.scale;
+      qs[i * Ep + e] = x;
+      qst[(t * E + e) * Bq + ii] = x;
+    }
+    A d = 0;
+    for (std::int64_t c = 0; c < Ev; ++c) {
+      const A g = to_acc(dout[i * Ev + c]);
+      dob[i * Evp + c] = g;
+      dot[(t * Ev + c) * Bq + ii] = g;
+      d += g * to_acc(out[i * Ev + c]);
+    }
+    dvec[i] = d;
+    lsev[i] = lse[i] == -inf ? inf : lse[i];
+  }
+  for (std::int64_t i = Lq; i < Lqp; ++i) lsev[i] = inf;  // the last tile's padding: p = 0
+  const T* k = p.k + p.k_at[at];
+  const T* v = p.v + p.v_at[at];
+  for (std::int64_t j0 = 0; j0 < Lk; j0 += Bk) {
+    const std::int64_t nk = std::min(Bk, Lk - j0);
+    std::fill_n(dka, Bk * Ep, A(0));
+    std::fill_n(dva, Bk * Evp, A(0));
+    for (std::int64_t j = 0; j < nk; ++j) {
+      for (std::int64_t e = 0; e < E; ++e) kt[j * Ep + e] = to_acc(k[(j0 + j) * p.k_row + e]);
+    }
+    // Causal: the queries before j0 - shift see none of these keys.
+    const std::int64_t first = p.causal ? std::max<std::int64_t>(0, j0 - p.shift) / Bq : 0;
+    for (std::int64_t t = first; t < tiles; ++t) {
+      const std::int64_t q0 = t * Bq, nq = std::min(Bq, Lq - q0);
+      tile::product<A, A>(nk, Bq, E, {kt, Ep, 1}, qst + t * E * Bq, Bq, st, Bq, false);
+      p.mask_tile(b, q0, nq, j0, nk, st);
+      for (std::int64_t j = 0; j < nk; ++j) {
+#pragma omp simd
+        for (std::int64_t i = 0; i < Bq; ++i)
+          st[j * Bq + i] = math::exp(st[j * Bq + i] - lsev[q0 + i]);
+      }
+      const bool drop = p.dropout.active();
+      if (drop) {
+        p.dropout_tile(b, q0, nq, j0, nk, keep);
+        for (std::int64_t x = 0; x < nk * Bq; ++x) pd[x] = st[x] * keep[x];
+      }
+      // dV += P^T dO; dP^T = V dO^T.
+      tile::product<A, A>(nk, Evp, Bq, {drop ? pd : st, Bq, 1}, dob + q0 * Evp, Evp, dva, Evp,
+                          true);
+      tile::product<A, T>(nk, Bq, Ev, {v + j0 * p.v_row, p.v_row, 1}, dot + t * Ev * Bq, Bq, ds, Bq,
+                          false);
+      for (std::int64_t j = 0; j < nk; ++j) {
+        const A* kj = keep + j * Bq;
+#pragma omp simd
+        for (std::int64_t i = 0; i < Bq; ++i) {
+          const A dpre = drop ? ds[j * Bq + i] * kj[i] : ds[j * Bq + i];
+          ds[j * Bq + i] = st[j * Bq + i] * (dpre - dvec[q0 + i]);
+        }
+      }
+      // dK += dS^T (q scale); dQ += dS K.
+      tile::product<A, A>(nk, Ep, Bq, {ds, Bq, 1}, qs + q0 * Ep, Ep, dka, Ep, true);
+      tile::product<A, A>(nq, Ep, nk, {ds, 1, Bq}, kt, Ep, dqa + q0 * Ep, Ep, true);
+    }
+    T* dk = dk_all + (b * Lk + j0) * E;
+    T* dv = dv_all + (b * Lk + j0) * Ev;
+    for (std::int64_t j = 0; j < nk; ++j) {
+      for (std::int64_t e = 0; e < E; ++e) dk[j * E + e] = to_storage<T>(dka[j * Ep + e]);
+      for (std::int64_t c = 0; c < Ev; ++c) dv[j * Ev + c] = to_storage<T>(dva[j * Evp + c]);
+    }
+  }
+  T* dq = dq_all + b * Lq * E;
+  for (std::int64_t i = 0; i < Lq; ++i) {
+    for (std::int64_t e = 0; e < E; ++e) dq[i * E + e] = to_storage<T>(dqa[i * Ep + e] * p.scale);
+  }
+}
+
+/// The backward: out, dout [batch, Lq, Ev] and lse [batch, Lq] (dense) to the dense gradients
+/// dq [batch, Lq, E], dk [batch, Lk, E] and dv [batch, Lk, Ev].
+template <FloatingElement T, class Mode = exec::mode>
+void flash_attention_backward(const FlashProblem<T>& p, const T* out, const T* dout,
+                              const acc_t<T>* lse, T* dq, T* dk, T* dv) {
+  using A = acc_t<T>;
+  exec::count_launch();
+  const bool parallel = p.batch * p.Lq * p.Lk * p.E >= exec::cpu::kParallelThreshold;
+  const int threads = parallel ? std::min<std::int64_t>(omp_get_max_threads(), p.batch) : 1;
+  // Every thread's workspace in one allocation, made (and counted) before the team starts.
+  const std::int64_t words = flash_backward_workspace(p);
+  Tensor<A> work = empty<A>(Shape{threads, words}, Device::cpu());
+#pragma omp parallel for schedule(dynamic) num_threads(threads) if (parallel)
+  for (std::int64_t b = 0; b < p.batch; ++b) {
+    A* mine = work.data() + omp_get_thread_num() * words;
+    flash_backward_task(p, b, mine, out, dout, lse, dq, dk, dv);
+  }
+}
+
+}  // namespace ember::ops
