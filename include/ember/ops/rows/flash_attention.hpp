@@ -21,7 +21,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "../../core/dtype.hpp"
@@ -32,6 +34,7 @@
 #include "../../tensor/factories.hpp"
 #include "../../tensor/tensor.hpp"
 #include "../dropout.hpp"
+#include "../matmul/amx.hpp"
 #include "../matmul/tile_product.hpp"
 #include "layer_norm_rows.hpp"
 
@@ -189,10 +192,187 @@ EMBER_WIDE_VECTORS void flash_forward_task(const FlashProblem<T>& p, std::int64_
   }
 }
 
+#if EMBER_HAVE_AMX
+/// The forward on AMX (bf16 with E and Ev multiples of 32): kp and vp hold every entry's keys and
+/// values packed as B tiles (amx::pack_transposed, amx::pack_pairs; kp_words and vp_words an
+/// entry). The same task as flash_forward_task, with the queries as rows: S = Q K^T (16 x 16 float
+/// tiles), the online softmax a query row at a time, P rounded to bf16 (as PyTorch's and the GPU's
+/// flash kernels do) and O += P V into the float rows of O.
+inline constexpr std::int64_t kAmxKeyTile = 256;
+
+EMBER_AMX_TARGET EMBER_WIDE_VECTORS inline void flash_forward_task_amx(
+    const FlashProblem<bf16>& p, std::int64_t b, std::int64_t q0, const std::uint32_t* kp_all,
+    std::int64_t kp_words, const std::uint32_t* vp_all, std::int64_t vp_words, bf16* out,
+    float* lse) {
+  constexpr std::int64_t Bq = kFlashQueryTile, Bk = kAmxKeyTile;
+  const std::int64_t E = p.E, Ev = p.Ev, nq = std::min(Bq, p.Lq - q0);
+  const std::int64_t chunks = E / 32, col_blocks = Ev / 16;
+  const auto at = static_cast<std::size_t>(b);
+  const std::uint32_t* kp = kp_all + b * kp_words;
+  const std::uint32_t* vp = vp_all + b * vp_words;
+  thread_local std::vector<float> buffer;
+  buffer.resize(static_cast<std::size_t>(Bq * Bk + Bq * Ev + Bk + (Bq * E + Bq * Bk) / 2));
+  float* s = buffer.data();                             // [Bq][Bk]: scores
+  float* o = s + Bq * Bk;                               // [Bq][Ev]: the output, unnormalised
+  float* u = o + Bq * Ev;                               // [Bk]: a row's uniforms
+  auto* qb = reinterpret_cast<std::uint16_t*>(u + Bk);  // [Bq][E]: the queries, bf16
+  std::uint16_t* pb = qb + Bq * E;                      // [Bq][Bk]: P, bf16
+  const bf16* q = p.q + p.q_at[at] + q0 * p.q_row;
+  for (std::int64_t i = 0; i < Bq; ++i) {
+    if (i < nq) {
+      std::memcpy(qb + i * E, q + i * p.q_row, static_cast<std::size_t>(E) * 2);
+    } else {
+      std::fill_n(qb + i * E, E, std::uint16_t{0});
+    }
+  }
+  std::fill_n(o, Bq * Ev, 0.0f);
+  const float inf = std::numeric_limits<float>::infinity(), scale = p.scale;
+  float m[Bq], l[Bq];
+  std::fill_n(m, Bq, -inf);
+  std::fill_n(l, Bq, 0.0f);
+  const bool* mask_rows = p.mask == nullptr ? nullptr : p.mask + p.mask_at[at] + q0 * p.mask_row;
+  const std::int64_t end = p.causal ? std::clamp<std::int64_t>(q0 + nq + p.shift, 0, p.Lk) : p.Lk;
+  for (std::int64_t j0 = 0; j0 < end; j0 += Bk) {
+    const std::int64_t nk = std::min(Bk, end - j0);
+    // S = Q K^T: tiles 0 and 1 the two rows of 16 queries, 4 and 5 their Q, 6 the keys.
+    for (std::int64_t kb = 0; kb < (nk + 15) / 16; ++kb) {
+      _tile_zero(0);
+      _tile_zero(1);
+      for (std::int64_t c = 0; c < chunks; ++c) {
+        _tile_loadd(4, qb + c * 32, E * 2);
+        _tile_loadd(5, qb + 16 * E + c * 32, E * 2);
+        _tile_loadd(6, kp + ((j0 / 16 + kb) * chunks + c) * 256, 64);
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 5, 6);
+      }
+      _tile_stored(0, s + kb * 16, Bk * 4);
+      _tile_stored(1, s + 16 * Bk + kb * 16, Bk * 4);
+    }
+    for (std::int64_t i = 0; i < Bq; ++i) {
+      float* row = s + i * Bk;
+      // Keys j < allowed may be seen (the causal bound, the tile's end); then the mask.
+      std::int64_t allowed = nk;
+      if (p.causal) allowed = std::clamp<std::int64_t>(q0 + i + p.shift - j0 + 1, 0, nk);
+      if (mask_rows != nullptr && i < nq) {
+        const bool* mi = mask_rows + i * p.mask_row + j0 * p.mask_col;
+        for (std::int64_t j = 0; j < allowed; ++j) {
+          if (!mi[j * p.mask_col]) row[j] = -inf;
+        }
+      }
+      float top = m[i];
+#pragma omp simd reduction(max : top)
+      for (std::int64_t j = 0; j < Bk; ++j) {
+        const float x = j < allowed ? row[j] * scale : -inf;
+        row[j] = x;
+        top = x > top ? x : top;
+      }
+      const float base = top == -inf ? 0.0f : top;
+      const float alpha = math::exp(m[i] - base);
+      std::uint16_t* prow = pb + i * Bk;
+      float sum = 0;
+      if (p.dropout.active() && i < nq) {  // the sum before dropout, P after
+        const std::int64_t first = p.score_at[at] + (q0 + i) * p.Lk + j0;
+        std::fill_n(u, Bk, 1.0f);
+        philox_uniforms(p.dropout.options.seed, p.dropout.options.offset,
+                        static_cast<std::uint64_t>(first), nk, u);
+        for (std::int64_t j = 0; j < Bk; ++j) {
+          const float e = math::exp(row[j] - base);
+          sum += e;
+          prow[j] = float_to_bf16_bits(p.dropout.apply(u[j], e));
+        }
+      } else {
+#pragma omp simd reduction(+ : sum)
+        for (std::int64_t j = 0; j < Bk; ++j) {
+          const float e = math::exp(row[j] - base);
+          sum += e;
+          prow[j] = float_to_bf16_bits(e);
+        }
+      }
+      l[i] = l[i] * alpha + sum;
+      m[i] = top;
+      float* orow = o + i * Ev;
+#pragma omp simd
+      for (std::int64_t c = 0; c < Ev; ++c) orow[c] *= alpha;
+    }
+    // O += P V: tiles 0-3 two rows of queries by two blocks of 16 values, 4 and 5 their P, 6 and
+    // 7 the values.
+    const std::int64_t key_chunks = (nk + 31) / 32;
+    for (std::int64_t cb = 0; cb < col_blocks; cb += 2) {
+      _tile_loadd(0, o + cb * 16, Ev * 4);
+      _tile_loadd(1, o + cb * 16 + 16, Ev * 4);
+      _tile_loadd(2, o + 16 * Ev + cb * 16, Ev * 4);
+      _tile_loadd(3, o + 16 * Ev + cb * 16 + 16, Ev * 4);
+      for (std::int64_t kc = 0; kc < key_chunks; ++kc) {
+        _tile_loadd(4, pb + kc * 32, Bk * 2);
+        _tile_loadd(5, pb + 16 * Bk + kc * 32, Bk * 2);
+        _tile_loadd(6, vp + ((j0 / 32 + kc) * col_blocks + cb) * 256, 64);
+        _tile_loadd(7, vp + ((j0 / 32 + kc) * col_blocks + cb + 1) * 256, 64);
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+      }
+      _tile_stored(0, o + cb * 16, Ev * 4);
+      _tile_stored(1, o + cb * 16 + 16, Ev * 4);
+      _tile_stored(2, o + 16 * Ev + cb * 16, Ev * 4);
+      _tile_stored(3, o + 16 * Ev + cb * 16 + 16, Ev * 4);
+    }
+  }
+  bf16* dst = out + (b * p.Lq + q0) * Ev;
+  for (std::int64_t i = 0; i < nq; ++i) {
+    const float inv = l[i] > 0 ? 1.0f / l[i] : 0.0f;
+    for (std::int64_t c = 0; c < Ev; ++c) dst[i * Ev + c] = bf16(o[i * Ev + c] * inv);
+    lse[b * p.Lq + q0 + i] = l[i] > 0 ? m[i] + math::log(l[i]) : -inf;
+  }
+}
+
+/// Whether the forward of p runs on AMX.
+template <FloatingElement T>
+bool flash_on_amx(const FlashProblem<T>& p) {
+  return std::is_same_v<T, bf16> && p.E % 32 == 0 && p.Ev % 32 == 0 && amx::usable();
+}
+
+/// The AMX forward: every entry's keys and values packed once, then the tasks.
+inline void flash_attention_forward_amx(const FlashProblem<bf16>& p, bf16* out, float* lse) {
+  const std::int64_t kp_words = (p.Lk + 15) / 16 * 16 * p.E / 2;
+  const std::int64_t vp_words = (p.Lk + 31) / 32 * 32 * p.Ev / 2;
+  Tensor<float> packed = empty<float>(Shape{p.batch, kp_words + vp_words}, Device::cpu());
+  auto* kp = reinterpret_cast<std::uint32_t*>(packed.data());
+  std::uint32_t* vp = kp + p.batch * kp_words;
+  const bool parallel = p.batch * p.Lq * p.Lk * p.E >= exec::cpu::kParallelThreshold;
+#pragma omp parallel for if (parallel)
+  for (std::int64_t b = 0; b < p.batch; ++b) {
+    const auto at = static_cast<std::size_t>(b);
+    amx::pack_transposed(reinterpret_cast<const std::uint16_t*>(p.k + p.k_at[at]), p.Lk, p.E,
+                         p.k_row, kp + b * kp_words);
+    amx::pack_pairs(reinterpret_cast<const std::uint16_t*>(p.v + p.v_at[at]), p.Lk, p.Ev, p.v_row,
+                    vp + b * vp_words);
+  }
+  const std::int64_t tiles = (p.Lq + kFlashQueryTile - 1) / kFlashQueryTile;
+  const std::int64_t tasks = p.batch * tiles;
+#pragma omp parallel if (parallel)
+  {
+    amx::configure_tiles();
+#pragma omp for schedule(dynamic)
+    for (std::int64_t t = 0; t < tasks; ++t) {
+      const std::int64_t tile = tiles - 1 - t % tiles;
+      flash_forward_task_amx(p, t / tiles, tile * kFlashQueryTile, kp, kp_words, vp, vp_words, out,
+                             lse);
+    }
+    amx::release_tiles();
+  }
+}
+#endif
+
 /// The forward: out [batch, Lq, Ev] and lse [batch, Lq], both dense.
 template <FloatingElement T, class Mode = exec::mode>
 void flash_attention_forward(const FlashProblem<T>& p, T* out, acc_t<T>* lse) {
   exec::count_launch();
+#if EMBER_HAVE_AMX
+  if constexpr (std::is_same_v<T, bf16>) {
+    if (flash_on_amx(p)) return flash_attention_forward_amx(p, out, lse);
+  }
+#endif
   const std::int64_t tiles = (p.Lq + kFlashQueryTile - 1) / kFlashQueryTile;
   const std::int64_t tasks = p.batch * tiles;
   // The last tiles first: under a causal mask they are the longest.

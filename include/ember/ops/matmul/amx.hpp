@@ -1,0 +1,119 @@
+// Intel AMX for bf16 products on the CPU (Sapphire Rapids and later): eight tile registers of
+// 16 rows x 64 bytes, and TDPBF16PS, C[16 x 16 float] += A[16 x 32 bf16] B[32 x 16 bf16], about
+// sixteen times the bf16 work of an AVX-512 FMA a cycle. B is read in pairs ("VNNI" layout): row r
+// of a B tile holds, for each of its 16 columns n, the two bf16 B[2r][n] and B[2r + 1][n].
+//
+// Usable when the CPU has AMX-TILE and AMX-BF16 and Linux lets the process use the tile data
+// (arch_prctl ARCH_REQ_XCOMP_PERM, asked once); every thread loads the tile configuration before
+// its first tile instruction (configure_tiles) and releases the tiles after its last. Host code of
+// GCC and clang on x86-64 only; elsewhere `usable()` is false and the callers keep their AVX
+// paths. EMBER_CPU_AMX=0 in the environment turns it off (the fallback's tests, comparisons).
+#pragma once
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDACC__)
+#define EMBER_HAVE_AMX 1
+#include <cpuid.h>
+#include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#else
+#define EMBER_HAVE_AMX 0
+#endif
+
+namespace ember::ops::amx {
+
+/// Whether AMX's bf16 tiles may run in this process (asked once).
+inline bool usable() {
+#if EMBER_HAVE_AMX
+  static const bool ok = [] {
+    const char* env = std::getenv("EMBER_CPU_AMX");
+    if (env != nullptr && std::strcmp(env, "0") == 0) return false;
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (__get_cpuid_count(7, 0, &a, &b, &c, &d) == 0) return false;
+    const bool tile = (d >> 24) & 1u, bf16 = (d >> 22) & 1u;
+    if (!tile || !bf16) return false;
+    constexpr long kReqXcompPerm = 0x1023, kXfeatureTileData = 18;
+    return syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureTileData) == 0;
+  }();
+  return ok;
+#else
+  return false;
+#endif
+}
+
+#if EMBER_HAVE_AMX
+/// Functions that run tile instructions.
+#define EMBER_AMX_TARGET __attribute__((target("amx-tile,amx-bf16")))
+
+/// LDTILECFG's 64 bytes: palette 1, every tile 16 rows of 64 bytes.
+struct alignas(64) TileConfig {
+  std::uint8_t palette = 1, start_row = 0;
+  std::uint8_t reserved[14] = {};
+  std::uint16_t bytes_per_row[16] = {};
+  std::uint8_t rows[16] = {};
+  TileConfig() {
+    for (int t = 0; t < 8; ++t) {
+      bytes_per_row[t] = 64;
+      rows[t] = 16;
+    }
+  }
+};
+
+/// Loads the configuration into this thread's tile registers (before the first tile instruction).
+EMBER_AMX_TARGET inline void configure_tiles() {
+  static const TileConfig config;
+  _tile_loadconfig(&config);
+}
+/// Gives the tile registers back to the OS's lazy state (after the last tile instruction).
+EMBER_AMX_TARGET inline void release_tiles() { _tile_release(); }
+#endif
+
+/// Packs rows [0, rows) of x (bf16 bit patterns, `rows` x `cols`, rows `row_stride` apart) into
+/// B tiles of the product x^T (contraction over cols): tile (rb, cb) holds rows rb*16 .. rb*16+15
+/// and columns cb*32 .. cb*32+31 as 16 x 16 pairs, out[((rb * chunks + cb) * 16 + pair) * 16 + n]
+/// = the pair (x[rb*16 + n][cb*32 + 2 pair], x[..][cb*32 + 2 pair + 1]). Rows past `rows` up to a
+/// whole tile are zeros; cols is a multiple of 32.
+inline void pack_transposed(const std::uint16_t* x, std::int64_t rows, std::int64_t cols,
+                            std::int64_t row_stride, std::uint32_t* out) {
+  const std::int64_t blocks = (rows + 15) / 16, chunks = cols / 32;
+  for (std::int64_t rb = 0; rb < blocks; ++rb) {
+    for (std::int64_t cb = 0; cb < chunks; ++cb) {
+      std::uint32_t* tile = out + (rb * chunks + cb) * 256;
+      for (std::int64_t n = 0; n < 16; ++n) {
+        const std::int64_t r = rb * 16 + n;
+        const std::uint16_t* src = x + r * row_stride + cb * 32;
+        for (std::int64_t pair = 0; pair < 16; ++pair) {
+          std::uint32_t v = 0;
+          if (r < rows) std::memcpy(&v, src + 2 * pair, sizeof v);
+          tile[pair * 16 + n] = v;
+        }
+      }
+    }
+  }
+}
+
+/// Packs rows [0, rows) of x (bf16 bit patterns, `rows` x `cols`, rows `row_stride` apart) into
+/// B tiles of the product with x (contraction over rows): tile (kc, cb) holds rows kc*32 ..
+/// kc*32+31 and columns cb*16 .. cb*16+15 as out[((kc * col_blocks + cb) * 16 + pair) * 16 + n]
+/// = the pair (x[kc*32 + 2 pair][cb*16 + n], x[kc*32 + 2 pair + 1][cb*16 + n]). Rows past `rows`
+/// up to a whole 32 are zeros; cols is a multiple of 16.
+inline void pack_pairs(const std::uint16_t* x, std::int64_t rows, std::int64_t cols,
+                       std::int64_t row_stride, std::uint32_t* out) {
+  const std::int64_t chunks = (rows + 31) / 32, col_blocks = cols / 16;
+  for (std::int64_t kc = 0; kc < chunks; ++kc) {
+    for (std::int64_t pair = 0; pair < 16; ++pair) {
+      const std::int64_t r0 = kc * 32 + 2 * pair, r1 = r0 + 1;
+      for (std::int64_t c = 0; c < cols; ++c) {
+        const std::uint32_t lo = r0 < rows ? x[r0 * row_stride + c] : 0;
+        const std::uint32_t hi = r1 < rows ? x[r1 * row_stride + c] : 0;
+        out[((kc * col_blocks + c / 16) * 16 + pair) * 16 + c % 16] = lo | (hi << 16);
+      }
+    }
+  }
+}
+
+}  // namespace ember::ops::amx
