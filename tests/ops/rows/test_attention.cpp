@@ -38,14 +38,15 @@ Tensor<double> naive_attention(const Tensor<double>& q, const Tensor<double>& k,
   const std::int64_t B = q.size(0), Lq = q.size(1), E = q.size(2), Lk = k.size(1), Ev = v.size(2);
   const auto qv = q.to_vector(), kv = k.to_vector(), vv = v.to_vector();
   const double scale = o.scale.value_or(1.0 / std::sqrt(static_cast<double>(E)));
+  // Causal: key j for query i when j <= i (PyTorch's is_causal), or j <= i + Lk - Lq.
+  const std::int64_t shift = o.causal_align == ember::CausalAlign::lower_right ? Lk - Lq : 0;
   std::vector<double> out(static_cast<std::size_t>(B * Lq * Ev), 0.0);
   for (std::int64_t b = 0; b < B; ++b) {
     for (std::int64_t i = 0; i < Lq; ++i) {
       std::vector<double> s(static_cast<std::size_t>(Lk), -INFINITY);
       double m = -INFINITY;
       for (std::int64_t j = 0; j < Lk; ++j) {
-        const bool ok =
-            keep[static_cast<std::size_t>(i * Lk + j)] && (!o.causal || j <= i + Lk - Lq);
+        const bool ok = keep[static_cast<std::size_t>(i * Lk + j)] && (!o.causal || j <= i + shift);
         if (!ok) continue;
         double d = 0;
         for (std::int64_t e = 0; e < E; ++e) {
@@ -92,12 +93,16 @@ TEMPLATE_TEST_CASE("scaled_dot_product_attention against the definition", "[ops]
   std::vector<bool> some(5 * 7);
   for (std::size_t i = 0; i < some.size(); ++i) some[i] = (i * 7 + 3) % 5 != 0;
   const Tensor<bool> some_mask = ember::from_vector<bool>(some, Shape{5, 7});
+  const auto align = GENERATE(ember::CausalAlign::upper_left, ember::CausalAlign::lower_right);
+  INFO("causal alignment " << (align == ember::CausalAlign::upper_left ? "upper left"
+                                                                       : "lower right"));
   for (bool causal : {false, true}) {
     for (double p : {0.0, 0.25}) {
       INFO("causal " << causal << " dropout " << p);
       AttentionOptions o;
       o.kernel = kernel;
       o.causal = causal;
+      o.causal_align = align;
       o.dropout_p = p;
       o.seed = 17;
       o.offset = 4;
@@ -208,6 +213,7 @@ TEMPLATE_TEST_CASE("flash attention against the float64 scores kernel: tails, ma
     Tensor<bool> mask;
     bool causal;
     double dropout;
+    ember::CausalAlign align = ember::CausalAlign::upper_left;
   };
   const std::int64_t B = 2, H = 3, E = 16, Ev = 24;
   std::vector<bool> some(static_cast<std::size_t>(H * 70 * 150));
@@ -221,6 +227,22 @@ TEMPLATE_TEST_CASE("flash attention against the float64 scores kernel: tails, ma
       {"no mask", {B, H, 70, E}, {B, H, 150, E}, {B, H, 150, Ev}, {}, false, 0},
       {"causal, fewer queries", {B, H, 37, E}, {B, H, 150, E}, {B, H, 150, Ev}, {}, true, 0},
       {"causal, more queries", {B, H, 150, E}, {B, H, 37, E}, {B, H, 37, Ev}, {}, true, 0},
+      {"causal lower right, fewer queries",
+       {B, H, 37, E},
+       {B, H, 150, E},
+       {B, H, 150, Ev},
+       {},
+       true,
+       0,
+       ember::CausalAlign::lower_right},
+      {"causal lower right, more queries",
+       {B, H, 150, E},
+       {B, H, 37, E},
+       {B, H, 37, Ev},
+       {},
+       true,
+       0,
+       ember::CausalAlign::lower_right},
       {"key padding", {B, H, 70, E}, {B, H, 150, E}, {B, H, 150, Ev}, key_padding, false, 0},
       {"a full mask over heads",
        {B, H, 70, E},
@@ -242,6 +264,7 @@ TEMPLATE_TEST_CASE("flash attention against the float64 scores kernel: tails, ma
                          v = rand_tensor(c.v, 23);
     AttentionOptions o;
     o.causal = c.causal;
+    o.causal_align = c.align;
     o.dropout_p = c.dropout;
     o.seed = 9;
     o.offset = 12;

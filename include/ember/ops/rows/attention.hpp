@@ -3,7 +3,8 @@
 //
 //   q [..., Lq, E], k [..., Lk, E], v [..., Lk, Ev] -> [..., Lq, Ev]; batch dims broadcast
 //   mask: Tensor<bool> broadcastable to [..., Lq, Lk], true where a query may attend (undefined:
-//         everywhere); causal: query i attends to keys j <= i + Lk - Lq
+//         everywhere); causal: query i attends to keys j <= i (PyTorch's is_causal), or with
+//         CausalAlign::lower_right to keys j <= i + Lk - Lq
 //   scale: 1 / sqrt(E) unless given; dropout_p with Philox (seed, offset) as ops/dropout.hpp
 // Two kernels, the same results (attention_kernel says which runs):
 // - flash (the CPU): flash_attention.hpp, tiles of queries and keys with
@@ -48,12 +49,21 @@ enum class AttentionKernel {
   scores,     // the score matrix from a batched GEMM, a row pass, a GEMM with v
 };
 
+/// Where a causal mask's diagonal lies when there are fewer or more queries than keys (PyTorch's
+/// torch.nn.attention.bias names).
+enum class CausalAlign {
+  upper_left,   // query i attends to keys j <= i: PyTorch's is_causal
+  lower_right,  // query i attends to keys j <= i + Lk - Lq: the last query sees every key (new
+                // queries against a cache of earlier keys)
+};
+
 struct AttentionOptions {
   double dropout_p = 0.0;
   bool causal = false;
   std::optional<double> scale;  // default 1 / sqrt(E)
   std::uint64_t seed = 0, offset = 0;
   AttentionKernel kernel = AttentionKernel::automatic;
+  CausalAlign causal_align = CausalAlign::upper_left;
 };
 
 namespace ops {
@@ -88,17 +98,23 @@ struct AttentionSaved {
   double scale = 1;
 };
 
+/// Key j is allowed for query i when j <= i + shift: the options' causal bound (Lk when there is
+/// none: every key).
+inline std::int64_t causal_shift(const AttentionOptions& opt, std::int64_t Lq, std::int64_t Lk) {
+  if (!opt.causal) return Lk;
+  return opt.causal_align == CausalAlign::lower_right ? Lk - Lq : 0;
+}
+
 /// The masked, scaled logits of `scores` as a lazy expression (-inf where masked).
 template <Storable T>
-auto attention_logits(const Tensor<T>& scores, const Tensor<bool>& mask, bool causal,
+auto attention_logits(const Tensor<T>& scores, const Tensor<bool>& mask, std::int64_t shift,
                       double scale) {
   const int r = scores.rank();
   const std::int64_t Lq = scores.size(r - 2), Lk = scores.size(r - 1);
   const Device dev = scores.device();
+  // Lk: no causal bound, every column satisfies it.
   const expr::Generated<std::int64_t, expr::ArangeGen> row(Shape{Lq, 1}, dev, {0.0, 1.0});
   const expr::Generated<std::int64_t, expr::ArangeGen> col(Shape{Lk}, dev, {0.0, 1.0});
-  // Not causal: a shift that every column satisfies.
-  const std::int64_t shift = causal ? Lk - Lq : Lk;
   return where(logical_and(col <= row + shift, mask), scores * scale,
                -std::numeric_limits<double>::infinity());
 }
@@ -165,7 +181,7 @@ FlashProblem<T> flash_problem(const Tensor<T>& q, const Tensor<T>& k, const Tens
     p.mask_col = m.stride(-1);
   }
   p.causal = opt.causal;
-  p.shift = p.Lk - p.Lq;
+  p.shift = causal_shift(opt, p.Lq, p.Lk);
   p.scale = static_cast<acc_t<T>>(scale);
   p.dropout = RowDropout<acc_t<T>>::from(DropoutOptions{opt.dropout_p, opt.seed, opt.offset});
   return p;
@@ -261,13 +277,14 @@ std::pair<Tensor<T>, AttentionSaved<T>> attention_forward(const Tensor<T>& q, co
   s.kernel = attention_kernel(q, opt.kernel);
   if (s.kernel == AttentionKernel::flash) return flash_forward<T, Mode>(q, k, v, mask_in, opt, s);
   s.scores = matmul<T, Mode>(q, k.transpose(-1, -2));
+  const std::int64_t shift = causal_shift(opt, q.size(-2), k.size(-2));
   if (attention_rows_apply(s.scores)) {
     std::tie(s.probs, s.lse) = attention_softmax_rows<T, Mode>(
-        s.scores, s.mask, opt.causal, s.scale, DropoutOptions{opt.dropout_p, opt.seed, opt.offset});
+        s.scores, s.mask, shift, s.scale, DropoutOptions{opt.dropout_p, opt.seed, opt.offset});
     return {matmul<T, Mode>(s.probs, v), s};
   }
   const int r = s.scores.rank();
-  const auto logits = attention_logits(s.scores, s.mask, opt.causal, s.scale);
+  const auto logits = attention_logits(s.scores, s.mask, shift, s.scale);
   s.lse = exec::reduce_expression<A>(logits, reduce::Bound<reduce::LogSumExp<A>>{}, name,
                                      Dims{r - 1}, true, true);
   const double inf = std::numeric_limits<double>::infinity();
@@ -290,19 +307,20 @@ std::tuple<Tensor<T>, Tensor<T>, Tensor<T>> attention_backward(
   using A = acc_t<T>;
   if (s.kernel == AttentionKernel::flash) return flash_backward<T, Mode>(q, k, v, s, opt, g);
   const int r = s.scores.rank();
+  const std::int64_t shift = causal_shift(opt, q.size(-2), k.size(-2));
   // dv = P^T g, dP = g v^T (summed later over broadcast batch dims by sum_to).
   const Tensor<T> dv = matmul<T, Mode>(s.probs.transpose(-1, -2), g);
   const Tensor<T> dp = matmul<T, Mode>(g, v.transpose(-1, -2));
   if (attention_rows_apply(s.scores)) {
     const Tensor<T> dlogits = attention_softmax_rows_backward<T, Mode>(
-        s.scores, s.mask, opt.causal, s.scale, s.lse, dp,
+        s.scores, s.mask, shift, s.scale, s.lse, dp,
         DropoutOptions{opt.dropout_p, opt.seed, opt.offset});
     return {sum_to<T, Mode>(matmul<T, Mode>(dlogits, k), q.shape()),
             sum_to<T, Mode>(matmul<T, Mode>(dlogits.transpose(-1, -2), q), k.shape()),
             sum_to<T, Mode>(dv, v.shape())};
   }
   const double inf = std::numeric_limits<double>::infinity();
-  const auto logits = attention_logits(s.scores, s.mask, opt.causal, s.scale);
+  const auto logits = attention_logits(s.scores, s.mask, shift, s.scale);
   const auto p = where(s.lse == -inf, 0.0, exp(logits - s.lse));  // before dropout
   Tensor<T> dlogits;
   auto softmax_backward = [&](const auto& dpre) {

@@ -351,20 +351,21 @@ struct AttentionSoftmaxBackwardRows {
   }
 };
 
+/// shift: key j is allowed for query q when j <= q + shift (ops::causal_shift).
 template <FloatingElement T>
 AttentionRowLogits<T> attention_row_logits(const Tensor<T>& scores, const Tensor<bool>& mask,
-                                           bool causal, double scale) {
+                                           std::int64_t shift, double scale) {
   const int r = scores.rank();
   const std::int64_t Lq = scores.size(r - 2), Lk = scores.size(r - 1);
-  return {scores.data(),         mask_rows(mask, scores.shape()), Lq, Lk,
-          causal ? Lk - Lq : Lk, static_cast<acc_t<T>>(scale)};
+  return {scores.data(), mask_rows(mask, scores.shape()), Lq, Lk,
+          shift,         static_cast<acc_t<T>>(scale)};
 }
 
 /// The probabilities (after dropout) and the logsumexp, kept ([..., Lq, 1]), of the scores.
 template <FloatingElement T, class Mode = exec::mode>
 std::pair<Tensor<T>, Tensor<acc_t<T>>> attention_softmax_rows(const Tensor<T>& scores,
-                                                              const Tensor<bool>& mask, bool causal,
-                                                              double scale,
+                                                              const Tensor<bool>& mask,
+                                                              std::int64_t shift, double scale,
                                                               const DropoutOptions& dropout) {
   using A = acc_t<T>;
   const std::int64_t cols = scores.size(-1), rows = scores.numel() / cols;
@@ -372,7 +373,7 @@ std::pair<Tensor<T>, Tensor<acc_t<T>>> attention_softmax_rows(const Tensor<T>& s
   kept[kept.rank() - 1] = 1;
   Tensor<T> probs = empty<T>(scores.shape(), scores.device());
   Tensor<A> lse = empty<A>(kept, scores.device());
-  const AttentionSoftmaxRows<T> f{attention_row_logits(scores, mask, causal, scale), probs.data(),
+  const AttentionSoftmaxRows<T> f{attention_row_logits(scores, mask, shift, scale), probs.data(),
                                   lse.data(), RowDropout<A>::from(dropout)};
   exec::for_each_row<AttentionSoftmaxRows<T>, Mode>(f, rows, cols, scores.device());
   return {probs, lse};
@@ -381,13 +382,14 @@ std::pair<Tensor<T>, Tensor<acc_t<T>>> attention_softmax_rows(const Tensor<T>& s
 /// The scores' gradient from the probabilities' gradient dp (after dropout).
 template <FloatingElement T, class Mode = exec::mode>
 Tensor<T> attention_softmax_rows_backward(const Tensor<T>& scores, const Tensor<bool>& mask,
-                                          bool causal, double scale, const Tensor<acc_t<T>>& lse,
-                                          const Tensor<T>& dp, const DropoutOptions& dropout) {
+                                          std::int64_t shift, double scale,
+                                          const Tensor<acc_t<T>>& lse, const Tensor<T>& dp,
+                                          const DropoutOptions& dropout) {
   using A = acc_t<T>;
   const std::int64_t cols = scores.size(-1), rows = scores.numel() / cols;
   const Tensor<T> dpc = dp.template contiguous<Mode>();
   Tensor<T> dlogits = empty<T>(scores.shape(), scores.device());
-  const AttentionSoftmaxBackwardRows<T> f{attention_row_logits(scores, mask, causal, scale),
+  const AttentionSoftmaxBackwardRows<T> f{attention_row_logits(scores, mask, shift, scale),
                                           lse.data(), dpc.data(), dlogits.data(),
                                           RowDropout<A>::from(dropout)};
   exec::for_each_row<AttentionSoftmaxBackwardRows<T>, Mode>(f, rows, cols, scores.device());

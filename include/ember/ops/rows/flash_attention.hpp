@@ -7,7 +7,8 @@
 // 32), the probabilities P^T = exp(S^T - max), and O^T += V^T P^T with O^T rescaled when the max
 // grows. The output O / sum and the logsumexp (max + log sum) are written once. The products run
 // on tile_product.hpp's register-blocked kernel; causal tiles entirely above the diagonal are
-// never visited.
+// never visited. bf16 with head sizes that are multiples of 32 runs the forward on AMX instead
+// where the CPU has it (flash_forward_task_amx: the same steps with the queries as rows).
 // Backward: one task per batch entry: for each tile of keys, the query tiles that may see it
 // recompute P = exp(S - logsumexp) and give dV += P^T dO, dP = dO V^T, dS = P (dP - D) with
 // D = rowsum(dO o O), dK += dS^T Q scale, dQ += dS K scale (dQ of the whole entry in a float
