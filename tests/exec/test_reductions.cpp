@@ -522,6 +522,18 @@ TEST_CASE("reductions match a float64 reference: int64", "[reduce]") {
   run_all_reductions<std::int64_t>();
 }
 
+TEST_CASE("norm(x, {1}) is the 2-norm over dim 1; p is a number only when it is one", "[reduce]") {
+  // A braced list once converted to the p overload: norm(x, {1}) was the 1-norm of everything.
+  const Tensor<double> x = ember::from_vector<double>({3, 4, 0, 6, 8, 0}, ember::Shape{2, 3});
+  const std::vector<double> rows = Tensor<double>(ember::norm(x, {1})).to_vector();
+  REQUIRE(rows == std::vector<double>{5.0, 10.0});
+  CHECK(ember::norm(x, 1).item() == 21.0);  // an integer p is p
+  CHECK(ember::norm(x, 1.0).item() == 21.0);
+  CHECK(ember::norm(x).item() == std::sqrt(125.0));
+  const ember::Var<double> v = ember::param(x);
+  CHECK(ember::Var<double>(ember::norm(v, {1})).value().to_vector() == rows);
+}
+
 TEST_CASE("reductions over empty ranges and rank 0", "[reduce][empty]") {
   Tensor<float> e0 = ember::zeros<float>({0});
   CHECK(ember::sum(e0).item() == 0.0f);

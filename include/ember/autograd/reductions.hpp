@@ -8,6 +8,7 @@
 // so these win for expressions that contain a Var.
 #pragma once
 
+#include <concepts>
 #include <limits>
 #include <memory>
 #include <type_traits>
@@ -196,9 +197,14 @@ auto norm(const X& x, const Dims& axes, bool keepdim = false, double p = 2.0) {
     return autograd::NormRule<V>{r.second.reshape(kept), axes, p};
   });
 }
+/// The p-norm of all of x. p is a template parameter so that a braced list cannot become it:
+/// norm(x, {1}) means the 2-norm over dim 1 (the overload above), not p = 1.
+template <VarOperand X, class Mode = exec::mode, class P>
+requires std::integral<P> || std::floating_point<P>
+auto norm(const X& x, P p) { return norm<X, Mode>(x, Dims{}, false, static_cast<double>(p)); }
 template <VarOperand X, class Mode = exec::mode>
-auto norm(const X& x, double p = 2.0) {
-  return norm<X, Mode>(x, Dims{}, false, p);
+auto norm(const X& x) {
+  return norm<X, Mode>(x, Dims{}, false, 2.0);
 }
 
 }  // namespace ember

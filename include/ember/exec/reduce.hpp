@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <concepts>
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -381,9 +382,14 @@ auto norm(const X& x, const Dims& axes, bool keepdim = false, double p = 2.0) {
   return exec::reduce_expression<V>(e, reduce::Bound<reduce::Norm<acc_t<V>>>{r}, "norm", axes,
                                     keepdim, true);
 }
+/// The p-norm of all of x. p is a template parameter so that a braced list cannot become it:
+/// norm(x, {1}) means the 2-norm over dim 1 (the overload above), not p = 1.
+template <ArrayOperand X, class Mode = exec::mode, class P>
+requires std::integral<P> || std::floating_point<P>
+auto norm(const X& x, P p) { return norm<X, Mode>(x, Dims{}, false, static_cast<double>(p)); }
 template <ArrayOperand X, class Mode = exec::mode>
-auto norm(const X& x, double p = 2.0) {
-  return norm<X, Mode>(x, Dims{}, false, p);
+auto norm(const X& x) {
+  return norm<X, Mode>(x, Dims{}, false, 2.0);
 }
 
 /// x summed down to `shape`, from which x's shape broadcasts: the adjoint of broadcasting.
