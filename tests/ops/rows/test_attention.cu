@@ -18,6 +18,16 @@ const Device kGpu = Device::cuda(0);
 
 using ember::testing::require_near;
 
+TEST_CASE("cuda attention: the score kernel runs; the CPU's flash kernel is refused", "[cuda]") {
+  EMBER_REQUIRE_CUDA_DEVICE();
+  const Tensor<float> q = randn<float>({1, 4, 8}, 1).to(kGpu),
+                      k = randn<float>({1, 6, 8}, 2).to(kGpu);
+  REQUIRE(ops::attention_kernel(q) == AttentionKernel::scores);
+  AttentionOptions o;
+  o.kernel = AttentionKernel::flash;
+  REQUIRE_THROWS_AS(scaled_dot_product_attention(q, k, k, {}, o), Error);
+}
+
 TEST_CASE("cuda attention: values and gradients match the CPU", "[cuda]") {
   EMBER_REQUIRE_CUDA_DEVICE();
   const Tensor<float> q = randn<float>({2, 4, 33, 16}, 1), k = randn<float>({2, 4, 40, 16}, 2),

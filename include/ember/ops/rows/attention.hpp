@@ -73,12 +73,8 @@ template <Storable T>
 AttentionKernel attention_kernel(const Tensor<T>& q,
                                  AttentionKernel asked = AttentionKernel::automatic) {
   if (asked == AttentionKernel::flash) {
-    EMBER_CHECK(q.device().is_cpu(),
-                "ember: scaled_dot_product_attention: the flash kernel runs "
-                "on the CPU only; on ",
-                q.device().str(),
-                " use AttentionKernel::scores or "
-                "automatic");
+    EMBER_CHECK(q.device().is_cpu(), "ember: scaled_dot_product_attention: the flash kernel ",
+                "runs on the CPU only; on ", q.device().str(), " ask for scores or automatic");
     return asked;
   }
   if (asked == AttentionKernel::scores) return asked;
