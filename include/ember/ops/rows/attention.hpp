@@ -140,6 +140,7 @@ FlashProblem<T> flash_problem(const Tensor<T>& q, const Tensor<T>& k, const Tens
   const Shape score_batch = broadcast_shapes(qb, kb, name);
   const Shape batch = broadcast_shapes(score_batch, vb, name);
   FlashProblem<T> p;
+  p.batch_shape = batch;
   p.batch = batch.numel();
   p.Lq = q.size(-2);
   p.Lk = k.size(-2);
@@ -193,18 +194,6 @@ Tensor<bool> attention_mask(const Tensor<bool>& mask, Device device) {
   return from_vector<bool>(std::vector<bool>{true}, Shape{}, device);
 }
 
-/// The batch extents the output has: q's, k's and v's broadcast.
-template <Storable T>
-Shape attention_batch(const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v) {
-  auto lead = [](const Tensor<T>& t) {
-    Shape out;
-    for (int d = 0; d + 2 < t.rank(); ++d) out.push_back(t.size(d));
-    return out;
-  };
-  const char* name = "scaled_dot_product_attention";
-  return broadcast_shapes(broadcast_shapes(lead(q), lead(k), name), lead(v), name);
-}
-
 /// The flash forward (the checks done; mask undefined: none): the output, and into s what its
 /// backward needs.
 template <FloatingElement T, class Mode = exec::mode>
@@ -220,7 +209,7 @@ std::pair<Tensor<T>, AttentionSaved<T>> flash_forward(const Tensor<T>& q_in, con
   s.out = empty<T>(Shape{p.batch, p.Lq, p.Ev}, q.device());
   s.lse = empty<acc_t<T>>(Shape{p.batch, p.Lq}, q.device());
   flash_attention_forward<T, Mode>(p, s.out.data(), s.lse.data());
-  Shape shape = attention_batch(q, k, v);
+  Shape shape = p.batch_shape;
   shape.push_back(p.Lq);
   shape.push_back(p.Ev);
   return {s.out.reshape(shape), s};
@@ -235,9 +224,8 @@ std::tuple<Tensor<T>, Tensor<T>, Tensor<T>> flash_backward(
                   v = with_dense_rows<T, Mode>(v_in);
   const FlashProblem<T> p = flash_problem(q, k, v, s.mask, opt, s.scale);
   const Tensor<T> dout = g.template contiguous<Mode>();
-  Shape batch = attention_batch(q, k, v);
   auto grad_shape = [&](std::int64_t rows, std::int64_t cols) {
-    Shape out = batch;
+    Shape out = p.batch_shape;
     out.push_back(rows);
     out.push_back(cols);
     return out;

@@ -68,6 +68,7 @@ inline std::vector<std::int64_t> batch_offsets(const Shape& sizes, const Shape& 
 template <FloatingElement T>
 struct FlashProblem {
   using A = acc_t<T>;
+  Shape batch_shape;  // q's, k's and v's batch extents broadcast: the output's
   std::int64_t batch = 0, Lq = 0, Lk = 0, E = 0, Ev = 0;
   const T *q = nullptr, *k = nullptr, *v = nullptr;
   std::int64_t q_row = 0, k_row = 0, v_row = 0;  // the rows' strides (their elements adjacent)
