@@ -2,6 +2,8 @@
 # enables the CUDA language for sm_90 by default. Included at file scope from the top-level
 # CMakeLists.txt: enable_language() must not run inside a function.
 #
+# With EMBER_CUDA_EMULATION on, EMBER_WITH_CUDA is ON and no toolkit is looked for.
+#
 # Sets:
 #   EMBER_WITH_CUDA       ON or OFF
 #   EMBER_CUDA_CCCL_DIR   the toolkit's include/cccl (CUB, Thrust, libcu++) when it exists
@@ -26,7 +28,12 @@ set(EMBER_CUDA_SUMMARY "")
 set(EMBER_DEFAULT_CUDA_ARCHITECTURES "90-real" CACHE STRING
     "CUDA architectures used when CMAKE_CUDA_ARCHITECTURES is not set")
 
-if(_ember_cuda_mode STREQUAL "OFF")
+if(EMBER_CUDA_EMULATION)
+  # The CUDA code is compiled by the host compiler and runs on the emulated device
+  # (include/ember/emulated_cuda): no toolkit, no CUDA language.
+  set(EMBER_WITH_CUDA ON)
+  set(EMBER_CUDA_SUMMARY " (emulated on the CPU: EMBER_CUDA_EMULATION)")
+elseif(_ember_cuda_mode STREQUAL "OFF")
   set(EMBER_CUDA_SUMMARY " (EMBER_CUDA=OFF)")
 else()
   # nvcc is often not on PATH (CI images): a compiler given by the user tells us where the

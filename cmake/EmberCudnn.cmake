@@ -10,7 +10,7 @@ include_guard(DIRECTORY)
 string(TOUPPER "${EMBER_CUDNN}" _ember_cudnn_mode)
 set(EMBER_WITH_CUDNN OFF)
 set(EMBER_CUDNN_SUMMARY "")
-if(NOT EMBER_WITH_CUDA OR _ember_cudnn_mode STREQUAL "OFF")
+if(NOT EMBER_WITH_CUDA OR EMBER_CUDA_EMULATION OR _ember_cudnn_mode STREQUAL "OFF")
   set(EMBER_CUDNN_SUMMARY " (off)")
 else()
   find_path(EMBER_CUDNN_INCLUDE_DIR cudnn.h

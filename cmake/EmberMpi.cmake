@@ -32,7 +32,7 @@ else()
 endif()
 
 set(EMBER_WITH_NCCL OFF)
-if(EMBER_WITH_CUDA)
+if(EMBER_WITH_CUDA AND NOT EMBER_CUDA_EMULATION)
   find_path(EMBER_NCCL_INCLUDE_DIR nccl.h
             HINTS ${NCCL_ROOT} $ENV{NCCL_ROOT} ${CUDAToolkit_INCLUDE_DIRS}
             PATH_SUFFIXES include)

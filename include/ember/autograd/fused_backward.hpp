@@ -327,8 +327,15 @@ void fused_backward(const E& e, const Tensor<GT>& up, const Rule& rule) {
     expr::PlanBuilder b = space.planner(1, L.arrays.size());
     std::size_t next_seed = 1;
     const auto step = [&] { return L.ndim() == 1 ? L.arrays[next_seed++][0] : std::int64_t{0}; };
+    // The implicit 1 is a null pointer for nvcc's device code, which tests for it, and host_one
+    // where the kernels are host code: the CPU's loops, and every kernel of an emulated build.
+#if defined(EMBER_CUDA_EMULATION)
+    const bool kernels_are_host_code = true;
+#else
+    const bool kernels_are_host_code = device.is_cpu();
+#endif
     const SeedOperand<GT> up_plan =
-        seed_operand_plan(up, b, step(), device.is_cpu() ? host_one<GT>() : nullptr);
+        seed_operand_plan(up, b, step(), kernels_are_host_code ? host_one<GT>() : nullptr);
     const auto operand_plans = std::apply(
         [&](const auto&... t) { return std::tuple{seed_operand_plan(t, b, step())...}; }, operands);
     auto seed = std::apply([&](const auto&... p) { return rule.template seed<A>(up_plan, p...); },

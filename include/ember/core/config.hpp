@@ -2,9 +2,14 @@
 //
 //   EMBER_WITH_CUDA     the CUDA runtime is linked (set by CMake when EMBER_CUDA is on):
 //                       device memory, copies and streams work from any translation unit.
-//   EMBER_CUDA_KERNELS  this translation unit is compiled by nvcc: expressions can be
-//                       evaluated on a CUDA device. A .cpp file compiled by the host
-//                       compiler gets a clear ember::Error instead.
+//   EMBER_CUDA_KERNELS  this translation unit is compiled by nvcc (or for the emulated
+//                       device): expressions can be evaluated on a CUDA device. A .cpp file
+//                       compiled by the host compiler gets a clear ember::Error instead.
+//   EMBER_CUDA_EMULATION  set by CMake's option of that name: the CUDA runtime is ember's
+//                       emulated device, which runs CUDA code on the CPU with CUDA's semantics
+//                       (emulated_cuda/, docs/emulated-cuda.md). Its .cu files, compiled by the
+//                       host compiler, also get EMBER_CUDA_UNIT (nvcc's __CUDACC__ there), and
+//                       with it EMBER_CUDA_KERNELS.
 //   EMBER_CPU_LOOPS_ELSEWHERE  defined only by ember::kernels' nvcc units (src/kernels/*.cu):
 //                       the CPU loops (exec::cpu::run and run_reduce) are declared, not
 //                       defined; the library's host units, which instantiate the same
@@ -25,6 +30,11 @@
 #else
 #define EMBER_HD
 #define EMBER_DEVICE
+// A .cu file compiled by the host compiler for the emulated device (emulated_cuda/): its kernels
+// are host functions, run by the emulation.
+#if defined(EMBER_CUDA_EMULATION) && defined(EMBER_CUDA_UNIT)
+#define EMBER_CUDA_KERNELS 1
+#endif
 #endif
 
 #if defined(__CUDA_ARCH__)

@@ -4,8 +4,6 @@
 // Included only in translation units compiled by nvcc.
 #pragma once
 
-#include <cuda_runtime.h>
-
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -14,7 +12,7 @@
 #include "../core/cuda.hpp"
 #include "../expr/plan.hpp"
 #include "fastdiv.hpp"
-#include "launch_counter.hpp"
+#include "kernel_launch.cuh"
 #include "layout.hpp"
 
 namespace ember::exec::gpu {
@@ -39,8 +37,6 @@ inline unsigned grid_for(std::int64_t work_items, int device) {
   const std::int64_t cap = std::int64_t{sm_count(device)} * 32;
   return static_cast<unsigned>(std::max<std::int64_t>(1, std::min(want, cap)));
 }
-
-inline void check_launch(const char* what) { cuda::check(cudaGetLastError(), what); }
 
 /// Coordinates of a linear index in the iteration space: by fast 32-bit division when the
 /// space has fewer than 2^31 elements, by 64-bit division otherwise. Both in one map (a
@@ -113,14 +109,12 @@ void run(const Plan& plan, const IterLayout& L, bool vectorize, int device) {
   cuda::DeviceGuard guard(device);
   cudaStream_t stream = cuda::current_stream(device);
   if (L.dense && (vectorize || V == 1)) {
-    dense_kernel<V>
-        <<<grid_for((L.numel + V - 1) / V, device), kBlockThreads, 0, stream>>>(plan, L.numel);
+    launch_kernel("an elementwise kernel (dense)", dense_kernel<V, Plan>,
+                  grid_for((L.numel + V - 1) / V, device), kBlockThreads, 0, stream, plan, L.numel);
   } else {
-    strided_kernel<<<grid_for(L.numel, device), kBlockThreads, 0, stream>>>(plan, CoordMap(L),
-                                                                            L.numel);
+    launch_kernel("an elementwise kernel (strided)", strided_kernel<Plan>,
+                  grid_for(L.numel, device), kBlockThreads, 0, stream, plan, CoordMap(L), L.numel);
   }
-  check_launch("an elementwise kernel launch");
-  count_launch();
 }
 
 }  // namespace ember::exec::gpu

@@ -36,10 +36,8 @@ template <class F>
 void launch_for_each(const F& f, std::int64_t n, int device) {
   if (n == 0) return;
   ember::cuda::DeviceGuard guard(device);
-  for_each_kernel<<<grid_for(n, device), kBlockThreads, 0, ember::cuda::current_stream(device)>>>(
-      f, n);
-  check_launch("a for_each kernel launch");
-  count_launch();
+  launch_kernel("a for_each kernel", for_each_kernel<F>, grid_for(n, device), kBlockThreads, 0,
+                ember::cuda::current_stream(device), f, n);
 }
 }  // namespace EMBER_EXEC_NS
 }  // namespace gpu

@@ -219,10 +219,9 @@ struct RowPass {
 #if defined(EMBER_CUDA_KERNELS)
   void on_cuda(int device) const {
     ember::cuda::DeviceGuard guard(device);
-    gpu::for_each_row_kernel<<<gpu::grid_for(rows * gpu::kWarpLanes, device), gpu::kBlockThreads, 0,
-                               ember::cuda::current_stream(device)>>>(f, rows);
-    gpu::check_launch("a for_each_row kernel launch");
-    count_launch();
+    gpu::launch_kernel("a for_each_row kernel", gpu::for_each_row_kernel<F>,
+                       gpu::grid_for(rows * gpu::kWarpLanes, device), gpu::kBlockThreads, 0,
+                       ember::cuda::current_stream(device), f, rows);
   }
 #endif
 };

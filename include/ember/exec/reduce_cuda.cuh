@@ -1,7 +1,7 @@
 // The CUDA reduction executor: the same reducers and plans as the CPU. Two kernels:
 //   rows     one block (or several, for long rows) per output; threads stride the reduced
-//            range and CUB combines them; split rows finish in the last block to arrive, so
-//            a reduction is always one launch and the combine order is fixed;
+//            range and a tree in shared memory combines them; split rows finish in the last
+//            block to arrive, so a reduction is always one launch and the combine order is fixed;
 //   columns  one thread per output when the outputs are adjacent in memory and the reduced
 //            dimensions are outer (sum over the batch), so neighbouring threads read
 //            neighbouring elements.
@@ -9,8 +9,8 @@
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
-#include <cub/block/block_reduce.cuh>
 
 #include "../memory/storage.hpp"
 #include "cuda_executor.cuh"
@@ -62,14 +62,33 @@ struct ReduceGeometry {
   }
 };
 
+/// The block's states combined into slots[0] by a tree (pairs at distance 128, 64, ..., 1: the
+/// same order every time), for any state type; kBlockThreads is a power of 2. `slots` is shared
+/// memory of kBlockThreads states; it may be reused after the next __syncthreads.
 template <class Red>
-struct CombineOp {
-  Red red;
-  __device__ EMBER_FORCEINLINE typename Red::state operator()(const typename Red::state& a,
-                                                              const typename Red::state& b) const {
-    return red.combine(a, b);
+__device__ EMBER_FORCEINLINE typename Red::state block_combine(const Red& red,
+                                                               typename Red::state s,
+                                                               typename Red::state* slots) {
+  const unsigned t = threadIdx.x;
+  slots[t] = s;
+  __syncthreads();
+  for (unsigned width = kBlockThreads / 2; width > 0; width /= 2) {
+    if (t < width) slots[t] = red.combine(slots[t], slots[t + width]);
+    __syncthreads();
   }
-};
+  return slots[0];
+}
+
+/// *p read past the caches, word by word (another block wrote it, before a __threadfence).
+template <class S>
+__device__ EMBER_FORCEINLINE S load_volatile(const S* p) {
+  static_assert(sizeof(S) % sizeof(unsigned) == 0, "a reduction state is whole 4-byte words");
+  S out{};
+  const auto* from = reinterpret_cast<const volatile unsigned*>(p);
+  auto* to = reinterpret_cast<unsigned*>(&out);
+  for (std::size_t i = 0; i < sizeof(S) / sizeof(unsigned); ++i) to[i] = from[i];
+  return out;
+}
 
 template <class R, class Red, class Plan>
 __global__ void __launch_bounds__(kBlockThreads)
@@ -77,8 +96,12 @@ __global__ void __launch_bounds__(kBlockThreads)
                        unsigned* arrivals) {
   using State = typename Red::state;
   using A = typename Plan::acc_type;
-  using BlockReduce = cub::BlockReduce<State, kBlockThreads>;
-  __shared__ typename BlockReduce::TempStorage temp;
+  // Raw bytes: shared memory cannot hold a type with a constructor.
+  struct alignas(State) SlotBytes {
+    unsigned char bytes[sizeof(State) * kBlockThreads];
+  };
+  __shared__ SlotBytes slot_bytes;
+  State* slots = reinterpret_cast<State*>(slot_bytes.bytes);
   __shared__ bool last;
 
   for (std::int64_t b = blockIdx.x; b < g.outputs * g.splits; b += gridDim.x) {
@@ -92,10 +115,10 @@ __global__ void __launch_bounds__(kBlockThreads)
     for (std::int64_t r = begin + threadIdx.x; r < end; r += blockDim.x) {
       s = red.step(s, static_cast<A>(g.value(plan, o, r, ix)), r);
     }
-    s = BlockReduce(temp).Reduce(s, CombineOp<Red>{red});
+    s = block_combine(red, s, slots);
     if (g.splits == 1) {
       if (threadIdx.x == 0) out[o] = to_storage<R>(red.finish(s, g.reduced));
-      __syncthreads();  // temp is reused by the next output
+      __syncthreads();  // the slots are reused by the next output
       continue;
     }
     if (threadIdx.x == 0) {
@@ -109,7 +132,7 @@ __global__ void __launch_bounds__(kBlockThreads)
       // Combine the partials in split order: the answer does not depend on arrival order.
       State t = red.init();
       for (int k = 0; k < g.splits; ++k) {
-        t = red.combine(t, *const_cast<volatile State*>(&partial[o * g.splits + k]));
+        t = red.combine(t, load_volatile(&partial[o * g.splits + k]));
       }
       out[o] = to_storage<R>(red.finish(t, g.reduced));
       arrivals[o] = 0;
@@ -151,9 +174,8 @@ void run_reduce(const Red& red, const Plan& plan, const ReduceLayout& L, R* out,
   const bool outputs_adjacent = L.kept > 0 && !L.arrays.empty() && L.arrays[0][L.kept - 1] == 1;
   if (outputs_adjacent && L.reduced > 1 && L.outputs >= threads_available / 4) {
     const unsigned grid = grid_for(L.outputs, device);
-    reduce_columns_kernel<<<grid, kBlockThreads, 0, stream>>>(red, plan, g, out);
-    check_launch("a column reduction kernel launch");
-    count_launch();
+    launch_kernel("a column reduction kernel", reduce_columns_kernel<R, Red, Plan>, grid,
+                  kBlockThreads, 0, stream, red, plan, g, out);
     return;
   }
 
@@ -186,10 +208,9 @@ void run_reduce(const Red& red, const Plan& plan, const ReduceLayout& L, R* out,
   }
   const std::int64_t blocks =
       std::min<std::int64_t>(L.outputs * splits, std::int64_t{sm_count(device)} * 32);
-  reduce_rows_kernel<<<static_cast<unsigned>(blocks), kBlockThreads, 0, stream>>>(
-      red, plan, g, out, partial, arrivals);
-  check_launch("a row reduction kernel launch");
-  count_launch();
+  launch_kernel("a row reduction kernel", reduce_rows_kernel<R, Red, Plan>,
+                static_cast<unsigned>(blocks), kBlockThreads, 0, stream, red, plan, g, out, partial,
+                arrivals);
   // `scratch` is released on the same stream, after the kernel, by the stream-ordered pool.
 }
 

@@ -50,11 +50,9 @@ void launch_chunk_sums(const Slot* slots, const Chunk* chunks, std::int64_t nchu
   ember::cuda::DeviceGuard guard(device);
   EMBER_CHECK(nchunks < (std::int64_t{1} << 31), "ember: multi-tensor sums: too many chunks (",
               nchunks, ")");
-  chunk_sums_kernel<K>
-      <<<static_cast<unsigned>(nchunks), kSumThreads, 0, ember::cuda::current_stream(device)>>>(
-          slots, chunks, f, partial);
-  exec::gpu::check_launch("the multi-tensor sums kernel launch");
-  exec::count_launch();
+  exec::gpu::launch_kernel("the multi-tensor sums kernel", chunk_sums_kernel<K, Slot, Chunk, F>,
+                           static_cast<unsigned>(nchunks), kSumThreads, 0,
+                           ember::cuda::current_stream(device), slots, chunks, f, partial);
 }
 
 }  // namespace EMBER_EXEC_NS
