@@ -111,21 +111,25 @@ T atomicCAS(T* address, T compare, T value) {
                                                               std::memory_order_relaxed);
   return compare;  // the old value either way
 }
-template <class T>
-T atomicMax(T* address, T value) {
-  auto a = ember::emulated::atomic_at(address);
+namespace ember::emulated {
+/// Replaces *address by value while `better(value, old)`; returns the old value.
+template <class T, class Better>
+T atomic_keep(T* address, T value, Better better) {
+  auto a = atomic_at(address);
   T old = a.load(std::memory_order_relaxed);
-  while (old < value && !a.compare_exchange_weak(old, value, std::memory_order_relaxed)) {
+  while (better(value, old) && !a.compare_exchange_weak(old, value, std::memory_order_relaxed)) {
   }
   return old;
 }
+}  // namespace ember::emulated
+
+template <class T>
+T atomicMax(T* address, T value) {
+  return ember::emulated::atomic_keep(address, value, [](T v, T old) { return old < v; });
+}
 template <class T>
 T atomicMin(T* address, T value) {
-  auto a = ember::emulated::atomic_at(address);
-  T old = a.load(std::memory_order_relaxed);
-  while (value < old && !a.compare_exchange_weak(old, value, std::memory_order_relaxed)) {
-  }
-  return old;
+  return ember::emulated::atomic_keep(address, value, [](T v, T old) { return v < old; });
 }
 
 // ---- Intrinsics --------------------------------------------------------------------------------

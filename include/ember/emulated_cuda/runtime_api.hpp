@@ -20,8 +20,7 @@
 #include "builtins.hpp"
 #include "device.hpp"
 
-// ---- Types
-// ---------------------------------------------------------------------------------------
+// ---- Types -------------------------------------------------------------------------------------
 
 enum cudaError {
   cudaSuccess = 0,
@@ -345,8 +344,7 @@ inline cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int d
   return ember::emulated::error(cudaErrorInvalidValue, "an attribute the emulation does not know");
 }
 
-// ---- Streams and events
-// --------------------------------------------------------------------------
+// ---- Streams and events ------------------------------------------------------------------------
 
 inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned flags) {
   *s = new CUstream_st{ember::emulated::current_device(), flags, 0};
@@ -431,8 +429,7 @@ inline cudaError_t cudaLaunchHostFunc(cudaStream_t s, cudaHostFn_t fn, void* dat
   return cudaSuccess;
 }
 
-// ---- Memory
-// --------------------------------------------------------------------------------------
+// ---- Memory ------------------------------------------------------------------------------------
 
 inline cudaError_t cudaMalloc(void** p, std::size_t bytes) {
   const int d = ember::emulated::current_device();
@@ -581,8 +578,7 @@ inline cudaError_t cudaMemset(void* p, int value, std::size_t bytes) {
   return cudaStreamSynchronize(nullptr);
 }
 
-// ---- Kernel launches
-// -----------------------------------------------------------------------------
+// ---- Kernel launches ---------------------------------------------------------------------------
 
 namespace ember::emulated {
 
