@@ -1,5 +1,6 @@
 # Resolves the EMBER_CUDNN option (AUTO, ON or OFF) into EMBER_WITH_CUDNN: conv2d on CUDA calls
-# cuDNN 9 (found next to the CUDA toolkit, or where CUDNN_ROOT points). Only with CUDA.
+# cuDNN 9 (found next to the CUDA toolkit, or where CUDNN_ROOT points). Only with CUDA. The
+# emulated device brings its own substitute (include/ember/emulated_cuda/cudnn.hpp).
 #
 # Sets:
 #   EMBER_WITH_CUDNN        ON or OFF
@@ -10,8 +11,11 @@ include_guard(DIRECTORY)
 string(TOUPPER "${EMBER_CUDNN}" _ember_cudnn_mode)
 set(EMBER_WITH_CUDNN OFF)
 set(EMBER_CUDNN_SUMMARY "")
-if(NOT EMBER_WITH_CUDA OR EMBER_CUDA_EMULATION OR _ember_cudnn_mode STREQUAL "OFF")
+if(NOT EMBER_WITH_CUDA OR _ember_cudnn_mode STREQUAL "OFF")
   set(EMBER_CUDNN_SUMMARY " (off)")
+elseif(EMBER_CUDA_EMULATION)
+  set(EMBER_WITH_CUDNN ON)
+  set(EMBER_CUDNN_SUMMARY " (the emulated device's substitute)")
 else()
   find_path(EMBER_CUDNN_INCLUDE_DIR cudnn.h
             HINTS ${CUDNN_ROOT} $ENV{CUDNN_ROOT} ${CUDAToolkit_INCLUDE_DIRS}

@@ -32,7 +32,12 @@ else()
 endif()
 
 set(EMBER_WITH_NCCL OFF)
-if(EMBER_WITH_CUDA AND NOT EMBER_CUDA_EMULATION)
+if(EMBER_CUDA_EMULATION)
+  # The emulated device's substitute (include/ember/emulated_cuda/nccl.hpp): ranks meet in
+  # POSIX shared memory.
+  set(EMBER_WITH_NCCL ON)
+  string(APPEND EMBER_MPI_SUMMARY "; NCCL the emulated device's substitute")
+elseif(EMBER_WITH_CUDA)
   find_path(EMBER_NCCL_INCLUDE_DIR nccl.h
             HINTS ${NCCL_ROOT} $ENV{NCCL_ROOT} ${CUDAToolkit_INCLUDE_DIRS}
             PATH_SUFFIXES include)

@@ -33,8 +33,8 @@ inline bool cuda_device_or_skip(const char* test_name) {
 }
 
 /// A tensor computed on the GPU against the same computation on the CPU: same shape, and every
-/// element within rel (1 + |cpu|) (NaN where the CPU has NaN). Counts the misses, so one CHECK
-/// reports them all.
+/// element within rel (1 + |cpu|) (NaN where the CPU has NaN, the same infinity where it has one).
+/// Counts the misses, so one CHECK reports them all.
 template <class T>
 void require_near(const Tensor<T>& gpu, const Tensor<T>& cpu, double rel) {
   REQUIRE(gpu.defined());
@@ -43,11 +43,37 @@ void require_near(const Tensor<T>& gpu, const Tensor<T>& cpu, double rel) {
   const std::vector<double> g =
       Tensor<double>(cast<double>(gpu.to(Device::cpu()))).contiguous().to_vector();
   const std::vector<double> c = Tensor<double>(cast<double>(cpu)).contiguous().to_vector();
-  std::size_t bad = 0;
+  std::size_t bad = 0, first = 0;
   for (std::size_t i = 0; i < g.size(); ++i) {
-    const bool both_nan = std::isnan(g[i]) && std::isnan(c[i]);
-    if (!both_nan && !(std::fabs(g[i] - c[i]) <= rel * (1.0 + std::fabs(c[i])))) ++bad;
+    const bool same = g[i] == c[i] || (std::isnan(g[i]) && std::isnan(c[i]));  // infinities too
+    if (!same && !(std::fabs(g[i] - c[i]) <= rel * (1.0 + std::fabs(c[i])))) {
+      if (bad++ == 0) first = i;
+    }
   }
+  INFO("of " << g.size() << " elements; the first miss at " << first << ": gpu "
+             << (bad ? g[first] : 0.0) << ", cpu " << (bad ? c[first] : 0.0));
+  CHECK(bad == 0);
+}
+
+/// As require_near, for results of long sums in bf16 or half, whose rounding errors scale with
+/// the terms rather than with the result (an entry that cancels to near zero still carries its
+/// terms' errors): every element within rel (|cpu| + s), s the root mean square of cpu.
+template <class T>
+void require_near_normwise(const Tensor<T>& gpu, const Tensor<T>& cpu, double rel) {
+  REQUIRE(gpu.device().is_cuda());
+  REQUIRE(gpu.shape() == cpu.shape());
+  const std::vector<double> g =
+      Tensor<double>(cast<double>(gpu.to(Device::cpu()))).contiguous().to_vector();
+  const std::vector<double> c = Tensor<double>(cast<double>(cpu)).contiguous().to_vector();
+  double squares = 0;
+  for (double v : c) squares += v * v;
+  const double s = c.empty() ? 0.0 : std::sqrt(squares / static_cast<double>(c.size()));
+  std::size_t bad = 0, first = 0;
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    if (!(std::fabs(g[i] - c[i]) <= rel * (std::fabs(c[i]) + s)) && bad++ == 0) first = i;
+  }
+  INFO("of " << g.size() << " elements (rms " << s << "); the first miss at " << first << ": gpu "
+             << (bad ? g[first] : 0.0) << ", cpu " << (bad ? c[first] : 0.0));
   CHECK(bad == 0);
 }
 

@@ -146,6 +146,15 @@ TEST_CASE("cuda: strided views, where, compound and multi-output assignment", "[
     const Tensor<bf16> hu = h.narrow(0, 3, 3000), hgu = hg.narrow(0, 3, 3000);
     require_close(Tensor<bf16>(hgu * hgu), Tensor<bf16>(hu * hu), 0, 0);
   }
+  SECTION("copies keep a channels-last layout both ways, as PyTorch's preserve_format") {
+    const Tensor<float> x = randn<float>({2, 3, 5, 4}, 23).contiguous(MemoryFormat::channels_last);
+    const Tensor<float> xg = x.to(kGpu), back = xg.to(Device::cpu());
+    CHECK(xg.is_contiguous(MemoryFormat::channels_last));
+    CHECK(back.is_contiguous(MemoryFormat::channels_last));
+    require_close(back, x, 0, 0);
+    // Any other layout arrives contiguous.
+    CHECK(ag.transpose(0, 1).to(Device::cpu()).is_contiguous());
+  }
   SECTION("where with a comparison") {
     require_close(Tensor<float>(where(ag > 0.0f, ag, ag * 0.1f)),
                   Tensor<float>(where(a > 0.0f, a, a * 0.1f)), 0, 0);

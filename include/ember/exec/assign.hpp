@@ -291,12 +291,16 @@ Tensor<T> Tensor<T>::to(Device target, bool non_blocking) const {
   require_defined("to");
   if (target == device()) return *this;
   if (numel() == 0) return empty<T>(shape_, target);
-  if (!is_contiguous()) {
+  const bool channels_last =
+      rank() == 4 && !is_contiguous() && is_contiguous(MemoryFormat::channels_last);
+  if (!is_contiguous() && !channels_last) {
     if (device().is_cpu()) return contiguous<Mode>().template to<Mode>(target);
     if (target.is_cpu()) return detail::gather_to_host<T, Mode>(*this);
     return contiguous<Mode>().template to<Mode>(target);
   }
-  Tensor<T> out = empty<T>(shape_, target);
+  // Dense either way: the bytes as they are, in the same memory format.
+  Tensor<T> out = empty<T>(shape_, target,
+                           channels_last ? MemoryFormat::channels_last : MemoryFormat::contiguous);
   const auto bytes = static_cast<std::size_t>(numel()) * sizeof(T);
   if (non_blocking && is_pinned() && target.is_cuda()) {
     detail::copy_pinned_to_device_async(out.data(), target, data(), storage_->data(), bytes);

@@ -32,19 +32,6 @@
 
 namespace ember::exec {
 
-/// Throws unless `device` can run a launch from this translation unit; with no CUDA compiler,
-/// explains how to get one.
-inline void require_runnable(Device device) {
-  if (device.is_cuda()) {
-    cuda::require_device(device.index());
-#if !defined(EMBER_CUDA_KERNELS)
-    fail("ember: evaluating an expression on ", device.str(),
-         " needs its translation unit compiled by nvcc (a .cu file, or CMake's CUDA language); "
-         "this one was compiled by the host compiler");
-#endif
-  }
-}
-
 /// Elements of at most `Bytes` bytes in `Target` bytes (4-byte lanes when nothing is read).
 template <std::size_t Bytes, int Target>
 inline constexpr int lanes_in = Bytes == 0 ? Target / 4 : std::max<int>(1, Target / int(Bytes));
@@ -57,6 +44,21 @@ inline constexpr int gpu_width = lanes_in<Bytes, 16>;
 
 // Runs with the executor of this kind of translation unit (core/config.hpp).
 inline namespace EMBER_EXEC_NS {
+
+/// Throws unless `device` can run a launch from this translation unit; with no CUDA compiler,
+/// explains how to get one. Its body depends on the kind of unit, so it lives in the unit kind's
+/// namespace: a plain inline function would be one function to the linker, and a program with
+/// both kinds of unit would keep either body for both.
+inline void require_runnable(Device device) {
+  if (device.is_cuda()) {
+    cuda::require_device(device.index());
+#if !defined(EMBER_CUDA_KERNELS)
+    fail("ember: evaluating an expression on ", device.str(),
+         " needs its translation unit compiled by nvcc (a .cu file, or CMake's CUDA language); "
+         "this one was compiled by the host compiler");
+#endif
+  }
+}
 
 /// Runs `work` on `device`: work.on_host() on the CPU; on a CUDA device, once require_runnable
 /// has found it usable, work.on_cuda(index), which a work type declares only where nvcc compiles

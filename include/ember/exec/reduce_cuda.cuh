@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "../memory/storage.hpp"
 #include "cuda_executor.cuh"
@@ -79,21 +80,37 @@ __device__ EMBER_FORCEINLINE typename Red::state block_combine(const Red& red,
   return slots[0];
 }
 
-/// *p read past the caches, word by word (another block wrote it, before a __threadfence).
+/// A split row's partial state, kept in device memory as 4-byte words and read past the caches
+/// (another block wrote it, before a __threadfence). Only words ever touch that memory, written
+/// and read through `volatile unsigned`: a State stored as itself and read back as words would
+/// break C++'s aliasing rule, and a compiler may then drop the store (g++ -O3 did, under the
+/// emulated device).
 template <class S>
-__device__ EMBER_FORCEINLINE S load_volatile(const S* p) {
+struct PartialWords {
   static_assert(sizeof(S) % sizeof(unsigned) == 0, "a reduction state is whole 4-byte words");
-  S out{};
-  const auto* from = reinterpret_cast<const volatile unsigned*>(p);
-  auto* to = reinterpret_cast<unsigned*>(&out);
-  for (std::size_t i = 0; i < sizeof(S) / sizeof(unsigned); ++i) to[i] = from[i];
-  return out;
-}
+  static constexpr std::size_t kWords = sizeof(S) / sizeof(unsigned);
+  unsigned* words;  // kWords per state
+
+  __device__ EMBER_FORCEINLINE void store(std::int64_t i, const S& s) const {
+    unsigned w[kWords];
+    std::memcpy(w, &s, sizeof(S));
+    volatile unsigned* to = words + i * kWords;
+    for (std::size_t k = 0; k < kWords; ++k) to[k] = w[k];
+  }
+  __device__ EMBER_FORCEINLINE S load(std::int64_t i) const {
+    unsigned w[kWords];
+    const volatile unsigned* from = words + i * kWords;
+    for (std::size_t k = 0; k < kWords; ++k) w[k] = from[k];
+    S s{};
+    std::memcpy(&s, w, sizeof(S));
+    return s;
+  }
+};
 
 template <class R, class Red, class Plan>
 __global__ void __launch_bounds__(kBlockThreads)
-    reduce_rows_kernel(Red red, Plan plan, ReduceGeometry g, R* out, typename Red::state* partial,
-                       unsigned* arrivals) {
+    reduce_rows_kernel(Red red, Plan plan, ReduceGeometry g, R* out,
+                       PartialWords<typename Red::state> partial, unsigned* arrivals) {
   using State = typename Red::state;
   using A = typename Plan::acc_type;
   // Raw bytes: shared memory cannot hold a type with a constructor.
@@ -122,7 +139,7 @@ __global__ void __launch_bounds__(kBlockThreads)
       continue;
     }
     if (threadIdx.x == 0) {
-      partial[o * g.splits + split] = s;
+      partial.store(o * g.splits + split, s);
       __threadfence();
       last = atomicAdd(&arrivals[o], 1u) == static_cast<unsigned>(g.splits - 1);
     }
@@ -132,7 +149,7 @@ __global__ void __launch_bounds__(kBlockThreads)
       // Combine the partials in split order: the answer does not depend on arrival order.
       State t = red.init();
       for (int k = 0; k < g.splits; ++k) {
-        t = red.combine(t, load_volatile(&partial[o * g.splits + k]));
+        t = red.combine(t, partial.load(o * g.splits + k));
       }
       out[o] = to_storage<R>(red.finish(t, g.reduced));
       arrivals[o] = 0;
@@ -191,7 +208,7 @@ void run_reduce(const Red& red, const Plan& plan, const ReduceLayout& L, R* out,
   g.chunk = (L.reduced + splits - 1) / splits;
 
   std::shared_ptr<Storage> scratch;
-  typename Red::state* partial = nullptr;
+  PartialWords<typename Red::state> partial{nullptr};
   unsigned* arrivals = nullptr;
   if (splits > 1) {
     const std::size_t partial_bytes =
@@ -200,7 +217,7 @@ void run_reduce(const Red& red, const Plan& plan, const ReduceLayout& L, R* out,
     const std::size_t bytes =
         arrival_offset + static_cast<std::size_t>(L.outputs) * sizeof(unsigned);
     scratch = Storage::allocate(Device::cuda(device), bytes);
-    partial = static_cast<typename Red::state*>(scratch->data());
+    partial.words = static_cast<unsigned*>(scratch->data());
     arrivals = reinterpret_cast<unsigned*>(static_cast<char*>(scratch->data()) + arrival_offset);
     cuda::check(cudaMemsetAsync(arrivals, 0, static_cast<std::size_t>(L.outputs) * sizeof(unsigned),
                                 stream),

@@ -279,7 +279,8 @@ class Tensor {
   /// A dense copy in row-major order.
   template <class Mode = exec::mode>
   Tensor clone() const;
-  /// A copy on `device` (this tensor itself when already there). The copy is done when `to`
+  /// A copy on `device` (this tensor itself when already there), channels-last when this tensor
+  /// is (as PyTorch's preserve_format), else contiguous. The copy is done when `to`
   /// returns, except with `non_blocking` from pinned memory (pin_memory()) to a GPU: then it is
   /// queued on ember's stream, ahead of the kernels that will read it, and the host goes on.
   /// Writing to this tensor before the stream reaches the copy races with it.

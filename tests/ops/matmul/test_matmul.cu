@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include <ember/ember.hpp>
@@ -18,6 +19,7 @@ namespace test_ops_matmul_cuda {
 const Device kGpu = Device::cuda(0);
 
 using ember::testing::require_near;
+using ember::testing::require_near_normwise;
 
 template <class T>
 void check_matmul(const Shape& as, const Shape& bs, double rel) {
@@ -138,17 +140,28 @@ TEST_CASE("cuda feed_forward: the activation's gradient runs in the second produ
          b1g = param(b1c.value().to(kGpu)), w2g = param(w2c.value().to(kGpu)),
          b2g = param(b2c.value().to(kGpu));
     const Tensor<T> gc = cast<T>(g), gg = gc.to(kGpu);
-    feed_forward(xc, w1c, b1c, w2c, b2c, act).backward(gc);
+    // The reference for bf16 and half is the float computation of the same rounded values: the
+    // GPU rounds each stored tensor once (the epilogue adds the bias and applies the activation
+    // in float), while the CPU's 2-byte path also rounds the product before them, which near the
+    // ReLU's kink flips a mask bit, and moves a GELU output by an ulp.
+    using R = std::conditional_t<sizeof(T) == 2, float, T>;
+    const auto ref = [](const Var<T>& v) { return param(Tensor<R>(cast<R>(v.value()))); };
+    auto xr = ref(xc), w1r = ref(w1c), b1r = ref(b1c), w2r = ref(w2c), b2r = ref(b2c);
+    feed_forward(xr, w1r, b1r, w2r, b2r, act).backward(Tensor<R>(cast<R>(gc)));
     Var<T> y = fused ? feed_forward(xg, w1g, b1g, w2g, b2g, act)
                      : linear(linear(xg, w1g, b1g, act), w2g, b2g);
     const std::uint64_t l0 = launch_count();
     y.backward(gg);
     const std::uint64_t launches = launch_count() - l0;
-    require_near(xg.grad(), xc.grad(), rel);
-    require_near(w1g.grad(), w1c.grad(), rel);
-    require_near(b1g.grad(), b1c.grad(), rel);
-    require_near(w2g.grad(), w2c.grad(), rel);
-    require_near(b2g.grad(), b2c.grad(), rel);
+    // Each gradient is a sum of 37 * 3 or 64 products of operands already rounded once.
+    const auto near = [&](const Var<T>& gpu, const Var<R>& cpu) {
+      require_near_normwise(gpu.grad(), Tensor<T>(cast<T>(cpu.grad())), rel);
+    };
+    near(xg, xr);
+    near(w1g, w1r);
+    near(b1g, b1r);
+    near(w2g, w2r);
+    near(b2g, b2r);
     return launches;
   };
   for (Activation act : {Activation::relu, Activation::gelu_tanh}) {
