@@ -25,12 +25,14 @@ function(ember_emulate_cuda_sources target)
   endforeach()
 endfunction()
 
-# Does the same for every target defined in `dir` and the directories below it.
+# Does the same for every target defined in `dir` and the directories below it that links an
+# ember target (ember::ember, ember::kernels, ember_dist, ...) directly.
 function(ember_compile_cuda_sources_as_cxx dir)
   get_property(_targets DIRECTORY "${dir}" PROPERTY BUILDSYSTEM_TARGETS)
   foreach(_target IN LISTS _targets)
     get_target_property(_type ${_target} TYPE)
-    if(NOT _type STREQUAL "INTERFACE_LIBRARY")
+    get_target_property(_links ${_target} LINK_LIBRARIES)
+    if(NOT _type STREQUAL "INTERFACE_LIBRARY" AND "${_links}" MATCHES "(^|;)ember($|;|::|_)")
       ember_emulate_cuda_sources(${_target})
     endif()
   endforeach()
@@ -38,4 +40,16 @@ function(ember_compile_cuda_sources_as_cxx dir)
   foreach(_subdir IN LISTS _subdirs)
     ember_compile_cuda_sources_as_cxx("${_subdir}")
   endforeach()
+endfunction()
+
+# Schedules ember_compile_cuda_sources_as_cxx over the whole build for the end of the top-level
+# directory, when every target exists: a user's project that takes ember with add_subdirectory
+# gets its .cu files compiled for the emulated device without a line of its own.
+function(ember_defer_cuda_emulation)
+  get_property(_scheduled GLOBAL PROPERTY EMBER_CUDA_EMULATION_DEFERRED)
+  if(NOT _scheduled)
+    set_property(GLOBAL PROPERTY EMBER_CUDA_EMULATION_DEFERRED ON)
+    cmake_language(DEFER DIRECTORY "${CMAKE_SOURCE_DIR}" CALL ember_compile_cuda_sources_as_cxx
+                   "${CMAKE_SOURCE_DIR}")
+  endif()
 endfunction()

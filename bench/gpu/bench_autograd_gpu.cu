@@ -31,7 +31,7 @@
 //   nvcc -std=c++20 -O3 -gencode=arch=compute_90,code=sm_90 --expt-relaxed-constexpr
 //        -Xcompiler=-fopenmp -Iinclude bench/gpu/bench_autograd_gpu.cu -o bench_autograd_gpu
 //        -lgomp
-// Run: bench_autograd_gpu [--json out.json] [--reps N] [--quick]
+// Run: bench_autograd_gpu [--json out.json] [--reps N] [--quick | --tiny]
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -168,10 +168,11 @@ void run_autograd(std::int64_t n, const char* dt) {
 
 int main(int argc, char** argv) {
   return ember_gpu_bench::bench_main(
-      argc, argv, "bench_autograd_gpu", {.bench = 22, .shape = 12, .impl = 14}, [](bool quick) {
+      argc, argv, "bench_autograd_gpu", {.bench = 22, .shape = 12, .impl = 14}, [](Size size) {
         // 2^28 elements: 1 GiB per f32 tensor, far beyond the L2. Op by op holds about 20 such
         // tensors at once (inputs, seed, intermediates and their gradients).
-        const std::int64_t n = quick ? (std::int64_t{1} << 22) : (std::int64_t{1} << 28);
+        const std::int64_t n = by_size<std::int64_t>(size, std::int64_t{1} << 28,
+                                                     std::int64_t{1} << 22, std::int64_t{1} << 14);
         run_autograd<float>(n, "f32");
         run_autograd<bf16>(n, "bf16");
       });

@@ -15,7 +15,7 @@
 // Build (bench/gpu/check.sh does this):
 //   nvcc -std=c++20 -O3 -gencode=arch=compute_90,code=sm_90 --expt-relaxed-constexpr
 //        -Xcompiler=-fopenmp -Iinclude bench/gpu/bench_elementwise_gpu.cu -o bench_elementwise_gpu
-// Run: bench_elementwise_gpu [--json out.json] [--reps N] [--quick]
+// Run: bench_elementwise_gpu [--json out.json] [--reps N] [--quick | --tiny]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -209,15 +209,15 @@ void run_rows(std::int64_t rows, std::int64_t cols) {
 
 int main(int argc, char** argv) {
   return ember_gpu_bench::bench_main(
-      argc, argv, "bench_elementwise_gpu", {.bench = 18, .shape = 14, .impl = 22}, [](bool quick) {
+      argc, argv, "bench_elementwise_gpu", {.bench = 18, .shape = 14, .impl = 22}, [](Size size) {
         // 1 GiB per bf16 tensor: far beyond the L2, so every run streams from HBM.
-        const std::int64_t n = quick ? (std::int64_t{1} << 22) : (std::int64_t{1} << 29);
-        run_elementwise(n);
-        if (quick) {
-          run_rows(4096, 1024);
-        } else {
+        run_elementwise(by_size<std::int64_t>(size, std::int64_t{1} << 29, std::int64_t{1} << 22,
+                                              std::int64_t{1} << 14));
+        if (size == Size::full) {
           run_rows(std::int64_t{1} << 19, 1024);
           run_rows(std::int64_t{1} << 16, 8192);
+        } else {
+          run_rows(size == Size::quick ? 4096 : 16, 1024);
         }
       });
 }

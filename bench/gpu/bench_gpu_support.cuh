@@ -58,6 +58,17 @@ inline const char* g_json = nullptr;
 
 inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
+/// How large a run is: `full`, the sizes the targets are about; `quick`, small sizes on a GPU (a
+/// smoke test of the program); `tiny`, the smallest sizes that still take every path, timed once
+/// without warm-up (the emulated CUDA device's run in CI: the checks, not the times, matter).
+enum class Size { full, quick, tiny };
+
+/// The value for `size` among the three.
+template <class V>
+V by_size(Size size, V full, V quick, V tiny) {
+  return size == Size::full ? full : size == Size::quick ? quick : tiny;
+}
+
 inline void write_json(const char* path) {
   FILE* f = std::fopen(path, "w");
   if (!f) {
@@ -191,23 +202,27 @@ inline std::string verdict(double err, double tol) {
   return buf;
 }
 
-// The main of each program: parses [--json out.json] [--reps N] [--quick], prints the device,
-// runs body(quick), which times and keeps the records, and writes the JSON (also when body
+// The main of each program: parses [--json out.json] [--reps N] [--quick | --tiny], prints the
+// device, runs body(size), which times and keeps the records, and writes the JSON (also when body
 // throws). Exit status: 0 when every check passed, 1 on a usage error or an exception, 2 on a
 // CUDA error (CK), 3 without a CUDA device, 4 when a check failed.
 inline int bench_main(int argc, char** argv, const char* program, const Layout& layout,
-                      const std::function<void(bool quick)>& body) {
+                      const std::function<void(Size size)>& body) {
   g_layout = layout;
-  bool quick = false;
+  Size size = Size::full;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--json") && i + 1 < argc) {
       g_json = argv[++i];
     } else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) {
       g_reps = std::max(1, std::atoi(argv[++i]));
     } else if (!std::strcmp(argv[i], "--quick")) {
-      quick = true;  // small sizes: a smoke test of the program itself
+      size = Size::quick;
+    } else if (!std::strcmp(argv[i], "--tiny")) {
+      size = Size::tiny;
+      g_warmup = 0;
+      g_reps = 1;
     } else {
-      std::fprintf(stderr, "usage: %s [--json out.json] [--reps N] [--quick]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--json out.json] [--reps N] [--quick | --tiny]\n", argv[0]);
       return 1;
     }
   }
@@ -221,7 +236,7 @@ inline int bench_main(int argc, char** argv, const char* program, const Layout& 
     CK(cudaGetDeviceProperties(&p, 0));
     std::printf("device: %s, %d SMs, L2 %d MiB, %.1f GiB\n", p.name, p.multiProcessorCount,
                 p.l2CacheSize >> 20, double(p.totalGlobalMem) / (1 << 30));
-    body(quick);
+    body(size);
     if (g_json) write_json(g_json);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: %s\n", program, e.what());

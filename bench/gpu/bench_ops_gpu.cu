@@ -56,7 +56,7 @@
 //   nvcc -std=c++20 -O3 -gencode=arch=compute_90,code=sm_90 --expt-relaxed-constexpr
 //        -Xcompiler=-fopenmp -Iinclude -DEMBER_WITH_CUDNN=1 bench/gpu/bench_ops_gpu.cu
 //        -o bench_ops_gpu -lcublasLt -lcudnn -lgomp
-// Run: bench_ops_gpu [--json out.json] [--reps N] [--quick]
+// Run: bench_ops_gpu [--json out.json] [--reps N] [--quick | --tiny]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -492,35 +492,45 @@ void run_rows(std::int64_t rows, std::int64_t cols) {
 int main(int argc, char** argv) {
   return ember_gpu_bench::bench_main(
       argc, argv, "bench_ops_gpu", {.bench = 20, .shape = 34, .impl = 14, .flops = true},
-      [](bool quick) {
+      [](Size size) {
         // GEMMs: 8192^3 (1.1 TFLOP: about 1.5 ms at 700 TFLOP/s) and BERT-base at 4096 tokens.
-        if (quick) {
-          run_linear(1024, 1024, 1024);
-        } else {
+        if (size == Size::full) {
           run_linear(8192, 8192, 8192);
           run_linear(4096, 3072, 768);
           run_linear(4096, 768, 3072);
           run_linear(4096, 768, 768);
+        } else {
+          const std::int64_t s = size == Size::quick ? 1024 : 64;
+          run_linear(s, s, s);
         }
         // BERT-base's feed-forward block at 4096 tokens (GPT-2's GELU: cuBLASLt's epilogue).
-        run_ffn(quick ? 512 : 4096, 768, 3072);
+        if (size == Size::tiny) {
+          run_ffn(64, 64, 256);
+        } else {
+          run_ffn(size == Size::quick ? 512 : 4096, 768, 3072);
+        }
 
 #if defined(EMBER_WITH_CUDNN)
-        // ResNet-50 at batch 256 (about 60 GFLOP per forward for each 3x3 and the stem).
-        const std::int64_t n = quick ? 8 : 256;
-        const ConvCase convs[] = {
-            {"stem", n, 3, 224, 224, 64, 7, 2, 3},      {"res2_3x3", n, 64, 56, 56, 64, 3, 1, 1},
-            {"res3_3x3", n, 128, 28, 28, 128, 3, 1, 1}, {"res4_3x3", n, 256, 14, 14, 256, 3, 1, 1},
-            {"res5_3x3", n, 512, 7, 7, 512, 3, 1, 1},   {"res2_1x1", n, 64, 56, 56, 256, 1, 1, 0},
-            {"res4_1x1", n, 1024, 14, 14, 256, 1, 1, 0}};
+        // ResNet-50 at batch 256 (about 60 GFLOP per forward for each 3x3 and the stem); tiny:
+        // one image at an eighth of the side.
+        const std::int64_t n = by_size<std::int64_t>(size, 256, 8, 1);
+        const std::int64_t side = size == Size::tiny ? 8 : 1;
+        const ConvCase convs[] = {{"stem", n, 3, 224 / side, 224 / side, 64, 7, 2, 3},
+                                  {"res2_3x3", n, 64, 56 / side, 56 / side, 64, 3, 1, 1},
+                                  {"res3_3x3", n, 128, 28 / side, 28 / side, 128, 3, 1, 1},
+                                  {"res4_3x3", n, 256, 14 / side, 14 / side, 256, 3, 1, 1},
+                                  {"res5_3x3", n, 512, 7, 7, 512, 3, 1, 1},
+                                  {"res2_1x1", n, 64, 56 / side, 56 / side, 256, 1, 1, 0},
+                                  {"res4_1x1", n, 1024, 14 / side, 14 / side, 256, 1, 1, 0}};
         for (const ConvCase& cc : convs) run_conv(cc);
 #else
         std::printf("conv2d: skipped (built without cuDNN: EMBER_WITH_CUDNN undefined)\n");
 #endif
 
         // BERT-base: attention probabilities [32 x 12 x 128, 128] and hidden states [4096, 768].
-        run_copy(quick ? (std::int64_t{1} << 22) : (std::int64_t{1} << 29));
-        run_rows(quick ? 1024 : 4096 * 12, 128);
-        run_rows(quick ? 1024 : 4096, 768);
+        run_copy(by_size<std::int64_t>(size, std::int64_t{1} << 29, std::int64_t{1} << 22,
+                                       std::int64_t{1} << 14));
+        run_rows(by_size<std::int64_t>(size, 4096 * 12, 1024, 16), 128);
+        run_rows(by_size<std::int64_t>(size, 4096, 1024, 16), 768);
       });
 }

@@ -27,4 +27,5 @@ function(run_apps build)
     step("run ${app}" "${exe}")
     message(STATUS "${step_output}")
   endforeach()
+  set(step_output "${step_output}" PARENT_SCOPE)  # the last program's
 endfunction()
