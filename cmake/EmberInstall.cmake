@@ -13,7 +13,7 @@ install(TARGETS ember EXPORT emberTargets)
 # package config (TurboJPEG with the same module as here). ember::kernels, the operators compiled
 # once, is a static library built with this build's options (CUDA, oneDNN, BLAS).
 foreach(_ember_component io data dist kernels)
-  if(TARGET ember_${_ember_component})
+  if(TARGET ember_${_ember_component} AND (EMBER_BUILD_KERNELS OR NOT _ember_component STREQUAL "kernels"))
     install(TARGETS ember_${_ember_component} EXPORT emberTargets)
   endif()
 endforeach()
