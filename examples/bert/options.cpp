@@ -12,9 +12,11 @@ std::optional<int> parse_options(PretrainConfig& c, int argc, char** argv) {
   app.add_option("--corpus", c.corpus,
                  "gcide (Debian's dict-gcide) or comma-separated text files (a sentence per "
                  "line, documents separated by blank lines)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(trainer::name_or_files({"gcide", "synthetic"}));
   app.add_option("--max-documents", c.max_documents, "read at most this many documents (0: all)");
-  app.add_option("--vocab", c.vocab, "WordPiece vocab.txt (default: BERT's uncased vocabulary)");
+  app.add_option("--vocab", c.vocab, "WordPiece vocab.txt (default: BERT's uncased vocabulary)")
+      ->check(CLI::ExistingFile);
   app.add_option("--seq-len", c.seq_len)->capture_default_str();
   app.add_option("--max-predictions", c.max_predictions, "masked tokens per sequence at most")
       ->capture_default_str();
@@ -40,12 +42,14 @@ std::optional<int> parse_options(PretrainConfig& c, int argc, char** argv) {
   app.add_option("--target-mlm-accuracy", c.target_mlm_accuracy,
                  "masked-LM accuracy to reach (MLPerf: 0.720 on Wikipedia with BERT-large)");
   app.add_option("--init-checkpoint", c.init_checkpoint,
-                 "Hugging Face safetensors (BertForPreTraining or BertModel) to start from");
+                 "Hugging Face safetensors (BertForPreTraining or BertModel) to start from")
+      ->check(CLI::ExistingFile);
   app.add_option("--out", c.out, "directory for metrics, logs and checkpoints")
       ->capture_default_str();
   app.add_option("--cache-dir", c.cache_dir,
                  "where the tokenized instances are cached (OUT/cache)");
-  app.add_option("--resume", c.resume, "checkpoint to resume from ('auto': OUT/ckpt-last)");
+  app.add_option("--resume", c.resume, "checkpoint to resume from ('auto': OUT/ckpt-last)")
+      ->check(trainer::checkpoint_or_auto());
   app.add_option("--stop-after", c.stop_after,
                  "end after this step, as if interrupted (resume with --resume auto)");
   app.add_flag("--eval-only", c.eval_only,

@@ -9,7 +9,9 @@ std::optional<int> parse_options(Config& c, int argc, char** argv) {
   CLI::App app{"ember's ResNet trainer (MLPerf's image-classification workload)", "resnet50_train"};
   app.add_option("--arch", c.arch, "resnet18|34|50|101|152 (auto: resnet18 for 28-32 px data)");
   app.add_option("--data", c.data,
-                 "synthetic | fashion-mnist | cifar10=DIR | imagefolder=DIR (ImageNet layout)");
+                 "synthetic | fashion-mnist | cifar10=DIR | imagefolder=DIR (ImageNet layout)")
+      ->check(
+          trainer::name_or_directory({"synthetic", "fashion-mnist"}, {"cifar10", "imagefolder"}));
   app.add_option("--epochs", c.epochs, "epochs to train (default: by data and device)");
   app.add_option("--batch-size", c.batch, "images per step (default: by data and device)");
   app.add_option("--image-size", c.image_size, "synthetic and imagefolder image size")
@@ -39,9 +41,11 @@ std::optional<int> parse_options(Config& c, int argc, char** argv) {
       ->delimiter(',');
   app.add_option("--out", c.out, "directory for metrics, logs and checkpoints")
       ->capture_default_str();
-  app.add_option("--resume", c.resume, "checkpoint to resume from ('auto': OUT/ckpt-last)");
+  app.add_option("--resume", c.resume, "checkpoint to resume from ('auto': OUT/ckpt-last)")
+      ->check(trainer::checkpoint_or_auto());
   app.add_option("--init-checkpoint", c.init_checkpoint,
-                 "model weights to start from: a torchvision state dict saved as safetensors");
+                 "model weights to start from: a torchvision state dict saved as safetensors")
+      ->check(CLI::ExistingFile);
   app.add_flag("--eval-only", c.eval_only,
                "evaluate the weights of --init-checkpoint or --resume, print the metrics, exit");
   app.add_flag("--detect-anomaly", c.detect_anomaly,

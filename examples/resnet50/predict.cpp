@@ -9,13 +9,13 @@
 //
 // Host code (the CPU); --image-size and --arch/--width/--classes describe other models.
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
+#include "common/command_line.hpp"
 #include "predict.hpp"
 
 int main(int argc, char** argv) {
@@ -26,22 +26,25 @@ int main(int argc, char** argv) {
   CLI::App app{"classify JPEG files with a ResNet", "resnet_predict"};
   app.add_option("--weights", weights,
                  "torchvision state dict (safetensors) or a resnet50_train checkpoint")
-      ->required();
-  app.add_option("--labels", labels, "class names, one per line (default: the class numbers)");
+      ->required()
+      ->check(CLI::ExistingFile);
+  app.add_option("--labels", labels, "class names, one per line (default: the class numbers)")
+      ->check(CLI::ExistingFile);
   app.add_option("--arch", arch, "resnet18|34|50|101|152")->capture_default_str();
   app.add_option("--width", width, "base width (torchvision: 64)")->capture_default_str();
   app.add_option("--classes", classes, "outputs of the last layer")->capture_default_str();
   app.add_option("--image-size", image_size, "the centre crop")->capture_default_str();
   app.add_option("--top", top, "classes printed per image")->capture_default_str();
-  app.add_option("images", files, "JPEG files")->required();
-  CLI11_PARSE(app, argc, argv);
+  app.add_option("images", files, "JPEG files")->required()->check(CLI::ExistingFile);
+  if (const auto status = trainer::parse_command_line(app, argc, argv)) return *status;
+  if (top < 1 || top > classes || image_size < 32) {
+    std::fprintf(stderr,
+                 "resnet_predict: --top must be in [1, --classes] and --image-size at least 32, "
+                 "got %lld and %lld\n",
+                 static_cast<long long>(top), static_cast<long long>(image_size));
+    return trainer::kExitBadOption;
+  }
   try {
-    EMBER_CHECK(std::filesystem::exists(weights), "resnet_predict: --weights: no file '", weights,
-                "'");
-    EMBER_CHECK(top > 0 && top <= classes, "resnet_predict: --top must be in [1, --classes], got ",
-                top);
-    EMBER_CHECK(image_size >= 32, "resnet_predict: --image-size must be at least 32, got ",
-                image_size);
     std::vector<std::string> names;
     if (!labels.empty()) {
       std::ifstream in(labels);
