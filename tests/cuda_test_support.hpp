@@ -32,11 +32,13 @@ inline bool cuda_device_or_skip(const char* test_name) {
   return false;
 }
 
-/// A tensor computed on the GPU against the same computation on the CPU: same shape, and every
-/// element within rel (1 + |cpu|) (NaN where the CPU has NaN, the same infinity where it has one).
-/// Counts the misses, so one CHECK reports them all.
-template <class T>
-void require_near(const Tensor<T>& gpu, const Tensor<T>& cpu, double rel) {
+namespace detail {
+/// CHECKs that every element of the GPU tensor is within bound(cpu element) of the CPU's (equal
+/// values always are, infinities included, and NaN against NaN), counting the misses so that one
+/// CHECK reports them all, and naming the first.
+template <class T, class Bound>
+void check_within(const Tensor<T>& gpu, const Tensor<T>& cpu, const Bound& bound,
+                  const std::string& scale) {
   REQUIRE(gpu.defined());
   REQUIRE(gpu.device().is_cuda());
   REQUIRE(gpu.shape() == cpu.shape());
@@ -45,14 +47,21 @@ void require_near(const Tensor<T>& gpu, const Tensor<T>& cpu, double rel) {
   const std::vector<double> c = Tensor<double>(cast<double>(cpu)).contiguous().to_vector();
   std::size_t bad = 0, first = 0;
   for (std::size_t i = 0; i < g.size(); ++i) {
-    const bool same = g[i] == c[i] || (std::isnan(g[i]) && std::isnan(c[i]));  // infinities too
-    if (!same && !(std::fabs(g[i] - c[i]) <= rel * (1.0 + std::fabs(c[i])))) {
-      if (bad++ == 0) first = i;
-    }
+    const bool same = g[i] == c[i] || (std::isnan(g[i]) && std::isnan(c[i]));
+    if (!same && !(std::fabs(g[i] - c[i]) <= bound(c[i])) && bad++ == 0) first = i;
   }
-  INFO("of " << g.size() << " elements; the first miss at " << first << ": gpu "
+  INFO("of " << g.size() << " elements" << scale << "; the first miss at " << first << ": gpu "
              << (bad ? g[first] : 0.0) << ", cpu " << (bad ? c[first] : 0.0));
   CHECK(bad == 0);
+}
+}  // namespace detail
+
+/// A tensor computed on the GPU against the same computation on the CPU: same shape, and every
+/// element within rel (1 + |cpu|) (NaN where the CPU has NaN, the same infinity where it has one).
+template <class T>
+void require_near(const Tensor<T>& gpu, const Tensor<T>& cpu, double rel) {
+  detail::check_within(
+      gpu, cpu, [rel](double c) { return rel * (1.0 + std::fabs(c)); }, "");
 }
 
 /// As require_near, for results of long sums in bf16 or half, whose rounding errors scale with
@@ -60,21 +69,13 @@ void require_near(const Tensor<T>& gpu, const Tensor<T>& cpu, double rel) {
 /// terms' errors): every element within rel (|cpu| + s), s the root mean square of cpu.
 template <class T>
 void require_near_normwise(const Tensor<T>& gpu, const Tensor<T>& cpu, double rel) {
-  REQUIRE(gpu.device().is_cuda());
-  REQUIRE(gpu.shape() == cpu.shape());
-  const std::vector<double> g =
-      Tensor<double>(cast<double>(gpu.to(Device::cpu()))).contiguous().to_vector();
   const std::vector<double> c = Tensor<double>(cast<double>(cpu)).contiguous().to_vector();
   double squares = 0;
   for (double v : c) squares += v * v;
   const double s = c.empty() ? 0.0 : std::sqrt(squares / static_cast<double>(c.size()));
-  std::size_t bad = 0, first = 0;
-  for (std::size_t i = 0; i < g.size(); ++i) {
-    if (!(std::fabs(g[i] - c[i]) <= rel * (std::fabs(c[i]) + s)) && bad++ == 0) first = i;
-  }
-  INFO("of " << g.size() << " elements (rms " << s << "); the first miss at " << first << ": gpu "
-             << (bad ? g[first] : 0.0) << ", cpu " << (bad ? c[first] : 0.0));
-  CHECK(bad == 0);
+  detail::check_within(
+      gpu, cpu, [rel, s](double v) { return rel * (std::fabs(v) + s); },
+      " (rms " + std::to_string(s) + ")");
 }
 
 }  // namespace ember::testing
