@@ -26,7 +26,7 @@
 
 #include "resnet50/resnet.hpp"
 
-#if !defined(EMBER_WITH_MPI)
+#if !EMBER_WITH_MPI
 #error "bench_dist_cpu needs MPI (Debian: libopenmpi-dev)"
 #endif
 

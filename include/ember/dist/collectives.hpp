@@ -76,7 +76,7 @@ class Work {
   Work& operator=(Work&& other) noexcept {
     if (this != &other) {
       finish_quietly();
-#if defined(EMBER_WITH_MPI)
+#if EMBER_WITH_MPI
       requests_ = std::move(other.requests_);
 #endif
       finish_ = std::move(other.finish_);
@@ -88,7 +88,7 @@ class Work {
   ~Work() { finish_quietly(); }
 
   void wait() {
-#if defined(EMBER_WITH_MPI)
+#if EMBER_WITH_MPI
     if (!requests_.empty()) {
       detail::wait_all(static_cast<int>(requests_.size()), requests_.data(),
                        [this] { return label_.str(); });
@@ -99,7 +99,7 @@ class Work {
   }
   /// True once the collective is done (tests without blocking; the result is written by wait()).
   bool test() {
-#if defined(EMBER_WITH_MPI)
+#if EMBER_WITH_MPI
     if (!requests_.empty()) {
       int done = 0;
       detail::check_mpi(MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &done,
@@ -113,7 +113,7 @@ class Work {
   }
 
   // ---- for the *_async calls below, which start the collective ----
-#if defined(EMBER_WITH_MPI)
+#if EMBER_WITH_MPI
   void add_request(MPI_Request r) { requests_.push_back(r); }
 #endif
   /// What the collective is, for a timeout's message (built only then).
@@ -146,7 +146,7 @@ class Work {
     }
   }
 
-#if defined(EMBER_WITH_MPI)
+#if EMBER_WITH_MPI
   std::vector<MPI_Request> requests_;
 #endif
   std::function<void()> finish_;  // after completion: scale, convert, copy back
@@ -211,7 +211,7 @@ inline std::string describe(Collective c, std::string_view dtype, std::int64_t n
   return ember::detail::concat(name_of(c), " of ", numel, " ", dtype, " elements");
 }
 
-#if defined(EMBER_WITH_MPI)
+#if EMBER_WITH_MPI
 template <class T>
 MPI_Datatype mpi_type() {
   if constexpr (std::is_same_v<T, float>) return MPI_FLOAT;
@@ -298,7 +298,7 @@ inline ncclComm_t nccl_comm(int device) {
   WorldState& s = state();
   ncclUniqueId id{};
   if (s.rank == 0) check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
-#if defined(EMBER_WITH_MPI)
+#if EMBER_WITH_MPI
   if (s.mpi) {
     MPI_Request r = MPI_REQUEST_NULL;
     check_mpi(MPI_Ibcast(&id, sizeof id, MPI_BYTE, 0, s.comm, &r), "MPI_Ibcast");
@@ -348,10 +348,10 @@ void on_nccl(const Tensor<T>& t, const char* what, Call&& call) {
 }
 #define EMBER_DIST_ON_NCCL(t, what, ...) ::ember::dist::detail::on_nccl(t, what, __VA_ARGS__)
 #else
-#define EMBER_DIST_ON_NCCL(t, what, ...)                                \
-  ::ember::fail("ember::dist::", what,                                  \
-                ": a CUDA tensor, but this build of ember has no NCCL " \
-                "(it comes with the CUDA toolkit; reconfigure with CUDA)")
+#define EMBER_DIST_ON_NCCL(t, what, ...)                                                        \
+  ::ember::fail("ember::dist::", what,                                                          \
+                ": a CUDA tensor, but this build of ember has no NCCL (CMake finds it next to " \
+                "the CUDA toolkit; without CMake, define EMBER_WITH_NCCL and link -lnccl)")
 #endif
 
 }  // namespace detail
@@ -371,7 +371,7 @@ Work all_reduce_async(const Tensor<T>& t, ReduceOp op = ReduceOp::sum) {
     return work;
   }
   if (!s.mpi || t.numel() == 0) return work;  // a world of one: the tensor is the result
-#if defined(EMBER_WITH_MPI)
+#if EMBER_WITH_MPI
   detail::check_signature(detail::Collective::all_reduce, dtype_of<T>, t.numel(), -1);
   using W = detail::reduce_t<T>;
   Tensor<W> buf = detail::contiguous_as<W, Mode>(t);
@@ -418,7 +418,7 @@ Work broadcast_async(const Tensor<T>& t, int root = 0) {
     return work;
   }
   if (!s.mpi || t.numel() == 0) return work;
-#if defined(EMBER_WITH_MPI)
+#if EMBER_WITH_MPI
   detail::check_signature(detail::Collective::broadcast, dtype_of<T>, t.numel(), root);
   Tensor<T> buf = detail::contiguous_as<T, Mode>(t);
   constexpr std::int64_t kChunk = std::int64_t{1} << 30;
@@ -474,7 +474,7 @@ Work all_gather_async(const Tensor<T>& out, const Tensor<T>& in) {
     dst.template copy_<T, Mode>(in);
     return work;
   }
-#if defined(EMBER_WITH_MPI)
+#if EMBER_WITH_MPI
   detail::check_signature(detail::Collective::all_gather, dtype_of<T>, in.numel(), -1);
   const Tensor<T> src = detail::contiguous_as<T, Mode>(in);
   Tensor<T> buf = detail::contiguous_as<T, Mode>(out);
@@ -525,7 +525,7 @@ Work reduce_scatter_async(const Tensor<T>& out, const Tensor<T>& in, ReduceOp op
     dst.template copy_<T, Mode>(in.reshape(out.shape()));
     return work;
   }
-#if defined(EMBER_WITH_MPI)
+#if EMBER_WITH_MPI
   detail::check_signature(detail::Collective::reduce_scatter, dtype_of<T>, in.numel(), -1);
   using W = detail::reduce_t<T>;
   const Tensor<W> src = detail::contiguous_as<W, Mode>(in);
@@ -563,7 +563,7 @@ void reduce_scatter(const Tensor<T>& out, const Tensor<T>& in, ReduceOp op = Red
 inline void barrier() {
   const detail::WorldState& s = detail::active_state("barrier");
   if (!s.mpi) return;
-#if defined(EMBER_WITH_MPI)
+#if EMBER_WITH_MPI
   MPI_Request r = MPI_REQUEST_NULL;
   detail::check_mpi(MPI_Ibarrier(s.comm, &r), "MPI_Ibarrier");
   detail::wait(r, "barrier");

@@ -30,7 +30,24 @@
 
 #include "../core/error.hpp"
 
-#if defined(EMBER_WITH_MPI)
+// MPI: on where the build says so (CMake's ember::dist target defines EMBER_WITH_MPI as 1 or 0),
+// and otherwise where the compiler sees <mpi.h>: MPI's own compiler (mpicxx) puts it on the
+// include path and links the library. EMBER_WITH_MPI=0 keeps MPI out.
+#if !defined(EMBER_WITH_MPI)
+#if __has_include(<mpi.h>)
+#define EMBER_WITH_MPI 1
+#else
+#define EMBER_WITH_MPI 0
+#endif
+#endif
+#if EMBER_WITH_MPI
+// MPI's C API is all ember uses; the C++ bindings some MPIs still ship only warn.
+#if !defined(OMPI_SKIP_MPICXX)
+#define OMPI_SKIP_MPICXX 1
+#endif
+#if !defined(MPICH_SKIP_MPICXX)
+#define MPICH_SKIP_MPICXX 1
+#endif
 #include <mpi.h>
 #endif
 
@@ -58,7 +75,7 @@ struct WorldState {
   int rank = 0, size = 1, local_rank = 0, local_size = 1;
   std::chrono::milliseconds timeout{std::chrono::minutes(10)};
   bool check_collectives = false;
-#if defined(EMBER_WITH_MPI)
+#if EMBER_WITH_MPI
   MPI_Comm comm = MPI_COMM_NULL;  // ember's own duplicate of MPI_COMM_WORLD
 #endif
   // Set by collectives.hpp: destroys the NCCL communicators before MPI goes away.
@@ -110,7 +127,7 @@ inline bool flag_from_environment(const char* name, bool fallback) {
   fail("ember::dist: ", name, " must be 1 or 0, got '", text, "'");
 }
 
-#if defined(EMBER_WITH_MPI)
+#if EMBER_WITH_MPI
 /// Throws ember::Error with MPI's own description unless `rc` is MPI_SUCCESS.
 inline void check_mpi(int rc, const char* what) {
   if (rc == MPI_SUCCESS) return;
@@ -164,7 +181,7 @@ class World {
   ~World() {
     detail::WorldState& s = detail::state();
     if (s.release_nccl != nullptr) s.release_nccl();
-#if defined(EMBER_WITH_MPI)
+#if EMBER_WITH_MPI
     const bool leave = s.failed || std::uncaught_exceptions() > 0;
     if (s.mpi && !leave) {
       MPI_Comm_free(&s.comm);
@@ -215,7 +232,7 @@ inline World init(int& argc, char**& argv, Options options = {}) {
   const std::chrono::milliseconds timeout = detail::timeout_from_environment(options.timeout);
   const bool check = detail::flag_from_environment("EMBER_DIST_CHECK", options.check_collectives);
   const bool launched = detail::started_by_launcher();
-#if defined(EMBER_WITH_MPI)
+#if EMBER_WITH_MPI
   int initialised = 0;
   MPI_Initialized(&initialised);
   if (launched || initialised) {
@@ -250,7 +267,8 @@ inline World init(int& argc, char**& argv, Options options = {}) {
   (void)argv;
   EMBER_CHECK(!launched,
               "ember::dist::init: this program was started by an MPI launcher but built without "
-              "MPI (install libopenmpi-dev and reconfigure: CMake finds MPI for ember::dist)");
+              "MPI: link ember::dist with CMake (it finds MPI; Debian: libopenmpi-dev), or "
+              "compile with mpicxx, or define EMBER_WITH_MPI=1 and link MPI yourself");
 #endif
   s.timeout = timeout;
   s.check_collectives = check;

@@ -262,7 +262,10 @@ Tensor<T> conv2d(const Tensor<T>& x, const Tensor<T>& w, const Tensor<T>& bias,
     ops::cudnn::conv_forward(x, w, g, y);
     ops::detail::count_conv_call(ops::ConvBackend::cudnn);
 #else
-    fail("ember: conv2d on CUDA needs cuDNN, which this build of ember did not find");
+    fail(
+        "ember: conv2d on CUDA needs cuDNN, which this build of ember did not find (CMake "
+        "finds it next to the CUDA toolkit or at CUDNN_ROOT; without CMake, define "
+        "EMBER_WITH_CUDNN and link -lcudnn)");
 #endif
   } else {
     y = ops::conv_output<T>(g, x.device());
@@ -316,7 +319,10 @@ std::pair<Tensor<T>, Tensor<T>> conv2d_backward(const Tensor<T>& x, const Tensor
       detail::count_conv_call(ConvBackend::cudnn);
     }
 #else
-    fail("ember: conv2d on CUDA needs cuDNN, which this build of ember did not find");
+    fail(
+        "ember: conv2d on CUDA needs cuDNN, which this build of ember did not find (CMake "
+        "finds it next to the CUDA toolkit or at CUDNN_ROOT; without CMake, define "
+        "EMBER_WITH_CUDNN and link -lcudnn)");
 #endif
   } else {
     // dx in x's memory format (dense); each gradient from oneDNN where it takes the shape.

@@ -55,7 +55,8 @@ inline ConvBackend set_cpu_conv_backend(ConvBackend b) {
   EMBER_CHECK(b != ConvBackend::cudnn, "ember: set_cpu_conv_backend: cuDNN is not a CPU backend");
   EMBER_CHECK(b != ConvBackend::onednn || kHaveOnednn,
               "ember: set_cpu_conv_backend: this build of ember did not find oneDNN "
-              "(install libdnnl-dev and reconfigure)");
+              "(install libdnnl-dev and reconfigure; without CMake, define EMBER_WITH_DNNL and "
+              "link -ldnnl)");
   return detail::cpu_conv_backend_setting().exchange(b);
 }
 
