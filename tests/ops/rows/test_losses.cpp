@@ -123,6 +123,14 @@ TEST_CASE("nll_loss and mse_loss against the definition", "[ops][losses]") {
   REQUIRE(ember::nll_loss(logp, t).item() == Approx(want).epsilon(1e-13));
   REQUIRE(ember::nll_loss(logp, t, Reduction::sum).item() == Approx(want * 4).epsilon(1e-13));
   REQUIRE(ember::cross_entropy(x, t).item() == Approx(want).epsilon(1e-12));
+  // An ignore_index that is a real class: its targets add nothing (PyTorch: the kept terms over
+  // the kept count, 0 for the ignored in Reduction::none).
+  const Tensor<std::int64_t> t1 = ember::from_vector<std::int64_t>({0, 3, 1, 1, 2}, Shape{5});
+  const double kept = -(lp[0] + lp[7] + lp[18]);
+  REQUIRE(ember::nll_loss(logp, t1, Reduction::mean, 1).item() == Approx(kept / 3).epsilon(1e-13));
+  REQUIRE(ember::nll_loss(logp, t1, Reduction::sum, 1).item() == Approx(kept).epsilon(1e-13));
+  const auto none = ember::nll_loss(logp, t1, Reduction::none, 1).to_vector();
+  REQUIRE(none == std::vector<double>{-lp[0], -lp[7], 0.0, 0.0, -lp[18]});
   const Tensor<double> y = rand_tensor(Shape{5, 4}, 22);
   double se = 0;
   const auto xv = x.to_vector(), yv = y.to_vector();

@@ -164,9 +164,10 @@ std::pair<Tensor<T>, double> nll_loss_forward(const Tensor<T>& logp,
   const std::int64_t kept = checked_target_count<Mode>(targets, l.C, ignore_index, "nll_loss");
   const Tensor<std::int64_t> t = targets.reshape(l.target_shape);
   const auto cls = class_index(l, logp.device());
+  // An ignored target adds nothing, also where ignore_index names a real class.
   Tensor<A> picked =
-      exec::reduce_expression<A>(where(cls == t, -logp, 0.0), reduce::Bound<reduce::Sum<A>>{},
-                                 "nll_loss", Dims{1}, false, true);
+      exec::reduce_expression<A>(where(t == ignore_index, 0.0, where(cls == t, -logp, 0.0)),
+                                 reduce::Bound<reduce::Sum<A>>{}, "nll_loss", Dims{1}, false, true);
   const double count = loss_divisor(kept, reduction);
   Shape s = l.target_shape;
   s.erase(1);
