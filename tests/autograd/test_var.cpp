@@ -346,5 +346,11 @@ TEST_CASE("a channels-last gradient of a channels-last value keeps its layout", 
   }
 }
 
+TEST_CASE("Var::item: the value of a one-element Var", "[autograd]") {
+  const Var<double> loss = ember::param(ember::full<double>(Shape{}, 2.5));
+  REQUIRE(loss.item() == 2.5);
+  REQUIRE_THROWS_AS(ember::param(ember::zeros<double>(Shape{2})).item(), ember::Error);
+}
+
 }  // namespace test_autograd_var
 }  // namespace

@@ -111,5 +111,28 @@ TEST_CASE("nn::init::zeros and ones draw nothing", "[nn]") {
   REQUIRE(ember::nn::rng_state().offset == before.offset);
 }
 
+TEST_CASE("nn::init's in-place initialisers fill a parameter every handle sees", "[nn]") {
+  ember::Var<float> w = ember::param(ember::zeros<float>(Shape{64, 32}));
+  const ember::Var<float> alias = w;  // as an optimizer's list holds it
+  ember::nn::manual_seed(5);
+  const auto want = ember::nn::init::normal<float>(Shape{64, 32}, 0.0, 0.02).to_vector();
+  ember::nn::manual_seed(5);
+  REQUIRE(&ember::nn::init::normal_(w, 0.0, 0.02) == &w);
+  REQUIRE(alias.value().to_vector() == want);
+  REQUIRE(w.requires_grad());
+  ember::nn::init::constant_(w, 0.5);
+  REQUIRE(alias.value().to_vector() == std::vector<float>(64 * 32, 0.5f));
+  ember::nn::init::zeros_(w);
+  REQUIRE(alias.value().to_vector() == std::vector<float>(64 * 32, 0.0f));
+  // xavier_uniform_: U(+-sqrt(6 / (fan_in + fan_out))), drawn where the Tensor version draws.
+  ember::nn::manual_seed(6);
+  const auto xavier = ember::nn::init::xavier_uniform<float>(Shape{64, 32}).to_vector();
+  ember::nn::manual_seed(6);
+  ember::nn::init::xavier_uniform_(w);
+  REQUIRE(w.value().to_vector() == xavier);
+  ember::Var<float> none;
+  REQUIRE_THROWS_WITH(ember::nn::init::ones_(none), Catch::Contains("undefined"));
+}
+
 }  // namespace test_nn_init
 }  // namespace

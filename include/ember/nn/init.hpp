@@ -7,6 +7,8 @@
 //   kaiming_uniform / kaiming_normal (He et al.; gain sqrt(2 / (1 + a^2)), fan_in)
 //   xavier_uniform / xavier_normal (Glorot; fan_in + fan_out)
 // PyTorch's Linear and Conv2d default: kaiming_uniform with a = sqrt(5), i.e. U(+-1/sqrt(fan_in)).
+// Each also exists in place on a parameter, with PyTorch's name: normal_(p, mean, std),
+// zeros_(p), constant_(p, v), xavier_uniform_(p)...
 #pragma once
 
 #include <cmath>
@@ -14,6 +16,7 @@
 #include <mutex>
 #include <utility>
 
+#include "../autograd/var.hpp"
 #include "../core/config.hpp"
 #include "../exec/generate.hpp"
 #include "../expr/functors.hpp"
@@ -143,6 +146,18 @@ struct TruncNormalFn {
     return static_cast<X>(x < a ? a : (x > b ? b : x));
   }
 };
+
+// In place, as PyTorch's nn.init.*_ functions: the parameter's values (same shape, device and
+// type) are replaced by the initialiser's draw, written into its storage, so every handle to it
+// (the module's member, an optimizer's list) sees them; each returns the parameter. Nothing is
+// recorded for autograd.
+template <FloatingElement T, class Draw>
+Var<T>& fill_in_place(Var<T>& p, const char* name, const Draw& draw) {
+  EMBER_CHECK(p.defined(), "ember: init::", name, ": the parameter is undefined");
+  Tensor<T> v = p.value();
+  v.copy_(draw(v.shape(), v.device()));
+  return p;
+}
 }  // namespace detail
 
 namespace init {
@@ -221,6 +236,65 @@ template <FloatingElement T, class Mode = exec::mode>
 Tensor<T> xavier_normal(const Shape& shape, double gain = 1.0, Device device = Device::cpu()) {
   const auto [in, out] = fans(shape);
   return normal<T>(shape, 0.0, gain * std::sqrt(2.0 / (in + out)), device);
+}
+
+template <FloatingElement T, class Mode = exec::mode>
+Var<T>& zeros_(Var<T>& p) {
+  return detail::fill_in_place(p, "zeros_",
+                               [](const Shape& s, Device d) { return init::zeros<T, Mode>(s, d); });
+}
+template <FloatingElement T, class Mode = exec::mode>
+Var<T>& ones_(Var<T>& p) {
+  return detail::fill_in_place(p, "ones_",
+                               [](const Shape& s, Device d) { return init::ones<T, Mode>(s, d); });
+}
+template <FloatingElement T, class Mode = exec::mode>
+Var<T>& constant_(Var<T>& p, double value) {
+  return detail::fill_in_place(
+      p, "constant_", [value](const Shape& s, Device d) { return ::ember::full<T>(s, value, d); });
+}
+template <FloatingElement T, class Mode = exec::mode>
+Var<T>& uniform_(Var<T>& p, double lo = 0.0, double hi = 1.0) {
+  return detail::fill_in_place(p, "uniform_", [=](const Shape& s, Device d) {
+    return init::uniform<T, Mode>(s, lo, hi, d);
+  });
+}
+template <FloatingElement T, class Mode = exec::mode>
+Var<T>& normal_(Var<T>& p, double mean = 0.0, double stddev = 1.0) {
+  return detail::fill_in_place(p, "normal_", [=](const Shape& s, Device d) {
+    return init::normal<T, Mode>(s, mean, stddev, d);
+  });
+}
+template <FloatingElement T, class Mode = exec::mode>
+Var<T>& trunc_normal_(Var<T>& p, double mean = 0.0, double stddev = 1.0, double a = -2.0,
+                      double b = 2.0) {
+  return detail::fill_in_place(p, "trunc_normal_", [=](const Shape& s, Device d) {
+    return init::trunc_normal<T, Mode>(s, mean, stddev, a, b, d);
+  });
+}
+template <FloatingElement T, class Mode = exec::mode>
+Var<T>& kaiming_uniform_(Var<T>& p, double a = 0.0) {
+  return detail::fill_in_place(p, "kaiming_uniform_", [=](const Shape& s, Device d) {
+    return init::kaiming_uniform<T, Mode>(s, a, d);
+  });
+}
+template <FloatingElement T, class Mode = exec::mode>
+Var<T>& kaiming_normal_(Var<T>& p, double a = 0.0) {
+  return detail::fill_in_place(p, "kaiming_normal_", [=](const Shape& s, Device d) {
+    return init::kaiming_normal<T, Mode>(s, a, d);
+  });
+}
+template <FloatingElement T, class Mode = exec::mode>
+Var<T>& xavier_uniform_(Var<T>& p, double gain = 1.0) {
+  return detail::fill_in_place(p, "xavier_uniform_", [=](const Shape& s, Device d) {
+    return init::xavier_uniform<T, Mode>(s, gain, d);
+  });
+}
+template <FloatingElement T, class Mode = exec::mode>
+Var<T>& xavier_normal_(Var<T>& p, double gain = 1.0) {
+  return detail::fill_in_place(p, "xavier_normal_", [=](const Shape& s, Device d) {
+    return init::xavier_normal<T, Mode>(s, gain, d);
+  });
 }
 
 }  // namespace init
