@@ -41,6 +41,25 @@ struct Outer : ember::nn::Module {
   }
 };
 
+// A module of the user's own, called as model(x).
+struct CallableMlp : ember::nn::Module, ember::nn::Callable<CallableMlp> {
+  ember::nn::Linear<float> fc{4, 3};
+  CallableMlp() { register_module("fc", fc); }
+  Var<float> forward(const Var<float>& x, double scale = 1.0) const {
+    return Var<float>(fc(x) * scale);
+  }
+};
+
+TEST_CASE("nn::Callable: model(x) calls the module's forward", "[nn]") {
+  ember::nn::manual_seed(3);
+  CallableMlp model;
+  const Var<float> x(ember::randn<float>(Shape{2, 4}, 1));
+  CHECK(model(x).value().to_vector() == model.forward(x).value().to_vector());
+  CHECK(model(x, 2.0).value().to_vector() == model.forward(x, 2.0).value().to_vector());
+  const CallableMlp& view = model;
+  CHECK(view(x).shape() == Shape{2, 3});
+}
+
 TEST_CASE("nn::Module: dotted names, counts, train/eval, zero_grad", "[nn]") {
   ember::nn::manual_seed(1);
   Outer m;

@@ -206,4 +206,24 @@ void copy_state(const Module& from, Module& to) {
   }
 }
 
+/// model(x) for a module of your own, as PyTorch's module call: derive from nn::Callable<M> too,
+/// and its operator() calls M's forward with the same arguments (C++20 has no way for
+/// nn::Module itself to see the derived class's forward).
+///
+///   struct Gpt : nn::Module, nn::Callable<Gpt> {
+///     Var<float> forward(const Tensor<std::int64_t>& ids) const;
+///   };
+///   Var<float> logits = model(ids);
+template <class M>
+struct Callable {
+  template <class... Args>
+  decltype(auto) operator()(Args&&... args) const {
+    return static_cast<const M&>(*this).forward(std::forward<Args>(args)...);
+  }
+  template <class... Args>
+  decltype(auto) operator()(Args&&... args) {
+    return static_cast<M&>(*this).forward(std::forward<Args>(args)...);
+  }
+};
+
 }  // namespace ember::nn
