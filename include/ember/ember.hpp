@@ -32,6 +32,7 @@
 #include "ops/matmul/einsum.hpp"
 #include "ops/matmul/feed_forward.hpp"
 #include "ops/matmul/matmul.hpp"
+#include "ops/multinomial.hpp"
 #include "ops/normalization/normalization.hpp"
 #include "ops/pooling.hpp"
 #include "ops/rows/attention.hpp"
