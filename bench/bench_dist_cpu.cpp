@@ -81,7 +81,8 @@ void ddp_step(benchmark::State& state) {
   resnet::ResNet<float> model(o);
   dist::DistributedDataParallel ddp(model);
   optim::SGD opt(model, optim::SGDOptions{.lr = 0.01, .momentum = 0.9, .nesterov = true});
-  const Var<float> x(randn<float>(Shape{batch, 1, 28, 28}, 2 + static_cast<std::uint64_t>(dist::rank())));
+  const Var<float> x(
+      randn<float>(Shape{batch, 1, 28, 28}, 2 + static_cast<std::uint64_t>(dist::rank())));
   const Tensor<std::int64_t> y = Tensor<std::int64_t>(
       cast<std::int64_t>(rand<float>(Shape{batch}, 3, Device::cpu(), 0.0, 10 - 1e-3)));
   const auto step = [&] {
