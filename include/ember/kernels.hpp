@@ -53,9 +53,10 @@
                                                      const autograd::ParamArg<T>&,                 \
                                                      const Tensor<T>&, const Tensor<T>&, bool,     \
                                                      double, double, ops::StatisticsGroupPtr);     \
-  EXPLICIT Tensor<T> layer_norm<T, exec::mode>(const Tensor<T>&, const Tensor<T>&,                 \
+  EXPLICIT Tensor<T> layer_norm<T, exec::mode>(const Tensor<T>&, const Shape&, const Tensor<T>&,   \
                                                const Tensor<T>&, double);                          \
-  EXPLICIT Var<T> layer_norm<T, exec::mode>(const Var<T>&, const autograd::ParamArg<T>&,           \
+  EXPLICIT Var<T> layer_norm<T, exec::mode>(const Var<T>&, const Shape&,                           \
+                                            const autograd::ParamArg<T>&,                          \
                                             const autograd::ParamArg<T>&, double);                 \
   EXPLICIT Tensor<T> dropout_add_layer_norm<T, exec::mode>(const Tensor<T>&, const Tensor<T>&,     \
                                                            const Tensor<T>&, const Tensor<T>&,     \

@@ -51,10 +51,12 @@ Var<T> record_normalize(const char* name, const Var<T>& x, const ops::NormStats<
 }
 }  // namespace autograd
 
+/// PyTorch's F.layer_norm(x, normalized_shape, weight, bias, eps) of Vars: over the trailing
+/// dims `normalized`; weight and bias may be undefined (no affine), else of that shape.
 template <FloatingElement T, class Mode = exec::mode>
-Var<T> layer_norm(const Var<T>& x, const autograd::param_arg_t<T>& weight,
+Var<T> layer_norm(const Var<T>& x, const Shape& normalized, const autograd::param_arg_t<T>& weight,
                   const autograd::param_arg_t<T>& bias, double eps = 1e-5) {
-  const Shape normalized = weight.value.defined() ? weight.value.shape() : bias.value.shape();
+  ops::check_layer_norm_params(normalized, weight.value, bias.value);
   const Dims axes = ops::layer_norm_axes(x.value(), normalized);
   const std::int64_t cols = normalized.numel();
   if (ops::row_norm_applies(x.value(), cols)) {
@@ -75,6 +77,12 @@ Var<T> layer_norm(const Var<T>& x, const autograd::param_arg_t<T>& weight,
   const auto st = ops::norm_stats<T, Mode>(x.value(), axes, eps, "layer_norm");
   return autograd::record_normalize<T, Mode>("layer_norm", x, st, weight, bias, weight.value,
                                              bias.value, axes);
+}
+/// layer_norm over the trailing dims of weight's shape (bias's when there is no weight).
+template <FloatingElement T, class Mode = exec::mode>
+Var<T> layer_norm(const Var<T>& x, const autograd::param_arg_t<T>& weight,
+                  const autograd::param_arg_t<T>& bias, double eps = 1e-5) {
+  return layer_norm<T, Mode>(x, ops::layer_norm_shape(weight.value, bias.value), weight, bias, eps);
 }
 
 template <FloatingElement T, class Mode = exec::mode>

@@ -134,10 +134,12 @@ struct Minimum {
   EMBER_HD EMBER_FORCEINLINE X operator()(X a, X b) const {
     return math::select(!math::isnan(a) && (b < a || math::isnan(b)), b, a);
   }
-  // Ties split the gradient evenly between the operands (as torch.minimum).
+  // Ties split the gradient evenly between the operands; an operand gets none where the other is
+  // smaller, so with a NaN both get all of it (torch.minimum's rule).
   template <int I, class X>
   EMBER_HD EMBER_FORCEINLINE X partial(X a, X b, X) const {
-    return math::select(a == b, X(0.5), math::select((I == 0) == (a < b), X(1), X(0)));
+    const auto other_smaller = I == 0 ? b < a : a < b;
+    return math::select(a == b, X(0.5), math::select(other_smaller, X(0), X(1)));
   }
 };
 struct Maximum {
@@ -147,10 +149,12 @@ struct Maximum {
   EMBER_HD EMBER_FORCEINLINE X operator()(X a, X b) const {
     return math::select(!math::isnan(a) && (b > a || math::isnan(b)), b, a);
   }
-  // Ties split the gradient evenly between the operands (as torch.maximum).
+  // Ties split the gradient evenly between the operands; an operand gets none where the other is
+  // larger, so with a NaN both get all of it (torch.maximum's rule).
   template <int I, class X>
   EMBER_HD EMBER_FORCEINLINE X partial(X a, X b, X) const {
-    return math::select(a == b, X(0.5), math::select((I == 0) == (a > b), X(1), X(0)));
+    const auto other_larger = I == 0 ? b > a : a > b;
+    return math::select(a == b, X(0.5), math::select(other_larger, X(0), X(1)));
   }
 };
 /// min(max(x, lo), hi), NaN propagating, as torch.clamp.

@@ -162,12 +162,8 @@ class LayerNorm : public Module {
     for (int i = 0; fits && i < k; ++i) fits = s[s.rank() - k + i] == normalized_shape[i];
     EMBER_CHECK(fits, "ember: nn::LayerNorm: input ", s.str(), " does not end in the normalized ",
                 "shape ", normalized_shape.str());
-    if (elementwise_affine) return layer_norm<T>(x, weight, bias, eps);
-    // No parameters to carry the shape: the axes and statistics directly.
-    const Dims axes = ops::layer_norm_axes(x.value(), normalized_shape);
-    const auto st = ops::norm_stats<T>(x.value(), axes, eps, "layer_norm");
-    return autograd::record_normalize<T>("layer_norm", x, st, {}, {}, Tensor<T>(), Tensor<T>(),
-                                         axes);
+    if (elementwise_affine) return layer_norm(x, normalized_shape, weight, bias, eps);
+    return layer_norm(x, normalized_shape, Tensor<T>(), Tensor<T>(), eps);
   }
   template <class Mode = exec::mode>
   Var<T> operator()(const Var<T>& x) const {

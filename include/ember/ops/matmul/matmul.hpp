@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "../../core/dtype.hpp"
@@ -180,6 +181,17 @@ Tensor<T> linear(const Tensor<T>& x, const Tensor<T>& w, const Tensor<T>& bias =
     if (act == Activation::gelu) y = gelu(y);
     if (act == Activation::gelu_tanh) y = gelu_tanh(y);
     return y;
+  }
+  if constexpr (!std::is_same_v<acc_t<T>, T>) {
+    // bf16 and half: the product stays in float until the bias and the activation are applied,
+    // so the result is rounded once, as PyTorch's addmm and oneDNN's epilogue round it (rounding
+    // the product first moved a ReLU's kink: a test against PyTorch caught it).
+    if (bias.defined() || act != Activation::none) {
+      using A = acc_t<T>;
+      const Tensor<A> ba = bias.defined() ? Tensor<A>(cast<A>(bias)) : Tensor<A>();
+      return Tensor<T>(
+          cast<T>(linear<A, Mode>(Tensor<A>(cast<A>(x)), Tensor<A>(cast<A>(w)), ba, act)));
+    }
   }
   Tensor<T> y = matmul<T, Mode>(x, w.t());
   // One pass over y for the bias and the activation.

@@ -119,6 +119,25 @@ std::tuple<Tensor<T>, Tensor<T>, Tensor<T>> normalize_backward(
   return {gx, gw, gb};
 }
 
+/// The normalised shape of a layer_norm given only its parameters: weight's (bias's when there is
+/// no weight). Without either, the shape must be given (layer_norm(x, normalized, {}, {})).
+template <Storable T>
+Shape layer_norm_shape(const Tensor<T>& weight, const Tensor<T>& bias) {
+  EMBER_CHECK(weight.defined() || bias.defined(),
+              "ember: layer_norm: no weight and no bias to take the normalised shape from; give "
+              "it: layer_norm(x, normalized_shape, weight, bias, eps)");
+  return weight.defined() ? weight.shape() : bias.shape();
+}
+/// weight and bias, where given, have the normalised shape.
+template <Storable T>
+void check_layer_norm_params(const Shape& normalized, const Tensor<T>& weight,
+                             const Tensor<T>& bias) {
+  EMBER_CHECK(!weight.defined() || weight.shape() == normalized, "ember: layer_norm: weight ",
+              weight.shape().str(), " is not of the normalised shape ", normalized.str());
+  EMBER_CHECK(!bias.defined() || bias.shape() == normalized, "ember: layer_norm: bias ",
+              bias.shape().str(), " is not of the normalised shape ", normalized.str());
+}
+
 /// The axes layer_norm normalises: the trailing ones that `normalized` names.
 template <Storable T>
 Dims layer_norm_axes(const Tensor<T>& x, const Shape& normalized) {
@@ -154,14 +173,12 @@ Dims batch_norm_axes(const Tensor<T>& x, const Tensor<T>& w, const Tensor<T>& b,
 
 }  // namespace ops
 
-/// Layer normalisation over the trailing dims named by `normalized` (weight's shape when given).
+/// PyTorch's F.layer_norm(x, normalized_shape, weight, bias, eps): over the trailing dims
+/// `normalized`; weight and bias may be undefined (no affine), else of that shape.
 template <FloatingElement T, class Mode = exec::mode>
-Tensor<T> layer_norm(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& bias,
-                     double eps = 1e-5) {
-  const Shape normalized = weight.defined() ? weight.shape() : bias.shape();
-  EMBER_CHECK(!weight.defined() || !bias.defined() || weight.shape() == bias.shape(),
-              "ember: layer_norm: weight ", weight.shape().str(), " and bias ", bias.shape().str(),
-              " differ");
+Tensor<T> layer_norm(const Tensor<T>& x, const Shape& normalized, const Tensor<T>& weight,
+                     const Tensor<T>& bias, double eps = 1e-5) {
+  ops::check_layer_norm_params(normalized, weight, bias);
   const Dims axes = ops::layer_norm_axes(x, normalized);
   const std::int64_t cols = normalized.numel();
   if (ops::row_norm_applies(x, cols)) {
@@ -171,6 +188,12 @@ Tensor<T> layer_norm(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T
   }
   return ops::normalize<T, Mode>(x, ops::norm_stats<T, Mode>(x, axes, eps, "layer_norm"), weight,
                                  bias);
+}
+/// Layer normalisation over the trailing dims of weight's shape (bias's when there is no weight).
+template <FloatingElement T, class Mode = exec::mode>
+Tensor<T> layer_norm(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& bias,
+                     double eps = 1e-5) {
+  return layer_norm<T, Mode>(x, ops::layer_norm_shape(weight, bias), weight, bias, eps);
 }
 
 namespace ops {
