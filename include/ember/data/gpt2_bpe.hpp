@@ -167,7 +167,11 @@ class Gpt2Bpe {
 
   /// The pieces GPT-2's pattern cuts `text` into (views into it).
   static std::vector<std::string_view> pre_split(std::string_view text) {
-    using bpe_unicode::kLetter, bpe_unicode::kNumber, bpe_unicode::kOther, bpe_unicode::kSpace;
+    // One name a declaration: nvcc's front end fails on a list of them.
+    using bpe_unicode::kLetter;
+    using bpe_unicode::kNumber;
+    using bpe_unicode::kOther;
+    using bpe_unicode::kSpace;
     struct Char {
       std::size_t at;
       char32_t cp;

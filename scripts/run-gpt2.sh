@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The third example: installs what it needs, builds the GPT-2 trainer (examples/gpt2) and trains a
+# tiny GPT-2 on the King James Bible (Debian's bible-kjv: `bible` prints its 4.4 MB, verse by
+# verse; the references are cut, the verses kept a line each), tokenized with GPT-2's own BPE
+# (its vocabulary from PyPI's openai-whisper) into llm.c's token files. It prints the validation
+# loss against the unigram entropy, the throughput and a sample, and writes metrics, checkpoints
+# and curves.png to runs/gpt2.
+#
+#   scripts/run-gpt2.sh                               # tiny GPT-2, 300 steps on the CPU
+#   scripts/run-gpt2.sh --config mini --steps 1000    # arguments go to the trainer (see --help)
+#
+# Environment: EMBER_BUILD_DIR (default build/main), EMBER_CUDA (AUTO|ON|OFF, default AUTO),
+# EMBER_CMAKE_ARGS (more arguments for cmake).
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
+build="${EMBER_BUILD_DIR:-$EMBER_ROOT/build/main}"
+
+ember_apt_install "${EMBER_MAIN_PACKAGES[@]}" bible-kjv
+ember_pip_install --no-deps openai-whisper
+if [ -z "${EMBER_CUDA:-}" ] && ! nvidia-smi -L >/dev/null 2>&1; then
+  ember_log "no GPU found: building the CPU-only trainer (set EMBER_CUDA=AUTO to build with nvcc)"
+  export EMBER_CUDA=OFF
+fi
+ember_configure "$build" -DEMBER_BUILD_TESTS=OFF -DEMBER_BUILD_BENCHMARKS=OFF \
+  -DEMBER_BUILD_EXAMPLES=ON -DEMBER_BUILD_KERNELS=OFF
+ember_log "building the GPT-2 trainer"
+cmake --build "$build" --target gpt2_train -j"$(ember_jobs)"
+
+text="$EMBER_ROOT/runs/gpt2/kjv.txt"
+if [ ! -s "$text" ]; then
+  ember_log "writing the King James Bible to $text"
+  mkdir -p "$(dirname "$text")"
+  # "Ge1:1 In the beginning..." -> "In the beginning...": the reference is the first word.
+  bible -f Gen1:1-Rev22:21 </dev/null | sed -n 's/^[1-3]\{0,1\}[A-Za-z]*[0-9]*:[0-9]* //p' \
+    >"$text.tmp"
+  mv "$text.tmp" "$text"
+fi
+ember_log "training"
+cd "$EMBER_ROOT"
+exec "$build/examples/gpt2_train" --text "$text" "$@"
