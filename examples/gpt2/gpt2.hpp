@@ -66,6 +66,15 @@ inline GPT2Config config_by_name(std::string_view name) {
   ember::fail("gpt2: unknown configuration '", std::string(name), "' (valid: ", valid, ")");
 }
 
+/// The keys and values of the tokens a generation has seen, one pair per block ([B, H, t, D]):
+/// each new token attends to them instead of recomputing the context, so it costs O(t), not a
+/// forward over all t tokens. Empty at first; forward(idx, &cache) appends.
+template <ember::FloatingElement T = float>
+struct KVCache {
+  std::vector<ember::Var<T>> keys, values;
+  std::int64_t length = 0;  // tokens seen
+};
+
 /// Hugging Face's Conv1D: y = x W + b with W [in, out]; `act` applied in the same call.
 template <ember::FloatingElement T = float>
 class Conv1D : public ember::nn::Module {
@@ -109,20 +118,32 @@ class GPT2Attention : public ember::nn::Module {
     register_module("resid_dropout", resid_dropout);
   }
 
-  /// x [B, T, C] -> [B, T, C].
-  ember::Var<T> forward(const ember::Var<T>& x) const {
+  /// x [B, T, C] -> [B, T, C]. With `cache` (block i's slots of a KVCache): x's tokens follow
+  /// the cached ones, attend to them too, and their keys and values are appended.
+  ember::Var<T> forward(const ember::Var<T>& x, ember::Var<T>* cached_k = nullptr,
+                        ember::Var<T>* cached_v = nullptr) const {
     const std::int64_t B = x.shape()[0], T_ = x.shape()[1], C = x.shape()[2], H = n_head;
     // [B, T, 3C] viewed as [B, T, 3, H, D]; q, k, v are its slices, heads moved before time.
     const ember::Var<T> qkv = c_attn.forward(x).reshape(ember::Shape{B, T_, 3, H, C / H});
     auto part = [&](int i) { return qkv.select(2, i).transpose(1, 2); };  // [B, H, T, D]
+    ember::Var<T> k = part(1), v = part(2);
     ember::AttentionOptions opt;
     opt.causal = true;
+    if (cached_k != nullptr) {
+      if (cached_k->defined()) {
+        k = ember::cat({*cached_k, k}, 2);
+        v = ember::cat({*cached_v, v}, 2);
+      }
+      *cached_k = k, *cached_v = v;
+      // The new queries are the last of the keys: query i sees key j <= i + Lk - Lq.
+      opt.causal_align = ember::CausalAlign::lower_right;
+    }
     if (is_training() && attn_dropout > 0) {
       opt.dropout_p = attn_dropout;
-      std::tie(opt.seed, opt.offset) = ember::nn::reserve_random(B * H * T_ * T_);
+      std::tie(opt.seed, opt.offset) = ember::nn::reserve_random(B * H * T_ * k.shape()[2]);
     }
-    const ember::Var<T> y = ember::scaled_dot_product_attention<T>(part(0), part(1), part(2),
-                                                                   ember::Tensor<bool>(), opt);
+    const ember::Var<T> y =
+        ember::scaled_dot_product_attention<T>(part(0), k, v, ember::Tensor<bool>(), opt);
     return resid_dropout.forward(c_proj.forward(y.transpose(1, 2).reshape(ember::Shape{B, T_, C})));
   }
 };
@@ -169,8 +190,9 @@ class GPT2Block : public ember::nn::Module {
     register_module("mlp", mlp);
   }
 
-  ember::Var<T> forward(const ember::Var<T>& x) const {
-    const ember::Var<T> h = x + attn.forward(ln_1.forward(x));
+  ember::Var<T> forward(const ember::Var<T>& x, ember::Var<T>* cached_k = nullptr,
+                        ember::Var<T>* cached_v = nullptr) const {
+    const ember::Var<T> h = x + attn.forward(ln_1.forward(x), cached_k, cached_v);
     return h + mlp.forward(ln_2.forward(h));
   }
 };
@@ -200,15 +222,24 @@ class GPT2Model : public ember::nn::Module {
     register_module("ln_f", ln_f);
   }
 
-  /// idx [B, T] int64 -> the final hidden states [B, T, C].
-  ember::Var<T> forward(const ember::Tensor<std::int64_t>& idx) const {
-    const std::int64_t T_ = idx.size(1);
-    EMBER_CHECK(T_ <= wpe.num_embeddings, "gpt2: sequence length ", T_, " exceeds n_positions ",
+  /// idx [B, T] int64 -> the final hidden states [B, T, C]. With `cache`, idx's tokens come
+  /// after the cached ones (positions from cache->length on), and the cache grows by T.
+  ember::Var<T> forward(const ember::Tensor<std::int64_t>& idx, KVCache<T>* cache = nullptr) const {
+    const std::int64_t start = cache ? cache->length : 0, end = start + idx.size(1);
+    EMBER_CHECK(end <= wpe.num_embeddings, "gpt2: sequence length ", end, " exceeds n_positions ",
                 wpe.num_embeddings);
     ember::Var<T> x =
-        drop.forward(wte.forward(idx) + wpe.forward(ember::arange<std::int64_t>(
-                                            0, static_cast<double>(T_), 1, idx.device())));
-    for (const GPT2Block<T>& block : h) x = block.forward(x);
+        drop.forward(wte.forward(idx) +
+                     wpe.forward(ember::arange<std::int64_t>(
+                         static_cast<double>(start), static_cast<double>(end), 1, idx.device())));
+    if (cache) {
+      cache->keys.resize(h.size());
+      cache->values.resize(h.size());
+      cache->length = end;
+    }
+    for (std::size_t i = 0; i < h.size(); ++i) {
+      x = cache ? h[i].forward(x, &cache->keys[i], &cache->values[i]) : h[i].forward(x);
+    }
     return ln_f.forward(x);
   }
 };
@@ -225,9 +256,10 @@ class GPT2LMHeadModel : public ember::nn::Module {
     register_module("transformer", transformer);
   }
 
-  /// idx [B, T] int64 -> logits [B, T, vocab].
-  ember::Var<T> forward(const ember::Tensor<std::int64_t>& idx) const {
-    return ember::linear(transformer.forward(idx), transformer.wte.weight);
+  /// idx [B, T] int64 -> logits [B, T, vocab]; with `cache`, of tokens that follow the cached
+  /// ones (generation: see KVCache).
+  ember::Var<T> forward(const ember::Tensor<std::int64_t>& idx, KVCache<T>* cache = nullptr) const {
+    return ember::linear(transformer.forward(idx, cache), transformer.wte.weight);
   }
   ember::Var<T> operator()(const ember::Tensor<std::int64_t>& idx) const { return forward(idx); }
 

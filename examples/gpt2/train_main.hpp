@@ -231,8 +231,9 @@ Var<T> train_step(GPT2LMHeadModel<T>& model, optim::AdamW& opt, dist::Distribute
   return loss;
 }
 
-/// `n` tokens sampled after [end of text] (temperature 1, the 40 most likely tokens), decoded:
-/// each new token is one forward over the context (at most n_positions tokens).
+/// `n` tokens sampled after [end of text] (temperature 1, the 40 most likely tokens), decoded.
+/// Each new token is one step through the model with the KV cache (O(context) work); at
+/// n_positions the cache starts over from the last half of the tokens.
 template <class T>
 std::string sample(const GPT2LMHeadModel<T>& model, const data::Gpt2Bpe& bpe, std::int64_t n,
                    std::uint64_t seed, Device device) {
@@ -240,12 +241,18 @@ std::string sample(const GPT2LMHeadModel<T>& model, const data::Gpt2Bpe& bpe, st
   std::mt19937_64 rng(seed);
   std::vector<std::int64_t> context{data::Gpt2Bpe::kEndOfText};
   std::vector<std::int32_t> out;
+  KVCache<T> cache;
+  std::vector<std::int64_t> feed = context;  // the tokens the cache has not seen
   for (std::int64_t i = 0; i < n; ++i) {
-    const auto T_ =
-        std::min<std::int64_t>(static_cast<std::int64_t>(context.size()), model.config.n_positions);
-    const std::vector<std::int64_t> window(context.end() - T_, context.end());
+    if (cache.length + static_cast<std::int64_t>(feed.size()) > model.config.n_positions) {
+      cache = {};
+      feed.assign(context.end() - model.config.n_positions / 2, context.end());
+    }
+    const auto T_ = static_cast<std::int64_t>(feed.size());
     const Tensor<T> logits =
-        model(from_vector<std::int64_t>(window, Shape{1, T_}, device)).value().select(1, T_ - 1);
+        model.forward(from_vector<std::int64_t>(feed, Shape{1, T_}, device), &cache)
+            .value()
+            .select(1, T_ - 1);
     std::vector<double> p;
     for (const T v : logits.contiguous().to_vector()) p.push_back(static_cast<double>(v));
     std::vector<std::size_t> order(p.size());
@@ -259,6 +266,7 @@ std::string sample(const GPT2LMHeadModel<T>& model, const data::Gpt2Bpe& bpe, st
     const auto token = static_cast<std::int32_t>(order[pick(rng)]);
     context.push_back(token);
     out.push_back(token);
+    feed = {token};
   }
   return bpe.decode(out);
 }

@@ -135,6 +135,28 @@ TEMPLATE_TEST_CASE("gpt2: logits, loss and every gradient match transformers", "
   CHECK(checked == 28);  // 2 embeddings, 12 per block, ln_f's 2
 }
 
+TEMPLATE_TEST_CASE("gpt2: with the KV cache, token by token, the logits of the full forward",
+                   "[examples][gpt2]", double, float) {
+  gpt2::GPT2LMHeadModel<TestType> model(fixture_config());
+  load_fixture(model);
+  const Tensor<std::int64_t> idx = ember::get_tensor<std::int64_t>(fixture(), "idx");
+  const ember::no_grad guard;
+  const Tensor<TestType> full = model(idx).value();  // [2, 16, 97]
+  // The 16 tokens fed as 5, then one at a time, then the last 3: each piece's logits are the
+  // full forward's at its positions.
+  gpt2::KVCache<TestType> cache;
+  const double eps = std::numeric_limits<TestType>::epsilon();
+  for (const auto& [start, length] : {std::pair{0, 5}, {5, 1}, {6, 1}, {7, 1}, {8, 5}, {13, 3}}) {
+    INFO("tokens " << start << " to " << start + length);
+    const Tensor<TestType> piece = model.forward(idx.narrow(1, start, length), &cache).value();
+    CHECK(cache.length == start + length);
+    Tensor<double> want = Tensor<double>(ember::cast<double>(full.narrow(1, start, length)));
+    CHECK(relative_difference(piece, want) < 16 * eps);
+  }
+  CHECK(cache.keys.size() == 2);
+  CHECK(cache.keys[0].shape() == Shape{2, 4, 16, 8});
+}
+
 TEMPLATE_TEST_CASE("gpt2: 10 AdamW steps give PyTorch's losses", "[examples][gpt2]", double,
                    float) {
   gpt2::GPT2LMHeadModel<TestType> model(fixture_config());
