@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # GPT-2 training steps on the CPU, side by side: ember's gpt2_train against llm.c's
 # train_gpt2.c (github.com/karpathy/llm.c, a checkout given as LLMC_DIR: built here, beside
-# ember, never committed), the same GPT-2 124M with random weights, the same token file, B = 4,
-# T = 64 (llm.c's fixed batch), float, the same thread count.
+# ember, never committed) and PyTorch (transformers' GPT2LMHeadModel, eager and torch.compile:
+# bench/gpt2_torch_peer.py), GPT-2 124M with random weights, the same token file, B = 4, T = 64
+# (llm.c's fixed batch), float, the same thread count.
 #
 #   LLMC_DIR=/path/to/llm.c bench/gpt2_llmc_cpu.sh   # writes bench/results/cpu-gpt2-llmc-<date>-<commit>.json
 #
@@ -73,14 +74,31 @@ llmc_tps=$(echo "$ms" | awk '{s += $1; n++} END {printf "%.1f", n ? 256 * 1000 *
   --sample-tokens 0 --device cpu --precision float --out "$work/ember" >"$work/ember.txt" 2>&1
 ember_tps=$(sed -n 's/^training throughput: \([0-9.]*\) tokens\/s.*/\1/p' "$work/ember.txt")
 
+# PyTorch: transformers' GPT2LMHeadModel on the same tokens, eager and under torch.compile.
+for mode in eager compile; do
+  flags=(--data "$data/train.bin" --config 124M -B 4 -T 64 --steps "$steps" --warmup 2)
+  [[ $mode == compile ]] && flags+=(--compile)
+  TORCHINDUCTOR_CACHE_DIR="$work/inductor" python3 bench/gpt2_torch_peer.py "${flags[@]}" \
+    2>/dev/null | tail -1 >"$work/torch-$mode.json"
+done
+
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
-python3 - "$out" "$cpu" "$OMP_NUM_THREADS" "$commit" "$steps" "$llmc_tps" "$ember_tps" <<'PY'
+flags=$(grep -o -m1 'avx512_bf16\|amx_tile\|avx512f\|avx2' /proc/cpuinfo | head -1)
+python3 - "$out" "$cpu" "$OMP_NUM_THREADS" "$commit" "$steps" "$llmc_tps" "$ember_tps" \
+  "$work/torch-eager.json" "$work/torch-compile.json" <<'PY'
 import json, sys
-out, cpu, threads, commit, steps, llmc, ember = sys.argv[1:]
+out, cpu, threads, commit, steps, llmc, ember, eager, compiled = sys.argv[1:]
+def tps(path):
+    try:
+        return json.load(open(path))["tokens_per_s"]
+    except (OSError, ValueError, KeyError):
+        return None
 row = {"benchmark": "gpt2 124M training step, B=4 T=64, float", "cpu": cpu,
        "threads": int(threads), "commit": commit, "steps": int(steps),
-       "llmc_tokens_per_s": float(llmc), "ember_tokens_per_s": float(ember),
-       "ember_over_llmc": float(ember) / float(llmc) if float(llmc) else None}
+       "tokens_per_s": {"ember": float(ember), "llm.c": float(llmc),
+                        "pytorch_eager": tps(eager), "torch_compile": tps(compiled)}}
+row["ember_over"] = {k: float(ember) / v for k, v in row["tokens_per_s"].items()
+                     if k != "ember" and v}
 json.dump(row, open(out, "w"), indent=1)
 print(json.dumps(row, indent=1))
 PY

@@ -91,7 +91,18 @@ class Conv1D : public ember::nn::Module {
 
   ember::Var<T> forward(const ember::Var<T>& x,
                         ember::Activation act = ember::Activation::none) const {
-    return ember::linear(x, weight.t(), bias, act);
+    // x [..., in] as rows times W [in, out]: the weight's gradient comes out of one GEMM as
+    // [in, out] (x^T dy), in its own layout, where linear(x, W^T) would make it [out, in] and
+    // copy it through the transpose.
+    const ember::Shape shape = x.shape();
+    const std::int64_t in = weight.shape()[0], out = weight.shape()[1];
+    const ember::Var<T> y = ember::matmul(x.reshape(ember::Shape{-1, in}), weight);
+    ember::Shape out_shape = shape;
+    out_shape[shape.rank() - 1] = out;
+    if (act == ember::Activation::gelu_tanh) {
+      return ember::Var<T>(ember::gelu_tanh(y + bias)).reshape(out_shape);
+    }
+    return ember::Var<T>(y + bias).reshape(out_shape);
   }
 };
 
