@@ -15,7 +15,7 @@
 # the figure is the mean of its steps after the first. ember's is its "training throughput"
 # (tokens/s after warm-up) with AdamW at lr 1e-4, no evaluation within the run.
 #
-# Environment: LLMC_DIR (required), BUILD_DIR (default build/test: gpt2_train is built there if
+# Environment: LLMC_DIR (required), BUILD_DIR (default build/cpu, a CPU-only build made there if
 # missing), DATA (a folder with train.bin and val.bin; default: tokenize the GPL's text),
 # STEPS (8), OMP_NUM_THREADS (default: all cores, for both).
 set -euo pipefail
@@ -23,10 +23,16 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 [[ -n "${LLMC_DIR:-}" && -f "$LLMC_DIR/train_gpt2.c" ]] ||
   { echo "LLMC_DIR must name a checkout of karpathy/llm.c" >&2; exit 2; }
-build=${BUILD_DIR:-$root/build/test}
+build=${BUILD_DIR:-$root/build/cpu}
 steps=${STEPS:-8}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(nproc)}
-[[ -x "$build/examples/gpt2_train" ]] || cmake --build "$build" --target gpt2_train -j"$(nproc)"
+# The CPU program as scripts/run-gpt2.sh builds it without a GPU: g++ with -march=native. (An nvcc
+# build's host code gets no -march: 157 tokens/s there against 214, docs/gpt2.md.)
+if [[ ! -x "$build/examples/gpt2_train" ]]; then
+  cmake -S "$root" -B "$build" -DEMBER_CUDA=OFF -DEMBER_BUILD_TESTS=OFF -DEMBER_BUILD_BENCHMARKS=OFF \
+    -DEMBER_BUILD_EXAMPLES=ON -DEMBER_BUILD_KERNELS=OFF -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$build" --target gpt2_train -j"$(nproc)"
+fi
 commit=$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- include examples bench || echo -dirty)
 out=bench/results/cpu-gpt2-llmc-$(date -u +%Y%m%d-%H%M%S)-$commit.json
 work=$(mktemp -d "${TMPDIR:-/tmp}/ember-gpt2-llmc.XXXXXX")
