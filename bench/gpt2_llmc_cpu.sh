@@ -89,7 +89,6 @@ for mode in eager compile; do
 done
 
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
-flags=$(grep -o -m1 'avx512_bf16\|amx_tile\|avx512f\|avx2' /proc/cpuinfo | head -1)
 python3 - "$out" "$cpu" "$OMP_NUM_THREADS" "$commit" "$steps" "$llmc_tps" "$ember_tps" \
   "$work/torch-eager.json" "$work/torch-compile.json" <<'PY'
 import json, sys
