@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <random>
 #include <type_traits>
 #include <vector>
@@ -239,6 +240,23 @@ TEST_CASE("modifying a saved tensor in place makes backward throw, naming the op
     REQUIRE(msg.find("tanh") != std::string::npos);
     REQUIRE(msg.find("modified in place") != std::string::npos);
   }
+}
+
+TEST_CASE("an operator's node holds the tensors it checks, temporaries too", "[autograd]") {
+  // layer_norm's backward reads no bias, but its node checks the bias's version at backward: the
+  // node must keep that storage alive (a temporary freed under the check read a stranger's
+  // version: a use-after-free the emulated CUDA device turned into a spurious error).
+  auto x = ember::param(ember::randn<double>(Shape{3, 4}, 1));
+  const Tensor<double> w = ember::randn<double>(Shape{4}, 2);
+  Tensor<double> b = ember::randn<double>(Shape{4}, 3);
+  const std::weak_ptr<ember::Storage> bias_storage = b.storage();
+  Var<double> y = ember::layer_norm(x, w, b);
+  b = Tensor<double>();  // the caller's handle gone, as a temporary's at the end of a statement
+  REQUIRE_FALSE(bias_storage.expired());
+  ember::sum(y * y).backward();
+  REQUIRE(x.grad().defined());
+  y = Var<double>();  // the tape released: nothing holds it any more
+  REQUIRE(bias_storage.expired());
 }
 
 TEST_CASE("a 100,000-node chain backpropagates without recursion", "[autograd][chain]") {

@@ -46,9 +46,11 @@ class OpNode final : public TapeNode {
   /// three views of one projection, cost a pass over all of it each).
   void add_into_selected_with(Selected selected) { selected_ = std::move(selected); }
 
-  /// Records `t` as read by the backward: modifying it in place before then throws.
+  /// Records `t` as read by the backward: modifying it in place before then throws. The node
+  /// holds the storage, so a temporary the backward does not capture (a bias passed as `b.to(d)`)
+  /// cannot be freed under the check (its memory reused, the version read from a stranger).
   void save(const Tensor<T>& t) {
-    if (t.defined()) saved_.push_back({t.storage().get(), t.storage()->version()});
+    if (t.defined()) saved_.push_back({t.storage(), t.storage()->version()});
   }
 
   void backward() override {
@@ -98,7 +100,7 @@ class OpNode final : public TapeNode {
   VarNode<T>* out_;  // owns this node
   Backward back_;
   Selected selected_;
-  std::vector<std::pair<const Storage*, std::uint64_t>> saved_;
+  std::vector<std::pair<std::shared_ptr<const Storage>, std::uint64_t>> saved_;
 };
 
 /// A Var of `value` computed from `inputs` (nodes; null for constants), recorded with `back`
