@@ -8,7 +8,6 @@
 // safetensors file (GPT2LMHeadModel's names). Sampling: the logits divided by --temperature, the
 // --top-k most likely tokens (0: all), drawn from a seeded std::mt19937_64; --temperature 0 takes
 // the most likely token (greedy). Host code, float, on the CPU.
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -24,6 +23,7 @@
 #include "common/command_line.hpp"
 #include "common/exit_status.hpp"
 #include "gpt2/gpt2.hpp"
+#include "gpt2/sampling.hpp"
 
 namespace {
 
@@ -33,26 +33,6 @@ struct GenerateOptions {
   double temperature = 1.0;
   std::uint64_t seed = 1;
 };
-
-/// The next token from the last position's logits: greedy at temperature 0, else sampled from
-/// the top-k after dividing by the temperature.
-std::int32_t pick_token(const std::vector<double>& logits, const GenerateOptions& o,
-                        std::mt19937_64& rng) {
-  std::vector<std::size_t> order(logits.size());
-  for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
-  const std::size_t top =
-      o.top_k > 0 ? std::min<std::size_t>(static_cast<std::size_t>(o.top_k), order.size())
-                  : order.size();
-  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(top), order.end(),
-                    [&](std::size_t a, std::size_t b) { return logits[a] > logits[b]; });
-  if (o.temperature == 0) return static_cast<std::int32_t>(order[0]);
-  std::vector<double> weights(top);
-  for (std::size_t k = 0; k < top; ++k) {
-    weights[k] = std::exp((logits[order[k]] - logits[order[0]]) / o.temperature);
-  }
-  std::discrete_distribution<std::size_t> draw(weights.begin(), weights.end());
-  return static_cast<std::int32_t>(order[draw(rng)]);
-}
 
 /// gpt2_train's checkpoint holds the model under "model."; a Hugging Face file names it directly.
 void load_weights(gpt2::GPT2LMHeadModel<float>& model, const std::string& path) {
@@ -96,7 +76,8 @@ int run(const GenerateOptions& o) {
             .select(1, n - 1)
             .contiguous();
     const std::vector<float> row = last.to_vector();
-    const std::int32_t token = pick_token(std::vector<double>(row.begin(), row.end()), o, rng);
+    const std::int32_t token = gpt2::sample_token(std::vector<double>(row.begin(), row.end()),
+                                                  o.temperature, o.top_k, rng);
     if (token == ember::data::Gpt2Bpe::kEndOfText) break;
     std::printf("%s", bpe.decode({token}).c_str());
     std::fflush(stdout);

@@ -55,6 +55,7 @@
 #include "common/training_run.hpp"
 #include "gpt2.hpp"
 #include "options.hpp"
+#include "sampling.hpp"
 
 namespace gpt2 {
 
@@ -256,15 +257,7 @@ std::string sample(const GPT2LMHeadModel<T>& model, const data::Gpt2Bpe& bpe, st
             .select(1, T_ - 1);
     std::vector<double> p;
     for (const T v : logits.contiguous().to_vector()) p.push_back(static_cast<double>(v));
-    std::vector<std::size_t> order(p.size());
-    for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
-    const std::size_t top = std::min<std::size_t>(40, p.size());
-    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(top), order.end(),
-                      [&](std::size_t a, std::size_t b) { return p[a] > p[b]; });
-    std::vector<double> weights(top);
-    for (std::size_t k = 0; k < top; ++k) weights[k] = std::exp(p[order[k]] - p[order[0]]);
-    std::discrete_distribution<std::size_t> pick(weights.begin(), weights.end());
-    const auto token = static_cast<std::int32_t>(order[pick(rng)]);
+    const std::int32_t token = sample_token(p, 1.0, 40, rng);
     context.push_back(token);
     out.push_back(token);
     feed = {token};
