@@ -180,6 +180,53 @@ TEMPLATE_TEST_CASE("fused backward: SIMD blocks and the scalar tail give float64
   check(y.grad(), want_y, 2.0, 2.0);
 }
 
+TEMPLATE_TEST_CASE("fused backward: a broadcast row (a bias) takes the strided path's row blocks",
+                   "[autograd][fusion]", float, double, bf16) {
+  using T = TestType;
+  // x [5, 39] and b [39] broadcast over the rows: two blocks of 16 lanes and a tail of 7 per row
+  // (BackwardPlan::at_vec on RowBlocks), the upstream gradient one number broadcast (the seed of
+  // a sum) or a full tensor; b's adjoint goes through a temporary and one reduction.
+  const std::int64_t R = 5, C = 16 * 2 + 7;
+  const Tensor<T> xt = ember::cast<T>(rand_tensor<double>(Shape{R, C}, -2, 2, 21));
+  const Tensor<T> bt = ember::cast<T>(rand_tensor<double>(Shape{C}, -1, 1, 22));
+  const Tensor<T> gt = ember::cast<T>(rand_tensor<double>(Shape{R, C}, -1, 1, 23));
+  const auto xv = Tensor<double>(ember::cast<double>(xt)).to_vector();
+  const auto bv = Tensor<double>(ember::cast<double>(bt)).to_vector();
+  const auto gv = Tensor<double>(ember::cast<double>(gt)).to_vector();
+  const double tol = std::is_same_v<T, bf16> ? 1.0 / 64 : (std::is_same_v<T, float> ? 1e-5 : 1e-12);
+  for (const bool full_seed : {true, false}) {
+    INFO((full_seed ? "upstream gradient of the expression's shape" : "the seed of a sum"));
+    auto x = ember::param(xt);
+    auto b = ember::param(bt);
+    // tanh(x + b) * x: d/dx = (1 - t^2) x + t, d/db = (1 - t^2) x
+    const Var<T> y = ember::tanh(x + b) * x;
+    if (full_seed) {
+      y.backward(gt);
+    } else {
+      ember::sum(y).backward();
+    }
+    std::vector<double> want_x(xv.size()), want_b(bv.size(), 0.0);
+    for (std::int64_t r = 0; r < R; ++r) {
+      for (std::int64_t c = 0; c < C; ++c) {
+        const auto i = static_cast<std::size_t>(r * C + c);
+        const double t = std::tanh(xv[i] + bv[c]), g = full_seed ? gv[i] : 1.0;
+        want_x[i] = g * ((1 - t * t) * xv[i] + t);
+        want_b[c] += g * (1 - t * t) * xv[i];
+      }
+    }
+    const auto gx = Tensor<double>(ember::cast<double>(x.grad())).to_vector();
+    const auto gb = Tensor<double>(ember::cast<double>(b.grad())).to_vector();
+    for (std::size_t i = 0; i < gx.size(); ++i) {
+      INFO("x " << i);
+      REQUIRE(std::fabs(gx[i] - want_x[i]) <= tol * (std::fabs(want_x[i]) + 1.0));
+    }
+    for (std::size_t c = 0; c < gb.size(); ++c) {
+      INFO("b " << c);
+      REQUIRE(std::fabs(gb[c] - want_b[c]) <= R * tol * (std::fabs(want_b[c]) + 1.0));
+    }
+  }
+}
+
 TEST_CASE("gradients accumulate across backward calls until zeroed", "[autograd]") {
   auto x = ember::param(ember::from_vector<double>({0.5, -1.0}, Shape{2}));
   for (int i = 0; i < 3; ++i) {

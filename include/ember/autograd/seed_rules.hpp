@@ -66,6 +66,26 @@ struct SeedOperand {
 #endif
     }
   }
+  /// V consecutive elements along the innermost dimension of the strided path.
+  template <class A, int V>
+  EMBER_HD EMBER_FORCEINLINE void load(const expr::RowBlock& b, A (&out)[V]) const {
+#if defined(EMBER_DEVICE_CODE)
+    if (!data) {
+      for (int k = 0; k < V; ++k) out[k] = A(1);
+      return;
+    }
+#endif
+    const X* p = data + strides.offset(b.ix);
+    const std::int64_t s = strides.inner();
+    if (s == 0) {
+      const A v = static_cast<A>(to_acc(*p));
+      for (int k = 0; k < V; ++k) out[k] = v;
+    } else if (s == 1) {
+      for (int k = 0; k < V; ++k) out[k] = static_cast<A>(to_acc(p[k]));
+    } else {
+      for (int k = 0; k < V; ++k) out[k] = static_cast<A>(to_acc(p[k * s]));
+    }
+  }
 };
 
 /// The upstream gradient at an element. An implicit 1 (the seed of `loss.backward()`, never
@@ -90,9 +110,9 @@ struct ScaledSeed {
   EMBER_HD EMBER_FORCEINLINE A at(const Ix& ix, A) const {
     return upstream<A>(up, ix) * scale;
   }
-  /// The dense path's blocks: the upstream values of V elements, loaded before the loop.
-  template <int V>
-  EMBER_HD EMBER_FORCEINLINE void preload(std::int64_t base, A (&u)[V]) const {
+  /// A block's upstream values (V elements, dense or a row block), loaded before the loop.
+  template <int V, class Block>
+  EMBER_HD EMBER_FORCEINLINE void preload(const Block& base, A (&u)[V]) const {
     up.template load<A, V>(base, u);
   }
   EMBER_HD EMBER_FORCEINLINE A from_preloaded(A u, A) const { return u * scale; }

@@ -73,9 +73,9 @@ struct GeneratedPlan {
   struct TraceVec {
     acc_type y[V];
   };
-  template <int V>
-  EMBER_HD EMBER_FORCEINLINE void trace_vec(std::int64_t base, TraceVec<V>& t) const {
-    elements<V>(base, 1, t.y);
+  template <int V, class Block>
+  EMBER_HD EMBER_FORCEINLINE void trace_vec(const Block& base, TraceVec<V>& t) const {
+    at_vec<V>(base, t.y);
   }
   template <int Base, int V, class Sink>
   EMBER_HD EMBER_FORCEINLINE void backprop_vec(const TraceVec<V>&, const acc_type (&)[V],

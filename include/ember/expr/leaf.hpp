@@ -66,8 +66,8 @@ struct LeafPlan {
   struct TraceVec {
     acc_type y[V];
   };
-  template <int V>
-  EMBER_HD EMBER_FORCEINLINE void trace_vec(std::int64_t base, TraceVec<V>& t) const {
+  template <int V, class Block>
+  EMBER_HD EMBER_FORCEINLINE void trace_vec(const Block& base, TraceVec<V>& t) const {
     at_vec<V>(base, t.y);
   }
   template <int Base, int V, class Sink>
@@ -149,8 +149,8 @@ struct ScalarPlan {
   struct TraceVec {
     S y[V];
   };
-  template <int V>
-  EMBER_HD EMBER_FORCEINLINE void trace_vec(std::int64_t, TraceVec<V>& t) const {
+  template <int V, class Block>
+  EMBER_HD EMBER_FORCEINLINE void trace_vec(const Block&, TraceVec<V>& t) const {
     for (int k = 0; k < V; ++k) t.y[k] = value;
   }
   template <int Base, int V, class Sink>

@@ -171,16 +171,17 @@ struct MapPlan {
     }
   }
 
-  /// trace and backprop for V consecutive elements of the dense path: every node holds its V
-  /// values as one array and each step is one fixed-length loop, so the whole backward
-  /// vectorises as the forward's at_vec does (the scalar trace per element did not).
+  /// trace and backprop for a block of V elements (the dense path's, or a row block of the
+  /// strided path): every node holds its V values as one array and each step is one fixed-length
+  /// loop, so the whole backward vectorises as the forward's at_vec does (the scalar trace per
+  /// element did not).
   template <int V>
   struct TraceVec {
     acc_type y[V];
     Pack<typename Children::template TraceVec<V>...> kids;
   };
-  template <int V>
-  EMBER_HD EMBER_FORCEINLINE void trace_vec(std::int64_t base, TraceVec<V>& t) const {
+  template <int V, class Block>
+  EMBER_HD EMBER_FORCEINLINE void trace_vec(const Block& base, TraceVec<V>& t) const {
     trace_vec_impl<V>(base, t, std::index_sequence_for<Children...>{});
   }
   template <int Base, int V, class Sink>
@@ -222,8 +223,7 @@ struct MapPlan {
     (
         [&] {
           using Child = std::tuple_element_t<I, std::tuple<Children...>>;
-          if constexpr (Child::num_leaves > 0 &&
-                        !std::is_same_v<arg_type<I>, bool>) {
+          if constexpr (Child::num_leaves > 0 && !std::is_same_v<arg_type<I>, bool>) {
             const auto d = local_partial<static_cast<int>(I)>(get<I>(xs)..., y);
             get<I>(children).template backprop<Base + leaf_offset<I>()>(
                 get<I>(t.kids), static_cast<typename Child::acc_type>(g * d), sink);
@@ -232,8 +232,8 @@ struct MapPlan {
         ...);
   }
 
-  template <int V, std::size_t... I>
-  EMBER_HD EMBER_FORCEINLINE void trace_vec_impl(std::int64_t base, TraceVec<V>& t,
+  template <int V, class Block, std::size_t... I>
+  EMBER_HD EMBER_FORCEINLINE void trace_vec_impl(const Block& base, TraceVec<V>& t,
                                                  std::index_sequence<I...>) const {
     (get<I>(children).template trace_vec<V>(base, get<I>(t.kids)), ...);
     for (int k = 0; k < V; ++k) {
@@ -405,8 +405,8 @@ struct CastPlan {
     acc_type y[V];
     typename Child::template TraceVec<V> kid;
   };
-  template <int V>
-  EMBER_HD EMBER_FORCEINLINE void trace_vec(std::int64_t base, TraceVec<V>& t) const {
+  template <int V, class Block>
+  EMBER_HD EMBER_FORCEINLINE void trace_vec(const Block& base, TraceVec<V>& t) const {
     child.template trace_vec<V>(base, t.kid);
     for (int k = 0; k < V; ++k) t.y[k] = to_acc(to_storage<U>(t.kid.y[k]));
   }
