@@ -170,12 +170,28 @@ class MultiTensor {
       for (std::int64_t c = 0; c < nchunks; ++c) {
         const detail::Chunk chunk = table.chunks_[c];
         const Slot& slot = table.slots_[chunk.slot];
-        std::array<double, K> acc{};
-        for (std::int64_t j = chunk.begin; j < chunk.end; ++j) {
-          const std::array<double, K> v = f(slot, j);
-          for (int k = 0; k < K; ++k) acc[k] += v[k];
+        // kLanes independent sums per k: one sum would be a chain of dependent double adds (the
+        // gradient norm of GPT-2 124M then took 8% of its CPU step); lanes vectorise. Element j
+        // always goes to lane (j - begin) % kLanes and the lanes are added in order: the result
+        // depends on the chunk alone, not on threads.
+        constexpr int kLanes = 8;
+        std::array<std::array<double, kLanes>, K> lanes{};
+        std::int64_t j = chunk.begin;
+        for (; j + kLanes <= chunk.end; j += kLanes) {
+          for (int l = 0; l < kLanes; ++l) {
+            const std::array<double, K> v = f(slot, j + l);
+            for (int k = 0; k < K; ++k) lanes[k][l] += v[k];
+          }
         }
-        for (int k = 0; k < K; ++k) p[c * K + k] = acc[k];
+        for (int l = 0; j < chunk.end; ++j, ++l) {
+          const std::array<double, K> v = f(slot, j);
+          for (int k = 0; k < K; ++k) lanes[k][l] += v[k];
+        }
+        for (int k = 0; k < K; ++k) {
+          double acc = 0;
+          for (int l = 0; l < kLanes; ++l) acc += lanes[k][l];
+          p[c * K + k] = acc;
+        }
       }
       exec::for_each_index<detail::FoldChunks<K>, Mode>({p, table.first_.data(), out}, table.size(),
                                                         nchunks / table.size() + 1, table.device_);
