@@ -174,6 +174,8 @@
   EXPLICIT Tensor<T> embedding_backward<T, exec::mode>(const Tensor<T>&,                           \
                                                        const Tensor<std::int64_t>&, std::int64_t,  \
                                                        std::int64_t, std::int64_t);                \
+  EXPLICIT void embedding_backward_add<T, exec::mode>(const Tensor<T>&, const Tensor<T>&,          \
+                                                      const Tensor<std::int64_t>&, std::int64_t);  \
   }                                                                                                \
   namespace ember::autograd {                                                                      \
   EXPLICIT void accumulate_grad<T, T, exec::mode>(VarNode<T>&, const Tensor<T>&, bool);            \

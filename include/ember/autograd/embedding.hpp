@@ -22,10 +22,23 @@ Var<T> embedding(const Var<T>& weight, const Tensor<std::int64_t>& ids,
   const Tensor<T> y = embedding<T, Mode>(weight.value(), ids, padding_idx, max_norm, norm_type);
   const std::int64_t V = weight.value().size(0), D = weight.value().size(1);
   const std::int64_t padding = ops::padding_row(padding_idx, V);
-  return Var<T>::from_node(autograd::record_op<T>(
+  auto node = autograd::record_op<T>(
       "embedding", y, {weight.node()}, {}, [ids, V, D, padding](const Tensor<T>& g) {
         return std::vector<Tensor<T>>{ops::embedding_backward<T, Mode>(g, ids, V, D, padding)};
-      }));
+      });
+  // A table that already has a gradient (tied to an output projection) gets the rows named.
+  if (auto* op = dynamic_cast<autograd::OpNode<T>*>(node->grad_fn.get())) {
+    op->add_into_with([ids, padding](const Tensor<T>& table_grad, const Tensor<T>& g) {
+      if (table_grad.is_contiguous()) {
+        ops::embedding_backward_add<T, Mode>(table_grad, g, ids, padding);
+      } else {
+        Tensor<T> part = table_grad;
+        part += expr::Leaf<T>(
+            ops::embedding_backward<T, Mode>(g, ids, part.size(0), part.size(1), padding));
+      }
+    });
+  }
+  return Var<T>::from_node(std::move(node));
 }
 
 }  // namespace ember

@@ -36,15 +36,15 @@ class OpNode final : public TapeNode {
          Backward back)
       : name_(std::move(name)), in_(std::move(inputs)), out_(out), back_(std::move(back)) {}
 
-  /// The elements of an input-shaped tensor that an injective view (slice, narrow, select)
-  /// reads.
-  using Selected = std::function<Tensor<T>(const Tensor<T>&)>;
+  /// Adds the output's gradient's contribution into the one input's gradient in place.
+  using AddInto = std::function<void(const Tensor<T>& input_grad, const Tensor<T>& g)>;
 
-  /// Marks this node as an injective view of its one input: where that input already owns a
-  /// gradient, the backward adds the view's gradient into the elements it selected, instead of
-  /// scattering it into zeros of the input's shape and adding those (attention's q, k and v,
-  /// three views of one projection, cost a pass over all of it each).
-  void add_into_selected_with(Selected selected) { selected_ = std::move(selected); }
+  /// Where the one input already owns a gradient, the backward adds into it with `add_into`
+  /// instead of making a gradient of the input's shape and adding that: an injective view (of
+  /// attention's q, k and v, three views of one projection) adds into the elements it selected,
+  /// an embedding into the rows its ids name (GPT-2's tied table, 50257 rows, of which a batch
+  /// names a few hundred), each sparing passes over the whole input.
+  void add_into_with(AddInto add_into) { add_into_ = std::move(add_into); }
 
   /// Records `t` as read by the backward: modifying it in place before then throws. The node
   /// holds the storage, so a temporary the backward does not capture (a bias passed as `b.to(d)`)
@@ -64,9 +64,8 @@ class OpNode final : public TapeNode {
       }
     }
     const Tensor<T> g = out_->grad_or_ones();
-    if (selected_ && in_.size() == 1 && in_[0] && in_[0]->grad.defined() && !in_[0]->grad_shared) {
-      Tensor<T> part = selected_(in_[0]->grad);
-      part += expr::Leaf<T>(g);
+    if (add_into_ && in_.size() == 1 && in_[0] && in_[0]->grad.defined() && !in_[0]->grad_shared) {
+      add_into_(in_[0]->grad, g);
       out_->drop_grad();
       return;
     }
@@ -84,7 +83,7 @@ class OpNode final : public TapeNode {
   }
   void release() override {
     back_ = nullptr;
-    selected_ = nullptr;
+    add_into_ = nullptr;
     saved_.clear();
   }
   void inputs(std::vector<VarNodeBase*>& out) const override {
@@ -99,7 +98,7 @@ class OpNode final : public TapeNode {
   std::vector<std::shared_ptr<VarNode<T>>> in_;
   VarNode<T>* out_;  // owns this node
   Backward back_;
-  Selected selected_;
+  AddInto add_into_;
   std::vector<std::pair<std::shared_ptr<const Storage>, std::uint64_t>> saved_;
 };
 

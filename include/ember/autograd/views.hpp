@@ -52,14 +52,19 @@ Tensor<T> scatter_into_zeros(const Tensor<T>& g, const Shape& in_shape, const Vi
 
 /// An injective view of x (slice, narrow, select: `view` applied to x's value gave `value`),
 /// recorded so that its gradient is added into the elements it selected of x's gradient where x
-/// already owns one (OpNode::add_into_selected_with), else scattered into zeros of x's shape.
+/// already owns one (OpNode::add_into_with), else scattered into zeros of x's shape.
 template <Storable T, class View>
 Var<T> injective_view_of(const Var<T>& x, const char* name, Tensor<T> value, View view) {
   const Shape in = x.shape();
   auto node = record_op<T>(name, std::move(value), {x.node()}, {}, [in, view](const Tensor<T>& g) {
     return std::vector<Tensor<T>>{scatter_into_zeros(g, in, view)};
   });
-  if (auto* op = dynamic_cast<OpNode<T>*>(node->grad_fn.get())) op->add_into_selected_with(view);
+  if (auto* op = dynamic_cast<OpNode<T>*>(node->grad_fn.get())) {
+    op->add_into_with([view](const Tensor<T>& input_grad, const Tensor<T>& g) {
+      Tensor<T> part = view(input_grad);
+      part += expr::Leaf<T>(g);
+    });
+  }
   return Var<T>::from_node(std::move(node));
 }
 

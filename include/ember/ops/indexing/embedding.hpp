@@ -16,8 +16,9 @@
 //      in the sorted ids on the GPU);
 //   3. dweight[v, d] = sum of g[p, d] over the positions p of id v in increasing p, in the
 //      compute type (float for bf16/half), rounded once; 0 for ids that do not occur, and for
-//      padding_idx when one is given (PyTorch's rule: that row is never trained). Every
-//      element of dweight is written, so nothing is zeroed first.
+//      padding_idx when one is given (PyTorch's rule: that row is never trained). The sums are
+//      added into a gradient the table already has (GPT-2's tied table: the LM head's), which
+//      touches only the rows named, or into zeros.
 // An id repeated very often is summed by one thread per column: correct, but serial.
 #pragma once
 
@@ -35,6 +36,7 @@
 #include "../../exec/assign.hpp"
 #include "../../exec/cpu_executor.hpp"
 #include "../../exec/for_each.hpp"
+#include "../../exec/generate.hpp"
 #include "../../exec/launch_counter.hpp"
 #include "../../exec/reduce.hpp"
 #include "../../expr/math.hpp"
@@ -64,10 +66,15 @@ struct EmbeddingGather {
   }
 };
 
-/// Element (v, d) of dweight: the sum of g[order[j], d] for j in [start[v], start[v + 1]).
+/// Adds into dweight [V, D] the sum of g[p, d] over the positions p of each id (in increasing
+/// p): element (k, d) of the sorted positions does row ids[order[k]]'s column d when k starts
+/// that id's run, the other elements have nothing to do. The sum is rounded to T before it is
+/// added, as adding a separately computed gradient would. Rows whose ids do not occur, and the
+/// padding row, are not touched.
 template <class T>
-struct EmbeddingSumRuns {
+struct EmbeddingAddRuns {
   const T* g;                 // dense [M, D]
+  const std::int64_t* ids;    // dense [M]
   const std::int32_t* order;  // positions sorted stably by id
   const std::int32_t* start;  // [V + 1]: where each id's run begins in `order`
   T* gw;                      // dense [V, D]
@@ -76,12 +83,13 @@ struct EmbeddingSumRuns {
 
   EMBER_HD void operator()(std::int64_t i) const {
     using A = acc_t<T>;
-    const std::int64_t v = i / D, d = i - v * D;
+    const std::int64_t k = i / D, d = i - k * D;
+    const std::int64_t v = ids[order[k]];
+    if (start[v] != k || v == padding) return;
     A s = A(0);
-    if (v != padding) {
-      for (std::int32_t j = start[v]; j < start[v + 1]; ++j) s += to_acc(g[order[j] * D + d]);
-    }
-    gw[i] = to_storage<T>(s);
+    for (std::int32_t j = start[v]; j < start[v + 1]; ++j) s += to_acc(g[order[j] * D + d]);
+    T& out = gw[v * D + d];
+    out = to_storage<T>(static_cast<A>(to_acc(out) + to_acc(to_storage<T>(s))));
   }
 };
 
@@ -194,22 +202,35 @@ EmbeddingRuns embedding_runs(const Tensor<std::int64_t>& ids, std::int64_t V) {
   return r;
 }
 
-/// The gradient of embedding's weight [V, D] from the output's gradient g [..., D] and the ids
-/// (already checked by the forward); row `padding` (from padding_row; -1: none) gets zeros.
-/// Deterministic: see the top of this header.
+/// Adds the gradient of embedding's weight from the output's gradient g [..., D] and the ids
+/// (already checked by the forward) into `gw` [V, D] (contiguous): only the rows the ids name
+/// are touched, never row `padding` (from padding_row; -1: none). Deterministic: see the top of
+/// this header. Bumps gw's version.
 template <FloatingElement T, class Mode = exec::mode>
-Tensor<T> embedding_backward(const Tensor<T>& g, const Tensor<std::int64_t>& ids, std::int64_t V,
-                             std::int64_t D, std::int64_t padding = -1) {
-  const std::int64_t M = ids.numel();
+void embedding_backward_add(const Tensor<T>& gw, const Tensor<T>& g,
+                            const Tensor<std::int64_t>& ids, std::int64_t padding = -1) {
+  const std::int64_t M = ids.numel(), V = gw.size(0), D = gw.size(1);
   EMBER_CHECK(g.numel() == M * D && g.rank() >= 1 && g.size(-1) == D,
               "ember: embedding: a gradient of shape ", g.shape().str(), " for ids of shape ",
               ids.shape().str(), " and ", D, " features");
+  EMBER_CHECK(gw.is_contiguous(), "ember: internal: embedding's weight gradient is not dense");
+  gw.storage()->bump_version();
+  if (M == 0 || D == 0) return;
   const Tensor<T> gd = g.template contiguous<Mode>();
-  const EmbeddingRuns r = embedding_runs<Mode>(ids.template contiguous<Mode>(), V);
-  Tensor<T> gw = empty<T>(Shape{V, D}, g.device());
-  const EmbeddingSumRuns<T> f{gd.data(), r.order.data(), r.start.data(), gw.data(), D, padding};
-  exec::for_each_index<EmbeddingSumRuns<T>, Mode>(f, V * D, 1 + M / std::max<std::int64_t>(V, 1),
-                                                  g.device());
+  const Tensor<std::int64_t> id = ids.template contiguous<Mode>();
+  const EmbeddingRuns r = embedding_runs<Mode>(id, V);
+  const EmbeddingAddRuns<T> f{gd.data(), id.data(), r.order.data(), r.start.data(),
+                              gw.data(), D,         padding};
+  exec::for_each_index<EmbeddingAddRuns<T>, Mode>(f, M * D, 1, g.device());
+}
+
+/// The gradient of embedding's weight [V, D] from the output's gradient g [..., D] and the ids:
+/// zeros, with embedding_backward_add's sums added.
+template <FloatingElement T, class Mode = exec::mode>
+Tensor<T> embedding_backward(const Tensor<T>& g, const Tensor<std::int64_t>& ids, std::int64_t V,
+                             std::int64_t D, std::int64_t padding = -1) {
+  Tensor<T> gw = zeros<T, Mode>(Shape{V, D}, g.device());
+  embedding_backward_add<T, Mode>(gw, g, ids, padding);
   return gw;
 }
 
