@@ -111,6 +111,23 @@ TEST_CASE("token batches: ranks read disjoint batches; too few tokens is an erro
   std::vector<std::int64_t> expect(36);
   for (std::size_t i = 0; i < expect.size(); ++i) expect[i] = static_cast<std::int64_t>(i);
   CHECK(seen == expect);
+  // The position is the group's, the same on both ranks: rank 0's, kept in a checkpoint,
+  // resumes rank 1 at its own batch.
+  CHECK(r0.position() == 36);
+  CHECK(r1.position() == 36);
+  TokenBatches resumed(iota_tokens(100), 2, 3, 1, 2);
+  resumed.seek(r0.position());
+  CHECK(resumed.next().first.to_vector().front() == r1.next().first.to_vector().front());
+  CHECK(r1.position() == 48);
+  // Groups of 12 in 100 tokens: after 8 groups (96 tokens) the next one would need token 108,
+  // so both ranks start over together.
+  TokenBatches w0(iota_tokens(100), 2, 3, 0, 2), w1(iota_tokens(100), 2, 3, 1, 2);
+  for (int step = 0; step < 8; ++step) {
+    w0.next();
+    w1.next();
+  }
+  CHECK(w0.next().first.to_vector().front() == 0);
+  CHECK(w1.next().first.to_vector().front() == 6);
   REQUIRE_THROWS_WITH(TokenBatches(iota_tokens(12), 2, 3, 0, 2), Catch::Contains("too few"));
   REQUIRE_THROWS_WITH(TokenBatches(iota_tokens(12), 0, 3), Catch::Contains("positive"));
   REQUIRE_THROWS_WITH(TokenBatches(iota_tokens(12), 1, 3, 2, 2), Catch::Contains("rank 2 of 2"));

@@ -95,8 +95,10 @@ inline std::vector<std::uint16_t> read_token_file(const std::filesystem::path& p
 
 /// llm.c's batches: B rows of T consecutive tokens, the targets the same windows one token later,
 /// the rows of a batch one after another in the file; the next batch starts where this one ended
-/// (B * T on). A batch that would run past the end starts over at the beginning. Data-parallel:
-/// rank r of n reads the r-th batch of each group of n, so the ranks see disjoint tokens.
+/// (B * T on). Data-parallel: rank r of n reads the r-th batch of each group of n, so the ranks
+/// see disjoint tokens. A group that would run past the end starts over at the beginning, on
+/// every rank at once: the position (where the next group starts) is the same on every rank, so
+/// one checkpoint's position resumes them all.
 class TokenBatches {
  public:
   TokenBatches(std::vector<std::uint16_t> tokens, std::int64_t B, std::int64_t T, int rank = 0,
@@ -113,8 +115,9 @@ class TokenBatches {
   }
 
   /// Back to the first batch.
-  void reset() { position_ = rank_ * B_ * T_; }
-  /// Where the next batch starts (a checkpoint keeps it: seek() resumes exactly there).
+  void reset() { position_ = 0; }
+  /// Where the next group of batches starts, the same on every rank (a checkpoint keeps it:
+  /// seek() resumes exactly there).
   std::int64_t position() const { return position_; }
   void seek(std::int64_t position) {
     EMBER_CHECK(position >= 0 && position < static_cast<std::int64_t>(tokens_.size()),
@@ -130,11 +133,12 @@ class TokenBatches {
   /// The next batch: inputs and targets, int64 [B, T] on `device`.
   std::pair<Tensor<std::int64_t>, Tensor<std::int64_t>> next(Device device = Device::cpu()) {
     const std::int64_t n = B_ * T_;
-    if (position_ + n + 1 > static_cast<std::int64_t>(tokens_.size())) reset();
+    if (position_ + ranks_ * n + 1 > static_cast<std::int64_t>(tokens_.size())) reset();
+    const std::int64_t start = position_ + rank_ * n;
     std::vector<std::int64_t> inputs(static_cast<std::size_t>(n)), targets(inputs.size());
     for (std::int64_t i = 0; i < n; ++i) {
-      inputs[static_cast<std::size_t>(i)] = tokens_[static_cast<std::size_t>(position_ + i)];
-      targets[static_cast<std::size_t>(i)] = tokens_[static_cast<std::size_t>(position_ + i + 1)];
+      inputs[static_cast<std::size_t>(i)] = tokens_[static_cast<std::size_t>(start + i)];
+      targets[static_cast<std::size_t>(i)] = tokens_[static_cast<std::size_t>(start + i + 1)];
     }
     position_ += ranks_ * n;
     return {from_vector<std::int64_t>(inputs, Shape{B_, T_}, device),
