@@ -108,10 +108,16 @@ class RunFiles {
                 {{"status", std::string(reached_target ? mllog::kSuccess : mllog::kAborted)}});
   }
 
-  /// Saves the model and the optimizer (rank 0; every rank holds the same weights).
+  /// Saves the model and the optimizer (rank 0; every rank holds the same weights). A sharded
+  /// optimizer's state (ZeRO-1's) is gathered by every rank first: a collective.
   template <class Model, class Optimizer>
   void save(Model& model, Optimizer& opt, const ember::io::TrainingProgress& progress) const {
-    if (lead_) ember::io::save_training_checkpoint(checkpoint_, model, opt, progress);
+    if constexpr (requires { Optimizer::kShardedState; }) {
+      const ember::optim::OptimizerState state = opt.state_dict();
+      if (lead_) ember::io::save_training_checkpoint(checkpoint_, model, state, progress);
+    } else if (lead_) {
+      ember::io::save_training_checkpoint(checkpoint_, model, opt, progress);
+    }
   }
 
  private:

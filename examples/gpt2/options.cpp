@@ -29,6 +29,11 @@ std::optional<int> parse_options(TrainConfig& c, int argc, char** argv) {
   app.add_option("--weight-decay", c.weight_decay, "on matrices only")->capture_default_str();
   app.add_option("--max-grad-norm", c.max_grad_norm, "clip the gradient's norm (0: no clipping)")
       ->capture_default_str();
+  app.add_option("--dropout", c.dropout,
+                 "on embeddings, attention and residuals (GPT-2 had 0.1; 0: none, as llm.c)")
+      ->capture_default_str();
+  app.add_flag("--zero", c.zero,
+               "ZeRO-1 under mpirun: each rank keeps AdamW's state for its share of the parameters");
   app.add_option("--precision", c.precision, "float | bf16 | auto (bf16 on a GPU)")
       ->capture_default_str();
   app.add_option("--device", c.device, "cpu | cuda | auto")->capture_default_str();

@@ -24,6 +24,8 @@ struct TrainConfig {
   double min_lr = 0.1;  // the cosine's floor, as a fraction of --lr
   double weight_decay = 0.1;
   double max_grad_norm = 1.0;
+  double dropout = 0.0;  // embedding, attention and residual (GPT-2 had 0.1; 0 as llm.c)
+  bool zero = false;      // ZeRO-1: AdamW's state sharded over the ranks
   std::string precision = "auto";
   std::string device = "auto";
   std::int64_t eval_every = 200;

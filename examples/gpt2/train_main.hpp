@@ -114,6 +114,8 @@ inline void validate_options(const TrainConfig& c) {
   EMBER_CHECK(c.weight_decay >= 0, "gpt2_train: --weight-decay must be >= 0, got ", c.weight_decay);
   EMBER_CHECK(c.max_grad_norm >= 0, "gpt2_train: --max-grad-norm must be >= 0, got ",
               c.max_grad_norm);
+  EMBER_CHECK(c.dropout >= 0 && c.dropout < 1, "gpt2_train: --dropout must be in [0, 1), got ",
+              c.dropout);
   EMBER_CHECK(c.eval_every > 0 && c.eval_batches > 0 && c.log_every > 0,
               "gpt2_train: --eval-every, --eval-batches and --log-every must be positive");
   EMBER_CHECK(c.sample_tokens >= 0, "gpt2_train: --sample-tokens must be >= 0, got ",
@@ -189,14 +191,15 @@ double evaluate(GPT2LMHeadModel<T>& model, const Corpus& corpus, const TrainConf
   return trainer::mean_over_ranks(sum / static_cast<double>(batches));
 }
 
-/// AdamW with weight decay on the matrices only (GPT-2's, nanoGPT's and llm.c's recipe).
+/// AdamW's groups: weight decay on the matrices only (GPT-2's, nanoGPT's and llm.c's recipe).
 template <class T>
-optim::AdamW make_optimizer(GPT2LMHeadModel<T>& model, const TrainConfig& c) {
+std::vector<optim::ParamGroup<optim::AdamWOptions>> adamw_groups(GPT2LMHeadModel<T>& model,
+                                                                 const TrainConfig& c) {
   const optim::AdamWOptions decay{
       .lr = c.lr, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = c.weight_decay};
   optim::AdamWOptions none = decay;
   none.weight_decay = 0;
-  return optim::AdamW(optim::decay_groups(model, decay, none));
+  return optim::decay_groups(model, decay, none);
 }
 
 /// Linear warmup over the first --warmup of the steps, then a cosine down to --min-lr * --lr.
@@ -210,8 +213,8 @@ inline optim::Schedule make_schedule(const TrainConfig& c) {
 
 /// One optimizer step at `lr`: the gradients of --accumulation micro-batches, summed, averaged
 /// through the optimizer's gradient scale, clipped. Returns the last micro-batch's loss.
-template <class T>
-Var<T> train_step(GPT2LMHeadModel<T>& model, optim::AdamW& opt, dist::DistributedDataParallel& ddp,
+template <class T, class Optimizer>
+Var<T> train_step(GPT2LMHeadModel<T>& model, Optimizer& opt, dist::DistributedDataParallel& ddp,
                   data::TokenBatches& batches, const TrainConfig& c, Device device,
                   std::int64_t step, double lr) {
   Var<T> loss;
@@ -281,14 +284,12 @@ struct TrainResult {
   double train_seconds = 0;
 };
 
-template <class T>
-TrainResult train(const TrainConfig& c, const Corpus& corpus, Device device) {
+/// The run: --resume's checkpoint, then the steps with their evaluations and checkpoints, then
+/// the samples. `opt` is AdamW, or its ZeRO-1 sharding.
+template <class T, class Optimizer>
+TrainResult train(GPT2LMHeadModel<T>& model, Optimizer& opt, const TrainConfig& c,
+                  const Corpus& corpus, Device device) {
   trainer::RunFiles files(c.out, "gpt2");
-
-  // The model, in the compute type T, on the device; its optimizer and schedule.
-  nn::manual_seed(c.seed);
-  GPT2LMHeadModel<T> model(config_by_name(c.config), device);
-  optim::AdamW opt = make_optimizer(model, c);
   const optim::Schedule schedule = make_schedule(c);
   const std::int64_t B = c.batch / dist::world_size();
   data::TokenBatches batches(corpus.train, B, c.seq_len, dist::rank(), dist::world_size());
@@ -354,6 +355,21 @@ TrainResult train(const TrainConfig& c, const Corpus& corpus, Device device) {
             sample(model, bpe, c.sample_tokens, c.seed, device).c_str());
   }
   return result;
+}
+
+/// The model, in the compute type T, on the device, and its optimizer; then the run.
+template <class T>
+TrainResult train(const TrainConfig& c, const Corpus& corpus, Device device) {
+  nn::manual_seed(c.seed);
+  GPT2Config config = config_by_name(c.config);
+  config.dropout = c.dropout;
+  GPT2LMHeadModel<T> model(config, device);
+  if (c.zero) {
+    dist::ZeroRedundancyOptimizer<optim::AdamW> opt(adamw_groups(model, c));
+    return train(model, opt, c, corpus, device);
+  }
+  optim::AdamW opt(adamw_groups(model, c));
+  return train(model, opt, c, corpus, device);
 }
 
 // ---- The program --------------------------------------------------------------------------

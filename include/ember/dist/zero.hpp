@@ -45,6 +45,8 @@ template <class Opt>
 class ZeroRedundancyOptimizer {
  public:
   using Options = typename Opt::options_type;
+  /// state_dict() is a collective (every rank gathers the shards): savers call it on every rank.
+  static constexpr bool kShardedState = true;
 
   /// All of `params` in one group with `options`.
   ZeroRedundancyOptimizer(optim::ParamList params, const Options& options)

@@ -197,13 +197,15 @@ inline std::int64_t parse_int(const std::map<std::string, std::string>& meta,
 }
 }  // namespace detail
 
-/// Saves model, optimizer state, the random stream and `progress` to `path`, atomically.
-template <class Optimizer, class Mode = exec::mode>
+/// Saves model, an optimizer's state (its state_dict()), the random stream and `progress` to
+/// `path`, atomically.
+template <class Mode = exec::mode>
 void save_training_checkpoint(const std::filesystem::path& path, const nn::Module& model,
-                              const Optimizer& optimizer, const TrainingProgress& progress) {
+                              const NamedTensors& optimizer_state,
+                              const TrainingProgress& progress) {
   NamedTensors tensors = state_dict<Mode>(model, kModelPrefix);
-  for (auto& [name, t] : optimizer.template state_dict<Mode>()) {
-    tensors.emplace_back(detail::kOptimizerPrefix + name, std::move(t));
+  for (const auto& [name, t] : optimizer_state) {
+    tensors.emplace_back(detail::kOptimizerPrefix + name, t);
   }
   std::map<std::string, std::string> meta = progress.extra;
   for (const char* reserved : {"step", "epoch", "rng.seed", "rng.offset", detail::kFormatKey}) {
@@ -217,6 +219,13 @@ void save_training_checkpoint(const std::filesystem::path& path, const nn::Modul
   meta["rng.offset"] = std::to_string(rng.offset);
   meta[detail::kFormatKey] = detail::kFormat;
   save_safetensors(tensors, path, meta);
+}
+
+/// Saves model, optimizer, the random stream and `progress` to `path`, atomically.
+template <class Optimizer, class Mode = exec::mode>
+void save_training_checkpoint(const std::filesystem::path& path, const nn::Module& model,
+                              const Optimizer& optimizer, const TrainingProgress& progress) {
+  save_training_checkpoint<Mode>(path, model, optimizer.template state_dict<Mode>(), progress);
 }
 
 /// Restores model, optimizer and the random stream from `path` and returns the progress. The
