@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""PyTorch's GPT-2 training step on the CPU, the peer of ember's gpt2_train in bench/gpt2_cpu.sh:
+"""PyTorch's GPT-2 training step on the CPU, the peer of ember's gpt2_train in bench/gpt2_llmc_cpu.sh:
 transformers' GPT2LMHeadModel (random weights, its own initialisation, no dropout), AdamW (lr
 1e-4, betas 0.9/0.95, weight decay 0.1 on matrices), the gradient clipped to norm 1, batches of B
-windows of T tokens from a token file in llm.c's format; eager, or under torch.compile. Prints
-one JSON line: tokens/s over the steps after --warmup.
+windows of T tokens from a token file in llm.c's format; eager, or under torch.compile; float, or
+with --bf16 the forward under bf16 autocast (float weights and optimizer). Prints one JSON line:
+tokens/s over the steps after --warmup.
 
   python3 bench/gpt2_torch_peer.py --data runs/gpt2/data/train.bin --config 124M -B 4 -T 64
 """
@@ -30,6 +31,7 @@ def main():
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--compile", action="store_true")
+    ap.add_argument("--bf16", action="store_true", help="bf16 autocast")
     a = ap.parse_args()
     tokens = np.fromfile(a.data, dtype=np.uint16, offset=1024).astype(np.int64)
     torch.manual_seed(0)
@@ -44,8 +46,9 @@ def main():
                             betas=(0.9, 0.95), eps=1e-8)
 
     def loss_of(x, y):
-        logits = model(input_ids=x).logits
-        return F.cross_entropy(logits.reshape(-1, logits.size(-1)), y.reshape(-1))
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.bf16):
+            logits = model(input_ids=x).logits
+        return F.cross_entropy(logits.reshape(-1, logits.size(-1)).float(), y.reshape(-1))
 
     step_loss = torch.compile(loss_of) if a.compile else loss_of
     n = a.B * a.T
@@ -61,7 +64,7 @@ def main():
         opt.step()
         times.append(time.perf_counter() - t0)
     measured = times[a.warmup:]
-    print(json.dumps({"config": a.config, "B": a.B, "T": a.T, "compile": a.compile,
+    print(json.dumps({"config": a.config, "B": a.B, "T": a.T, "compile": a.compile, "bf16": a.bf16,
                       "threads": torch.get_num_threads(), "loss": loss.item(),
                       "tokens_per_s": n * len(measured) / sum(measured)}))
 
