@@ -58,7 +58,7 @@ void check_dtype() {
   const Var<T> yv = embedding(wv, idg);
   before = launch_count();
   yv.backward(g.to(kGpu));
-  CHECK(launch_count() - before == 4);  // sort input, CUB's sort, run starts, sums
+  CHECK(launch_count() - before == 5);  // zeros, sort input, CUB's sort, run starts, sums
   const auto gc = values(wc.grad()), gg = values(wv.grad());
   std::size_t bad = 0;
   for (std::size_t i = 0; i < gc.size(); ++i) {
