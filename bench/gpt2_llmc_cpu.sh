@@ -33,8 +33,7 @@ steps=${STEPS:-6}
 cases=${CASES:-124M:4:64 124M:4:256 mini:16:64}
 precisions=${PRECISIONS:-float bf16}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(nproc)}
-# The CPU program as scripts/run-gpt2.sh builds it without a GPU: g++ with -march=native. (An nvcc
-# build's host code gets no -march: 157 tokens/s there against 214, docs/gpt2.md.)
+# The CPU program as scripts/run-gpt2.sh builds it without a GPU: g++ with -march=native.
 if [[ ! -x "$build/examples/gpt2_train" ]]; then
   cmake -S "$root" -B "$build" -DEMBER_CUDA=OFF -DEMBER_BUILD_TESTS=OFF -DEMBER_BUILD_BENCHMARKS=OFF \
     -DEMBER_BUILD_EXAMPLES=ON -DEMBER_BUILD_KERNELS=OFF -DCMAKE_BUILD_TYPE=Release >/dev/null
