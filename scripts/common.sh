@@ -115,3 +115,22 @@ ember_configure() {
   cmake -S "$EMBER_ROOT" -B "$build" -DCMAKE_BUILD_TYPE=Release \
     -DEMBER_CUDA="${EMBER_CUDA:-AUTO}" "$@" "${extra[@]}"
 }
+
+# ember_build_example BUILD_DIR TARGET WHAT: configures BUILD_DIR for the examples alone and builds
+# example TARGET (WHAT names it in the log). Without a usable GPU the program is built by the host
+# compiler (EMBER_CUDA=OFF) unless EMBER_CUDA says otherwise: the program is the same, and g++
+# alone builds it in half the time. One program built once: without ember::kernels, whose
+# operators for four element types take longer to compile than the program's own copies of what
+# it uses (docs/benchmarks.md, "Build time"); rebuilding after a change is where the library pays
+# (build/test links it).
+ember_build_example() {
+  local build="$1" target="$2" what="$3"
+  if [ -z "${EMBER_CUDA:-}" ] && ! nvidia-smi -L >/dev/null 2>&1; then
+    ember_log "no GPU found: building the CPU-only $what (set EMBER_CUDA=AUTO to build with nvcc)"
+    export EMBER_CUDA=OFF
+  fi
+  ember_configure "$build" -DEMBER_BUILD_TESTS=OFF -DEMBER_BUILD_BENCHMARKS=OFF \
+    -DEMBER_BUILD_EXAMPLES=ON -DEMBER_BUILD_KERNELS=OFF
+  ember_log "building the $what"
+  cmake --build "$build" --target "$target" -j"$(ember_jobs)"
+}

@@ -6,7 +6,7 @@
 # loss against the unigram entropy, the throughput and a sample, and writes metrics, checkpoints
 # and curves.png to runs/gpt2.
 #
-#   scripts/run-gpt2.sh                               # tiny GPT-2, 300 steps on the CPU
+#   scripts/run-gpt2.sh                               # tiny GPT-2, 800 steps on the CPU
 #   scripts/run-gpt2.sh --config mini --steps 1000    # arguments go to the trainer (see --help)
 #
 # Environment: EMBER_BUILD_DIR (default build/main), EMBER_CUDA (AUTO|ON|OFF, default AUTO),
@@ -18,14 +18,7 @@ build="${EMBER_BUILD_DIR:-$EMBER_ROOT/build/main}"
 
 ember_apt_install "${EMBER_MAIN_PACKAGES[@]}" bible-kjv
 ember_pip_install --no-deps openai-whisper
-if [ -z "${EMBER_CUDA:-}" ] && ! nvidia-smi -L >/dev/null 2>&1; then
-  ember_log "no GPU found: building the CPU-only trainer (set EMBER_CUDA=AUTO to build with nvcc)"
-  export EMBER_CUDA=OFF
-fi
-ember_configure "$build" -DEMBER_BUILD_TESTS=OFF -DEMBER_BUILD_BENCHMARKS=OFF \
-  -DEMBER_BUILD_EXAMPLES=ON -DEMBER_BUILD_KERNELS=OFF
-ember_log "building the GPT-2 trainer"
-cmake --build "$build" --target gpt2_train -j"$(ember_jobs)"
+ember_build_example "$build" gpt2_train "GPT-2 trainer"
 
 text="$EMBER_ROOT/runs/gpt2/kjv.txt"
 if [ ! -s "$text" ]; then

@@ -18,19 +18,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 build="${EMBER_BUILD_DIR:-$EMBER_ROOT/build/main}"
 
 ember_apt_install "${EMBER_MAIN_PACKAGES[@]}"
-# Without a usable GPU the trainer is built by the host compiler (EMBER_CUDA=OFF) unless
-# EMBER_CUDA says otherwise: the program is the same, and g++ alone builds it in half the time.
-if [ -z "${EMBER_CUDA:-}" ] && ! nvidia-smi -L >/dev/null 2>&1; then
-  ember_log "no GPU found: building the CPU-only trainer (set EMBER_CUDA=AUTO to build with nvcc)"
-  export EMBER_CUDA=OFF
-fi
-# One program built once: without ember::kernels, whose operators for four element types take
-# longer to compile than the trainer's own copies of what it uses (docs/benchmarks.md, "Build
-# time"); rebuilding the trainer after a change is where the library pays (build/test links it).
-ember_configure "$build" -DEMBER_BUILD_TESTS=OFF -DEMBER_BUILD_BENCHMARKS=OFF \
-  -DEMBER_BUILD_EXAMPLES=ON -DEMBER_BUILD_KERNELS=OFF
-ember_log "building the ResNet trainer"
-cmake --build "$build" --target resnet50_train -j"$(ember_jobs)"
+ember_build_example "$build" resnet50_train "ResNet trainer"
 ember_log "training"
 cd "$EMBER_ROOT"
 exec "$build/examples/resnet50_train" --data fashion-mnist --target-accuracy 0.9 "$@"
