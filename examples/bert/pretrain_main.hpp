@@ -627,9 +627,7 @@ inline int main(int argc, char** argv) {
         device = trainer::pick_device(c.device, "bert_pretrain", world.local_rank());
         settle_pretrain_defaults(c, device);
         validate_options(c);
-        EMBER_CHECK(c.batch % world.size() == 0, "bert_pretrain: --batch-size ", c.batch,
-                    " (the global micro-batch) does not split over ", world.size(),
-                    " ranks: choose a multiple of ", world.size());
+        trainer::check_batch_splits(c.batch, world.size(), "global micro-batch", "bert_pretrain");
       })) {
     return *status;
   }

@@ -96,6 +96,13 @@ inline void check_finite_loss(double loss, std::int64_t step, const char* progra
               "whose output is not finite)");
 }
 
+/// --batch-size (`what`: "global batch" or "global micro-batch") must split evenly over `ranks`.
+inline void check_batch_splits(std::int64_t batch, int ranks, const char* what,
+                               const char* program) {
+  EMBER_CHECK(batch % ranks == 0, program, ": --batch-size ", batch, " (the ", what,
+              ") does not split over ", ranks, " ranks: choose a multiple of ", ranks);
+}
+
 /// The device `choice` names: cpu, cuda, or auto (a GPU when one is usable). With several
 /// processes on a host, each takes the GPU of its local rank. `program` names the caller in the
 /// error.

@@ -407,9 +407,7 @@ inline int main(int argc, char** argv) {
         device = trainer::pick_device(c.device, "gpt2_train", world.local_rank());
         settle_defaults(c, device);
         validate_options(c);
-        EMBER_CHECK(c.batch % world.size() == 0, "gpt2_train: --batch-size ", c.batch,
-                    " (the global micro-batch) does not split over ", world.size(),
-                    " ranks: choose a multiple of ", world.size());
+        trainer::check_batch_splits(c.batch, world.size(), "global micro-batch", "gpt2_train");
       })) {
     return *status;
   }

@@ -340,9 +340,7 @@ inline void validate_options(const Config& c) {
   EMBER_CHECK(c.epochs > 0, "resnet50: --epochs must be positive, got ", c.epochs);
   EMBER_CHECK(c.batch > 0, "resnet50: --batch-size must be positive, got ", c.batch);
   const int ranks = dist::world_size();
-  EMBER_CHECK(c.batch % ranks == 0, "resnet50: --batch-size ", c.batch,
-              " (the global batch) does not split over ", ranks, " ranks: choose a multiple of ",
-              ranks);
+  trainer::check_batch_splits(c.batch, ranks, "global batch", "resnet50");
   EMBER_CHECK(c.width > 0, "resnet50: --width must be positive, got ", c.width);
   EMBER_CHECK(c.image_size == 0 || c.image_size >= 8,
               "resnet50: --image-size must be at least 8, got ", c.image_size);
