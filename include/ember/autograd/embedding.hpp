@@ -27,15 +27,10 @@ Var<T> embedding(const Var<T>& weight, const Tensor<std::int64_t>& ids,
         return std::vector<Tensor<T>>{ops::embedding_backward<T, Mode>(g, ids, V, D, padding)};
       });
   // A table that already has a gradient (tied to an output projection) gets the rows named.
+  // That gradient is dense: accumulate_grad keeps a 2-D gradient contiguous.
   if (auto* op = dynamic_cast<autograd::OpNode<T>*>(node->grad_fn.get())) {
     op->add_into_with([ids, padding](const Tensor<T>& table_grad, const Tensor<T>& g) {
-      if (table_grad.is_contiguous()) {
-        ops::embedding_backward_add<T, Mode>(table_grad, g, ids, padding);
-      } else {
-        Tensor<T> part = table_grad;
-        part += expr::Leaf<T>(
-            ops::embedding_backward<T, Mode>(g, ids, part.size(0), part.size(1), padding));
-      }
+      ops::embedding_backward_add<T, Mode>(table_grad, g, ids, padding);
     });
   }
   return Var<T>::from_node(std::move(node));
