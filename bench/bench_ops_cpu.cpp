@@ -1,7 +1,9 @@
 // CPU benchmarks of ember's operators (issue 4) against the library call or loop each should
-// match: matrix products and linear against OpenBLAS called directly, conv2d against im2col +
-// OpenBLAS written here, softmax and layer_norm against plain OpenMP loops. ember's CPU matmul
-// and conv2d call the same OpenBLAS, so the ratios measure what ember adds around it (operand
+// match: matrix products and linear against the build's BLAS (oneMKL or OpenBLAS, the context's
+// "blas") called directly, conv2d against im2col + the BLAS written here, softmax and layer_norm
+// against plain OpenMP loops. ember's CPU matmul and conv2d call the same BLAS or oneDNN (run with
+// EMBER_CPU_GEMM=blas or =onednn to pin one), so the ratios measure the library ember picks and
+// what ember adds around it (operand
 // analysis, output allocation, its im2col, the bias/activation pass), and should be near 1.0.
 //
 // Names are "<group>/<variant>/<case>" so bench/report.py can pair ember with the peer of its
@@ -9,25 +11,25 @@
 //   op_gemm_f32         C[M, N] = A[M, K] B[K, N], case "MxNxK"
 //       ember_matmul      ember::matmul(a, b): allocates C, calls cblas_sgemm
 //       ember_blocked     ember::ops::cpu::gemm_blocked (what a build without BLAS gets), one size
-//       openblas          cblas_sgemm on the same buffers into a C allocated once
+//       blas              cblas_sgemm on the same buffers into a C allocated once
 //   op_bmm_f32          C[b] = A[b] B[b] for a batch of small products, case "BxMxNxK"
 //       ember_matmul      ember::matmul(a, b) on [B, M, K] x [B, K, N]: one oneDNN matmul
-//       openblas_loop     a product per OpenMP thread, cblas_sgemm with one BLAS thread (what
+//       blas_loop         a product per OpenMP thread, cblas_sgemm with one BLAS thread (what
 //                         ember ran before the batch went to oneDNN)
 //   op_linear_gelu_f32  y[M, N] = gelu(x[M, K] w[N, K]^T + b[N]) (exact erf GELU), case "MxNxK"
 //       ember_linear      ember::linear(x, w, b, Activation::gelu): GEMM, then one bias+GELU pass
-//       openblas_loop     cblas_sgemm (w transposed in place) + one OpenMP loop for bias and GELU,
+//       blas_loop         cblas_sgemm (w transposed in place) + one OpenMP loop for bias and GELU,
 //                         with ember's vectorised erf (ember::math::erf, as the other CPU
 //                         benchmarks use ember's own transcendentals in their reference loops)
 //   op_conv_nchw_f32    y = conv2d(x [N, C, H, W], w [O, C, KH, KW]), NCHW in and out
 //       ember             ember::conv2d(x, w, opt)
-//       im2col_openblas   per image: im2col into col[C KH KW, OH OW] (rows copied with the zero
+//       im2col_blas       per image: im2col into col[C KH KW, OH OW] (rows copied with the zero
 //                         padding cut off at both ends), then one cblas_sgemm
 //                         y_n[O, OH OW] = w[O, C KH KW] col; a 1x1 stride-1 unpadded
 //                         convolution skips the im2col (the image already is col)
 //   op_conv_nhwc_f32    the same with a channels-last x (and so a channels-last y)
 //       ember             ember::conv2d(x_channels_last, w, opt)
-//       im2col_openblas   per image: col[OH OW, KH KW C] (each (pixel, kh, kw) a run of C
+//       im2col_blas       per image: col[OH OW, KH KW C] (each (pixel, kh, kw) a run of C
 //                         contiguous floats), then y_n[OH OW, O] = col w_r^T with w_r the weight
 //                         as [O, KH, KW, C] (reordered once, before timing: a channels-last
 //                         framework keeps its weights that way); a 1x1 stride-1 unpadded
@@ -61,10 +63,11 @@
 // sampled outputs of products and convolutions (the error relative to the sum of the absolute
 // terms, so the tolerance does not depend on K), 64 sampled rows of softmax and layer norm.
 //
-// Threads: ember's passes and the reference loops run on OpenMP's threads; OpenBLAS (Debian's
-// pthread build) on its own pool, sized by OPENBLAS_NUM_THREADS or else OMP_NUM_THREADS. Where
-// OpenMP passes and GEMMs alternate (conv2d, linear), run with OMP_WAIT_POLICY=passive so idle
-// OpenMP threads sleep instead of spinning against OpenBLAS's (run_cpu.sh sets it).
+// Threads: ember's passes and the reference loops run on OpenMP's threads, and so does oneMKL;
+// OpenBLAS (Debian's pthread build) on its own pool, sized by OPENBLAS_NUM_THREADS or else
+// OMP_NUM_THREADS. Where OpenMP passes and OpenBLAS's GEMMs alternate (conv2d, linear), run with
+// OMP_WAIT_POLICY=passive so idle OpenMP threads sleep instead of spinning against OpenBLAS's
+// (run_cpu.sh sets it).
 // Times are wall-clock (UseRealTime), or process CPU time with EMBER_BENCH_CPU_TIME=1.
 //
 // Without CBLAS (EMBER_WITH_BLAS undefined) the peers are left out and ember's variants run on
@@ -84,9 +87,7 @@
 
 #include <ember/ember.hpp>
 
-#if defined(EMBER_WITH_BLAS)
-#include <cblas.h>
-#endif
+#include <ember/ops/matmul/cblas.hpp>
 
 #include "bench_support.hpp"
 
@@ -226,7 +227,7 @@ void gemm_blocked(benchmark::State& state, GemmCase g) {
 }
 
 #if defined(EMBER_WITH_BLAS)
-void gemm_openblas(benchmark::State& state, GemmCase g) {
+void gemm_blas(benchmark::State& state, GemmCase g) {
   auto& d = gemm_data(g);
   const int M = int(g.M), N = int(g.N), K = int(g.K);
   const ContentionProbe probe;
@@ -291,7 +292,7 @@ void linear_ember(benchmark::State& state, GemmCase g) {
 }
 
 #if defined(EMBER_WITH_BLAS)
-void linear_openblas(benchmark::State& state, GemmCase g) {
+void linear_blas(benchmark::State& state, GemmCase g) {
   auto& d = linear_data(g);
   const int M = int(g.M), N = int(g.N), K = int(g.K);
   const float* __restrict bias = d.b.data();
@@ -455,7 +456,7 @@ void im2col_nchw(const ConvCase& cc, const float* xn, float* col) {
   }
 }
 
-void conv_nchw_openblas(benchmark::State& state, ConvCase cc) {
+void conv_nchw_blas(benchmark::State& state, ConvCase cc) {
   auto& d = conv_data(cc);
   const std::int64_t P = cc.OH() * cc.OW(), K = cc.C * cc.KH * cc.KW;
   const ContentionProbe probe;
@@ -501,7 +502,7 @@ void im2col_nhwc(const ConvCase& cc, const float* xn, float* col) {
   }
 }
 
-void conv_nhwc_openblas(benchmark::State& state, ConvCase cc) {
+void conv_nhwc_blas(benchmark::State& state, ConvCase cc) {
   auto& d = conv_data(cc);
   const std::int64_t P = cc.OH() * cc.OW(), K = cc.C * cc.KH * cc.KW;
   const float* x = d.x_nhwc.data();  // channels-last: [N, H, W, C] in memory
@@ -832,7 +833,7 @@ void bmm_ember(benchmark::State& state, BmmCase g) {
 }
 
 #if defined(EMBER_WITH_BLAS)
-void bmm_openblas_loop(benchmark::State& state, BmmCase g) {
+void bmm_blas_loop(benchmark::State& state, BmmCase g) {
   auto& d = bmm_data(g);
   const int M = int(g.M), N = int(g.N), K = int(g.K);
   const ember::ops::cpu::SerialBlas serial;
@@ -872,7 +873,7 @@ const bool registered = [] {
     const std::string c = slash(g.name());
     add_case("op_gemm_f32/ember_matmul" + c, [g](benchmark::State& s) { gemm_ember(s, g); });
 #if defined(EMBER_WITH_BLAS)
-    add_case("op_gemm_f32/openblas" + c, [g](benchmark::State& s) { gemm_openblas(s, g); });
+    add_case("op_gemm_f32/blas" + c, [g](benchmark::State& s) { gemm_blas(s, g); });
 #endif
   }
   // Attention's batches of small products: a small GPT's (16 sequences x 4 heads of 64 tokens,
@@ -884,7 +885,7 @@ const bool registered = [] {
     const std::string c = slash(g.name());
     add_case("op_bmm_f32/ember_matmul" + c, [g](benchmark::State& s) { bmm_ember(s, g); });
 #if defined(EMBER_WITH_BLAS)
-    add_case("op_bmm_f32/openblas_loop" + c, [g](benchmark::State& s) { bmm_openblas_loop(s, g); });
+    add_case("op_bmm_f32/blas_loop" + c, [g](benchmark::State& s) { bmm_blas_loop(s, g); });
 #endif
   }
   // ember's own kernel, for builds without BLAS: one size (it is slow).
@@ -899,8 +900,7 @@ const bool registered = [] {
     add_case("op_linear_gelu_f32/ember_linear" + c,
              [g](benchmark::State& s) { linear_ember(s, g); });
 #if defined(EMBER_WITH_BLAS)
-    add_case("op_linear_gelu_f32/openblas_loop" + c,
-             [g](benchmark::State& s) { linear_openblas(s, g); });
+    add_case("op_linear_gelu_f32/blas_loop" + c, [g](benchmark::State& s) { linear_blas(s, g); });
 #endif
   }
 
@@ -915,10 +915,10 @@ const bool registered = [] {
     add_case("op_conv_nchw_f32/ember" + c, [cc](benchmark::State& s) { conv_ember(s, cc, false); });
     add_case("op_conv_nhwc_f32/ember" + c, [cc](benchmark::State& s) { conv_ember(s, cc, true); });
 #if defined(EMBER_WITH_BLAS)
-    add_case("op_conv_nchw_f32/im2col_openblas" + c,
-             [cc](benchmark::State& s) { conv_nchw_openblas(s, cc); });
-    add_case("op_conv_nhwc_f32/im2col_openblas" + c,
-             [cc](benchmark::State& s) { conv_nhwc_openblas(s, cc); });
+    add_case("op_conv_nchw_f32/im2col_blas" + c,
+             [cc](benchmark::State& s) { conv_nchw_blas(s, cc); });
+    add_case("op_conv_nhwc_f32/im2col_blas" + c,
+             [cc](benchmark::State& s) { conv_nhwc_blas(s, cc); });
 #endif
   }
 
@@ -962,14 +962,18 @@ int main(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   ember_bench::add_common_context();
 #if defined(EMBER_WITH_BLAS)
-  benchmark::AddCustomContext("blas", "CBLAS (EMBER_WITH_BLAS)");
-#if defined(OPENBLAS_VERSION)
+  benchmark::AddCustomContext("blas", ember::ops::cpu::blas_library());
+#if defined(EMBER_WITH_MKL)
+  char mkl_version[256];
+  mkl_get_version_string(mkl_version, sizeof mkl_version);
+  benchmark::AddCustomContext("mkl", mkl_version);
+#elif defined(OPENBLAS_VERSION)
   benchmark::AddCustomContext("openblas", openblas_get_config());
   benchmark::AddCustomContext("openblas_core", openblas_get_corename());
   benchmark::AddCustomContext("openblas_threads", std::to_string(openblas_get_num_threads()));
 #endif
 #else
-  benchmark::AddCustomContext("blas", "none: ember's own GEMM, the OpenBLAS peers left out");
+  benchmark::AddCustomContext("blas", "none: ember's own GEMM, the BLAS peers left out");
 #endif
   const char* wait = std::getenv("OMP_WAIT_POLICY");
   benchmark::AddCustomContext("omp_wait_policy", wait && *wait ? wait : "default");

@@ -187,7 +187,7 @@ def main():
     measure = args.time or ("cpu" if ctx.get("time_measure") == "process_cpu" else "real")
     print(f"# CPU benchmarks ({args.stat} of repetitions, {'process CPU' if measure == 'cpu' else 'wall-clock'} time)")
     keys = ["host_name", "num_cpus", "mhz_per_cpu", "omp_threads", "time_measure", "isa", "arch_flags", "compiler",
-            "eigen_version", "blas", "openblas", "openblas_core", "openblas_threads", "omp_wait_policy", "commit",
+            "eigen_version", "blas", "mkl", "openblas", "openblas_core", "openblas_threads", "omp_wait_policy", "commit",
             "load_average", "busy_percent_before", "date"]
     if not args.summary_only:
         print("  " + ", ".join(f"{k}={ctx[k]}" for k in keys if k in ctx))

@@ -1,23 +1,45 @@
-# Resolves the EMBER_BLAS option (AUTO, ON or OFF) into EMBER_WITH_BLAS: the CPU matrix product
-# calls CBLAS (OpenBLAS preferred; Debian: libopenblas-dev) when it is found, else ember's own
-# blocked OpenMP kernel (include/ember/ops/matmul/gemm_cpu.hpp). AUTO passes over Netlib's
-# reference BLAS (Debian's libblas3, which other packages pull in): its unblocked loops multiply
-# several times slower than ember's own kernel, so only EMBER_BLAS=ON takes it.
+# Resolves the EMBER_BLAS option into EMBER_WITH_BLAS (and EMBER_WITH_MKL): the CPU's matrix
+# products call a BLAS where one is found, else ember's own blocked OpenMP kernel
+# (include/ember/ops/matmul/gemm_cpu.hpp, which also says which products go to oneDNN instead).
+#   AUTO      Intel's oneMKL where found (cmake/EmberMkl.cmake: PyPI's mkl-devel, oneAPI or
+#             MKLROOT), else OpenBLAS (Debian: libopenblas-dev), else another optimised CBLAS
+#   MKL       oneMKL, required
+#   OPENBLAS  OpenBLAS, required (for measuring it against MKL)
+#   ON        any CBLAS, required, Netlib's reference BLAS included
+#   OFF       ember's own kernel
+# AUTO passes over Netlib's reference BLAS (Debian's libblas3, which other packages pull in): its
+# unblocked loops multiply several times slower than ember's own kernel.
 #
 # Sets:
 #   EMBER_WITH_BLAS       ON or OFF
+#   EMBER_WITH_MKL        ON or OFF (ON: the BLAS is oneMKL, EMBER_MKL_INCLUDE_DIR and
+#                         EMBER_MKL_LIBRARIES say where; else BLAS::BLAS and EMBER_CBLAS_INCLUDE_DIR)
 #   EMBER_BLAS_SUMMARY    a few words for the configure summary
 include_guard(DIRECTORY)
 
 string(TOUPPER "${EMBER_BLAS}" _ember_blas_mode)
 set(EMBER_WITH_BLAS OFF)
+set(EMBER_WITH_MKL OFF)
 set(EMBER_BLAS_SUMMARY "")
+if(_ember_blas_mode MATCHES "^(AUTO|MKL)$")
+  include(EmberMkl)
+  if(EMBER_MKL_FOUND)
+    set(EMBER_WITH_BLAS ON)
+    set(EMBER_WITH_MKL ON)
+    list(GET EMBER_MKL_LIBRARIES -1 _ember_mkl_core)
+    get_filename_component(_ember_mkl_dir "${_ember_mkl_core}" DIRECTORY)
+    set(EMBER_BLAS_SUMMARY " (oneMKL in ${_ember_mkl_dir})")
+  elseif(_ember_blas_mode STREQUAL "MKL")
+    message(FATAL_ERROR "ember: EMBER_BLAS=MKL but oneMKL was not found "
+                        "(pip install mkl-devel, or set MKLROOT)")
+  endif()
+endif()
 if(_ember_blas_mode STREQUAL "OFF")
   set(EMBER_BLAS_SUMMARY " (EMBER_BLAS=OFF: ember's own GEMM)")
-else()
+elseif(NOT EMBER_WITH_MKL AND NOT _ember_blas_mode STREQUAL "MKL")
   set(BLA_VENDOR OpenBLAS)
   find_package(BLAS QUIET)
-  if(NOT BLAS_FOUND)
+  if(NOT BLAS_FOUND AND NOT _ember_blas_mode STREQUAL "OPENBLAS")
     unset(BLA_VENDOR)
     find_package(BLAS QUIET)
   endif()
@@ -41,14 +63,16 @@ else()
   if(_ember_blas_reference AND NOT _ember_blas_mode STREQUAL "ON")
     set(EMBER_BLAS_SUMMARY " (only the reference BLAS was found: ember's own GEMM)")
     message(STATUS "ember: passing over the reference BLAS (${BLAS_LIBRARIES}): install an "
-                   "optimised one (Debian: libopenblas-dev) for fast CPU matrix products")
+                   "optimised one (pip install mkl-devel, or Debian's libopenblas-dev) for fast "
+                   "CPU matrix products")
   elseif(BLAS_FOUND AND EMBER_CBLAS_INCLUDE_DIR)
     set(EMBER_WITH_BLAS ON)
     set(EMBER_BLAS_SUMMARY " (${BLAS_LIBRARIES})")
-  elseif(_ember_blas_mode STREQUAL "ON")
-    message(FATAL_ERROR "ember: EMBER_BLAS=ON but no BLAS library with cblas.h was found "
-                        "(Debian: apt-get install libopenblas-dev)")
+  elseif(_ember_blas_mode MATCHES "^(ON|OPENBLAS)$")
+    message(FATAL_ERROR "ember: EMBER_BLAS=${EMBER_BLAS} but no such BLAS library with cblas.h "
+                        "was found (Debian: apt-get install libopenblas-dev)")
   else()
-    set(EMBER_BLAS_SUMMARY " (no CBLAS found: ember's own GEMM)")
+    set(EMBER_BLAS_SUMMARY " (no CBLAS found: ember's own GEMM; pip install mkl-devel, or "
+                           "Debian's libopenblas-dev)")
   endif()
 endif()

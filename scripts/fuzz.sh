@@ -46,11 +46,13 @@ fi
 
 ember_apt_install cmake make clang libclang-rt-14-dev libomp-14-dev nlohmann-json3-dev zlib1g-dev \
   libturbojpeg0-dev dict-gcide
+# The readers multiply no matrices: no oneDNN, no BLAS (oneMKL's GNU-threaded layer would meet
+# clang's libomp).
 read -r -a generator <<<"$(ember_ninja_args "$build")"
 EMBER_CUDA=OFF ember_configure "$build" "${generator[@]}" -DCMAKE_C_COMPILER=clang \
   -DCMAKE_CXX_COMPILER=clang++ -DEMBER_BUILD_FUZZERS=ON -DEMBER_BUILD_TESTS=OFF \
   -DEMBER_BUILD_BENCHMARKS=OFF -DEMBER_BUILD_EXAMPLES=OFF -DEMBER_MPI=OFF -DEMBER_DNNL=OFF \
-  -DEMBER_BUILD_KERNELS=OFF
+  -DEMBER_BLAS=OFF -DEMBER_BUILD_KERNELS=OFF
 
 if [ "$seeds" = 1 ]; then
   cmake --build "$build" -j"$(ember_jobs)" --target make_fuzz_seeds

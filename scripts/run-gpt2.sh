@@ -17,7 +17,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 build="${EMBER_BUILD_DIR:-$EMBER_ROOT/build/main}"
 
 ember_apt_install "${EMBER_MAIN_PACKAGES[@]}" bible-kjv
-ember_pip_install --no-deps openai-whisper
+ember_pip_install --no-deps openai-whisper "${EMBER_MKL_PIP_PACKAGES[@]}"
 ember_build_example "$build" gpt2_train "GPT-2 trainer"
 
 text="$EMBER_ROOT/runs/gpt2/kjv.txt"

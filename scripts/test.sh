@@ -17,7 +17,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 build="${EMBER_BUILD_DIR:-$EMBER_ROOT/build/test}"
 
 ember_apt_install "${EMBER_TEST_PACKAGES[@]}"
-ember_pip_install --no-deps "${EMBER_TEST_PIP_PACKAGES[@]}"
+ember_pip_install --no-deps "${EMBER_TEST_PIP_PACKAGES[@]}" "${EMBER_MKL_PIP_PACKAGES[@]}"
 ember_configure "$build" -DEMBER_BUILD_TESTS=ON -DEMBER_BUILD_BENCHMARKS=ON -DEMBER_BUILD_EXAMPLES=ON \
   -DEMBER_WERROR="${EMBER_WERROR:-ON}"
 

@@ -58,9 +58,9 @@ TEMPLATE_TEST_CASE("gemm on oneDNN: against float64 over layouts, alpha and beta
   using T = TestType;
   // The product accumulates in float; a bf16 C is rounded once (half a bf16 ulp, 2^-9 relative).
   const double rel = std::is_same_v<T, float> ? 1e-5 : 1.0 / 256;
-  // Every product here runs on oneDNN (unless EMBER_CPU_GEMM=blas): a bf16 one natively where
-  // the CPU has AVX512-BF16, else through float copies whose float product oneDNN runs.
-  const std::uint64_t on_onednn = ember::ops::onednn::gemm_enabled() ? 1 : 0;
+  // Every product here runs on oneDNN (unless EMBER_CPU_GEMM=blas), but for the float ones that
+  // oneMKL takes where the build has it (ops::cpu::mkl_takes): a bf16 one
+  // natively where the CPU has AVX512-BF16, else through dense float copies.
   const bool native_bf16 = std::is_same_v<T, bf16> && ember::ops::cpu::native_bf16_gemm();
   const std::vector<Case> cases = {
       {64, 48, 40, false, false, 0, 1, 0},       {64, 48, 40, true, false, 0, 1, 0},
@@ -81,6 +81,10 @@ TEMPLATE_TEST_CASE("gemm on oneDNN: against float64 over layouts, alpha and beta
     const std::vector<T> c0 = out;
     const MatrixView<const T> A{a.data(), c.M, c.K, c.ta ? 1 : lda, c.ta ? lda : 1};
     const MatrixView<const T> B{b.data(), c.K, c.N, c.tb ? 1 : ldb, c.tb ? ldb : 1};
+    const bool b_transposed = std::is_same_v<T, float> && c.tb;
+    const std::uint64_t on_onednn =
+        ember::ops::onednn::gemm_enabled() &&
+        (native_bf16 || !ember::ops::cpu::mkl_takes(c.M, c.N, b_transposed));
     const auto before = ember::ops::onednn::gemm_calls();
     const auto before_bf16 = ember::ops::onednn::bf16_gemm_calls();
     ember::ops::cpu::gemm<T>(A, B, MatrixView<T>{out.data(), c.M, c.N, ldc, 1}, T(c.alpha),

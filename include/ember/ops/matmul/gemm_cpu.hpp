@@ -1,9 +1,12 @@
 // The CPU matrix product C = alpha A B + beta C on strided float/double matrices: for float,
-// oneDNN's matmul where ember was configured with oneDNN (EMBER_WITH_DNNL,
-// ops/matmul/gemm_dnnl.hpp) and the call is not inside an OpenMP region; else CBLAS when ember was
-// configured with it (EMBER_WITH_BLAS, OpenBLAS on Debian), else a blocked OpenMP kernel. bf16:
-// oneDNN's bf16 matmul (float accumulation, C rounded once) where the CPU has AVX512-BF16, else the
-// float product of widened copies.
+// oneMKL or oneDNN's matmul (ops/matmul/gemm_dnnl.hpp), whichever measured faster for the shape
+// (mkl_takes), where the build has them and the call is not inside an OpenMP region; else the
+// BLAS (ops/matmul/cblas.hpp: oneMKL or OpenBLAS) when ember was configured with one, else a
+// blocked OpenMP kernel. bf16: oneDNN's bf16 matmul (float accumulation, C rounded once) where the
+// CPU has AVX512-BF16, else the float product of widened copies.
+//
+// EMBER_CPU_GEMM overrides the choice, for tests and measurements: `blas` runs every product on
+// the BLAS (oneDNN none), `onednn` every product oneDNN takes on oneDNN (oneMKL none).
 //
 // Matrices are row-major views with arbitrary strides: element (i, j) of M is
 // M.data[i * M.rs + j * M.cs]. CBLAS takes a matrix with a unit stride along either axis (a
@@ -11,13 +14,17 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "../../core/bf16.hpp"
 #include "../../core/cpu_features.hpp"
 #include "../../core/error.hpp"
 #include "../../exec/launch_counter.hpp"
+#include "cblas.hpp"
 #include "matrix_view.hpp"
 #if defined(EMBER_WITH_DNNL)
 #include "gemm_dnnl.hpp"
@@ -26,39 +33,9 @@
 #include <omp.h>
 #endif
 
-#if defined(EMBER_WITH_BLAS)
-#include <cblas.h>
-#endif
-
 namespace ember::ops {
 
 namespace cpu {
-
-/// While alive (and engaged), the BLAS runs every product in the calling thread: for code that
-/// calls gemm() from inside its own OpenMP loop (one product per image of a batch), where BLAS
-/// threads would only compete with OpenMP's for the same cores. Restores the previous setting
-/// on destruction. ember's own kernel needs no guard: inside a parallel region its loop runs in
-/// that thread. (OpenBLAS only: other CBLAS libraries keep their own threading.)
-class SerialBlas {
- public:
-#if defined(EMBER_WITH_BLAS) && defined(OPENBLAS_VERSION)
-  explicit SerialBlas(bool engage = true) : previous_(engage ? openblas_get_num_threads() : 1) {
-    if (previous_ != 1) openblas_set_num_threads(1);
-  }
-  ~SerialBlas() {
-    if (previous_ != 1) openblas_set_num_threads(previous_);
-  }
-
- private:
-  int previous_;
-
- public:
-#else
-  explicit SerialBlas(bool = true) {}
-#endif
-  SerialBlas(const SerialBlas&) = delete;
-  SerialBlas& operator=(const SerialBlas&) = delete;
-};
 
 /// How CBLAS can read a matrix without a copy: transposed or not, and its leading dimension.
 struct BlasOperand {
@@ -173,12 +150,44 @@ inline void gemm_bf16(const MatrixView<const bf16>& A, const MatrixView<const bf
   gemm_widened(A, B, C, alpha, beta);
 }
 
-/// Float or double C = alpha A B + beta C (non-empty): oneDNN, CBLAS or ember's kernel (see the
-/// top of this header).
+/// Whether oneMKL rather than oneDNN runs a float product C[M, N] (both in the build; B read
+/// transposed or not). Measured side by side (bench/bench_gemm_cpu.cpp, docs/benchmarks.md; a
+/// 2-core AVX-512 Xeon): MKL 2025.3 runs small and large squares, wide products, a plain B with
+/// K large (a linear's input gradient) and A transposed (a weight's gradient) 1.03-1.45x faster
+/// than oneDNN 2.6; oneDNN runs tall, narrow outputs faster (1024 x 64: 1.3x, 1024 x 128: 1.1x)
+/// and, at 256 rows, a transposed B wider than 8,192 columns (GPT-2's LM head: 1.1x; a tie at
+/// 1,024 rows). False without MKL or with EMBER_CPU_GEMM=onednn.
+inline bool mkl_takes([[maybe_unused]] std::int64_t M, [[maybe_unused]] std::int64_t N,
+                      [[maybe_unused]] bool b_transposed) {
+#if defined(EMBER_WITH_MKL)
+  static const bool allowed = [] {
+    const char* env = std::getenv("EMBER_CPU_GEMM");
+    return !(env && std::strcmp(env, "onednn") == 0);
+  }();
+  const bool tall_and_narrow = M >= 512 && N < 384;
+  return allowed && !tall_and_narrow && !(b_transposed && N > 8192);
+#else
+  return false;
+#endif
+}
+
+namespace detail {
+inline std::atomic<std::uint64_t>& blas_gemm_call_counter() {
+  static std::atomic<std::uint64_t> counter{0};
+  return counter;
+}
+}  // namespace detail
+
+/// Matrix products run on the BLAS since the program started (tests prove which path ran).
+inline std::uint64_t blas_gemm_calls() { return detail::blas_gemm_call_counter().load(); }
+
+/// Float or double C = alpha A B + beta C (non-empty): oneMKL, oneDNN, another BLAS or ember's
+/// kernel (see the top of this header).
 template <class T>
 void gemm_float_or_double(MatrixView<const T> A, MatrixView<const T> B, MatrixView<T> C, T alpha,
                           T beta) {
   [[maybe_unused]] const std::int64_t M = C.rows, N = C.cols, K = A.cols;
+  [[maybe_unused]] BlasOperand a = blas_operand(A), b = blas_operand(B);
 #if defined(EMBER_WITH_DNNL)
   if constexpr (std::is_same_v<T, float>) {
     // Inside an OpenMP region (a product per image of a batch) the BLAS runs in the calling
@@ -188,13 +197,13 @@ void gemm_float_or_double(MatrixView<const T> A, MatrixView<const T> B, MatrixVi
     in_parallel = omp_in_parallel() != 0;
 #endif
     if (!in_parallel && onednn::gemm_enabled() && M * N * K >= (1 << 15) &&
-        onednn::gemm(A, B, C, alpha, beta)) {
+        !mkl_takes(M, N, b.ok && b.trans) && onednn::gemm(A, B, C, alpha, beta)) {
       return;
     }
   }
 #endif
 #if defined(EMBER_WITH_BLAS)
-  BlasOperand a = blas_operand(A), b = blas_operand(B);
+  detail::blas_gemm_call_counter().fetch_add(1, std::memory_order_relaxed);
   std::vector<T> ap, bp;
   if (!a.ok) {
     ap = pack(A);
