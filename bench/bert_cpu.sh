@@ -4,20 +4,25 @@
 # (bench/gpu/bert_peer.py --device cpu: the same sequences, AdamW, clipping; eager, and under
 # torch.compile unless NO_COMPILE=1), with the same thread count, BERT tiny and mini, sequence
 # length 128, 20 masked positions, batch 16 and 32, float (PRECISION=bf16: ember's --precision
-# bf16 against torch.autocast(cpu, bf16)).
+# bf16 against torch.autocast(cpu, bf16)). Each row also says how far from the machine's limit
+# ember is: the model's matrix-product GFLOP a sequence (forward and backward, the masked
+# positions' head), ember's GFLOP/s and its share of the best float GEMM measured here (the
+# newest bench/results/cpu-gemm-*.json, bench/gemm_cpu.sh).
 #
 #   bench/bert_cpu.sh                                # writes bench/results/cpu-bert-<date>-<commit>.json
 #   CONFIGS=tiny BATCHES=16 STEPS=30 bench/bert_cpu.sh
+#   CONFIGS=base BATCHES=4 SEQ_LENS="128 256" STEPS=6 bench/bert_cpu.sh
 #
 # Environment: BUILD_DIR (default build/test: bert_pretrain is built there if missing),
-# CONFIGS ("tiny mini"), BATCHES ("16 32"), STEPS (40), PRECISION (float), NO_COMPILE,
-# OMP_NUM_THREADS (default: all cores, for both).
+# CONFIGS ("tiny mini"), BATCHES ("16 32"), SEQ_LENS ("128"), STEPS (40), PRECISION (float),
+# NO_COMPILE, OMP_NUM_THREADS (default: all cores, for both).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 build=${BUILD_DIR:-$root/build/test}
 configs=${CONFIGS:-tiny mini}
 batches=${BATCHES:-16 32}
+seq_lens=${SEQ_LENS:-128}
 steps=${STEPS:-40}
 precision=${PRECISION:-float}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(nproc)}
@@ -27,21 +32,40 @@ out=bench/results/cpu-bert-$(date -u +%Y%m%d-%H%M%S)-$commit.json
 work=$(mktemp -d "${TMPDIR:-/tmp}/ember-bert-cpu.XXXXXX")
 rows=()
 for config in $configs; do
+  for seq in $seq_lens; do
   for batch in $batches; do
-    "$build/examples/bert_pretrain" --corpus synthetic --config "$config" --seq-len 128 \
+    "$build/examples/bert_pretrain" --corpus synthetic --config "$config" --seq-len "$seq" \
       --max-predictions 20 --batch-size "$batch" --steps "$steps" --eval-every "$steps" \
       --eval-sequences "$batch" --optimizer adamw --lr 1e-4 --precision "$precision" \
       --device cpu --out "$work/run-$config-$batch" --log-every "$steps" >"$work/ember.txt" 2>&1
     sps=$(sed -n 's/^training throughput: \([0-9.]*\) sequences\/s.*/\1/p' "$work/ember.txt")
     peer_flags=(--device cpu --precision "$precision" --config "$config" --batch "$batch"
-      --steps "$((steps / 2))" --warmup 3 --json "$work/torch.json")
+      --seq "$seq" --steps "$((steps / 2))" --warmup 3 --json "$work/torch.json")
     [[ "${NO_COMPILE:-0}" == 1 ]] && peer_flags+=(--no-compile)
     TORCHINDUCTOR_CACHE_DIR="$work/inductor" python3 bench/gpu/bert_peer.py "${peer_flags[@]}" >/dev/null
-    row=$(python3 - "$config" "$batch" "${sps:-0}" "$work/torch.json" <<'PY'
-import json, sys
-config, batch, ember = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
-row = {"case": f"bert-{config}/seq128/batch{batch}", "ember_sequences_per_s": ember}
-for p in json.load(open(sys.argv[4])):
+    row=$(python3 - "$config" "$batch" "$seq" "${sps:-0}" "$work/torch.json" <<'PY'
+import glob, json, statistics, sys
+sys.path.insert(0, "bench/gpu")
+from bert_peer import CONFIGS
+config, batch, seq, ember = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+c = CONFIGS[config]
+L, d, f, P, V = (c["num_hidden_layers"], c["hidden_size"], c["intermediate_size"], 20, 30522)
+# A sequence's matrix products, forward: per layer the four projections, the FFN and attention's
+# two products; the head's transform and decoder on the masked positions. Training: 3x.
+forward = L * (8 * seq * d * d + 4 * seq * d * f + 4 * seq * seq * d) + 2 * P * d * d + 2 * P * d * V
+gflop = 3 * forward / 1e9
+row = {"case": f"bert-{config}/seq{seq}/batch{batch}", "ember_sequences_per_s": ember,
+       "gflop_per_sequence": gflop, "ember_gflops": ember * gflop}
+gemm_files = sorted(glob.glob("bench/results/cpu-gemm-*.json"))
+if gemm_files:
+    rates = {}
+    for b in json.load(open(gemm_files[-1]))["benchmarks"]:
+        if b.get("run_type") == "iteration" and not b.get("error_occurred"):
+            rates.setdefault(b["run_name"], []).append(b["flops"] / 1e9)
+    peak = max(statistics.median(v) for v in rates.values())
+    row.update(peak_gemm_gflops=peak, peak_from=gemm_files[-1],
+               ember_percent_of_peak=100 * ember * gflop / peak)
+for p in json.load(open(sys.argv[5])):
     row[f"torch_{p['mode']}_sequences_per_s"] = p["sequences_per_s"]
     row[f"ratio_over_torch_{p['mode']}"] = ember / p["sequences_per_s"]
 print(json.dumps(row))
@@ -49,6 +73,7 @@ PY
 )
     echo "$row"
     rows+=("$row")
+  done
   done
 done
 python3 - "$out" "$precision" "$OMP_NUM_THREADS" "$commit" "${rows[@]}" <<'PY'
