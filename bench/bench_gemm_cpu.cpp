@@ -29,7 +29,6 @@
 #include <vector>
 
 #include <ember/ember.hpp>
-#include <ember/ops/matmul/cblas.hpp>
 
 #include "bench_support.hpp"
 
@@ -294,12 +293,7 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   ember_bench::add_common_context();
-  benchmark::AddCustomContext("blas", ember::ops::cpu::blas_library());
-#if defined(EMBER_WITH_MKL)
-  char mkl_version[256];
-  mkl_get_version_string(mkl_version, sizeof mkl_version);
-  benchmark::AddCustomContext("mkl", mkl_version);
-#endif
+  ember_bench::add_blas_context();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

@@ -3,8 +3,8 @@
 // "blas") called directly, conv2d against im2col + the BLAS written here, softmax and layer_norm
 // against plain OpenMP loops. ember's CPU matmul and conv2d call the same BLAS or oneDNN (run with
 // EMBER_CPU_GEMM=blas or =onednn to pin one), so the ratios measure the library ember picks and
-// what ember adds around it (operand
-// analysis, output allocation, its im2col, the bias/activation pass), and should be near 1.0.
+// what ember adds around it (operand analysis, output allocation, its im2col, the bias/activation
+// pass), and should be near 1.0.
 //
 // Names are "<group>/<variant>/<case>" so bench/report.py can pair ember with the peer of its
 // group (the one variant whose name does not start with "ember"):
@@ -86,8 +86,6 @@
 #include <vector>
 
 #include <ember/ember.hpp>
-
-#include <ember/ops/matmul/cblas.hpp>
 
 #include "bench_support.hpp"
 
@@ -961,20 +959,7 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   ember_bench::add_common_context();
-#if defined(EMBER_WITH_BLAS)
-  benchmark::AddCustomContext("blas", ember::ops::cpu::blas_library());
-#if defined(EMBER_WITH_MKL)
-  char mkl_version[256];
-  mkl_get_version_string(mkl_version, sizeof mkl_version);
-  benchmark::AddCustomContext("mkl", mkl_version);
-#elif defined(OPENBLAS_VERSION)
-  benchmark::AddCustomContext("openblas", openblas_get_config());
-  benchmark::AddCustomContext("openblas_core", openblas_get_corename());
-  benchmark::AddCustomContext("openblas_threads", std::to_string(openblas_get_num_threads()));
-#endif
-#else
-  benchmark::AddCustomContext("blas", "none: ember's own GEMM, the BLAS peers left out");
-#endif
+  ember_bench::add_blas_context();
   const char* wait = std::getenv("OMP_WAIT_POLICY");
   benchmark::AddCustomContext("omp_wait_policy", wait && *wait ? wait : "default");
   benchmark::RunSpecifiedBenchmarks();

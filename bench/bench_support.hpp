@@ -1,6 +1,7 @@
 // What every CPU benchmark executable in bench/ shares: the thread count, the contention probe
 // (how much CPU other processes took while a benchmark ran), the timing mode, the byte counters
-// bench/report.py reads, registration with the common settings, and the run's context.
+// bench/report.py reads, registration with the common settings, and the run's context (the BLAS
+// ember was built with among it, for the benchmarks that measure products).
 //
 // Not a benchmark itself: CMake builds one executable per bench/*.cpp, and this is a header.
 #pragma once
@@ -17,6 +18,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <ember/ops/matmul/cblas.hpp>
 
 namespace ember_bench {
 
@@ -155,6 +158,21 @@ inline void add_common_context() {
   benchmark::AddCustomContext("isa", "avx2");
 #else
   benchmark::AddCustomContext("isa", "baseline (no -march)");
+#endif
+}
+
+/// The BLAS ember calls ("none": ember's own GEMM), with MKL's version or OpenBLAS's build,
+/// kernel and threads.
+inline void add_blas_context() {
+  benchmark::AddCustomContext("blas", ember::ops::cpu::blas_library());
+#if defined(EMBER_WITH_MKL)
+  char mkl_version[256];
+  mkl_get_version_string(mkl_version, sizeof mkl_version);
+  benchmark::AddCustomContext("mkl", mkl_version);
+#elif defined(EMBER_WITH_BLAS) && defined(OPENBLAS_VERSION)
+  benchmark::AddCustomContext("openblas", openblas_get_config());
+  benchmark::AddCustomContext("openblas_core", openblas_get_corename());
+  benchmark::AddCustomContext("openblas_threads", std::to_string(openblas_get_num_threads()));
 #endif
 }
 
