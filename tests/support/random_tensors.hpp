@@ -23,6 +23,17 @@ inline Tensor<double> uniform_tensor(const Shape& s, double lo, double hi, std::
   return from_vector<double>(v, s);
 }
 
+/// n values uniform in [-1, 1), drawn in float and converted to T (std::mt19937 seeded with
+/// `seed`): the raw operands of the CPU matrix-product tests.
+template <class T = float>
+std::vector<T> uniform_values(std::size_t n, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-1, 1);
+  std::vector<T> v(n);
+  for (T& x : v) x = T(d(rng));
+  return v;
+}
+
 /// Normal(mean, stddev) values (std::mt19937 seeded with `seed`), on the CPU.
 inline Tensor<double> normal_tensor(const Shape& s, double mean, double stddev,
                                     std::uint32_t seed) {

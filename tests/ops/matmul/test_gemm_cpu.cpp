@@ -7,31 +7,24 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
-#include <random>
 #include <vector>
 
 #include <ember/ember.hpp>
+
+#include "support/random_tensors.hpp"
 
 namespace {
 namespace test_ops_gemm_cpu {
 
 using ember::ops::MatrixView;
-
-template <class T>
-std::vector<T> random_values(std::size_t n, std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> d(-1, 1);
-  std::vector<T> v(n);
-  for (T& x : v) x = T(d(rng));
-  return v;
-}
+using ember::testing::uniform_values;
 
 /// C = A B (row-major, dense) and its largest error against float64 relative to the sum of the
 /// terms' magnitudes, so the bound does not depend on K.
 template <class T>
 double product_error(std::int64_t M, std::int64_t N, std::int64_t K, std::uint32_t seed) {
-  const auto a = random_values<T>(static_cast<std::size_t>(M * K), seed);
-  const auto b = random_values<T>(static_cast<std::size_t>(K * N), seed + 1);
+  const auto a = uniform_values<T>(static_cast<std::size_t>(M * K), seed);
+  const auto b = uniform_values<T>(static_cast<std::size_t>(K * N), seed + 1);
   std::vector<T> c(static_cast<std::size_t>(M * N));
   ember::ops::cpu::gemm<T>(MatrixView<const T>{a.data(), M, K, K, 1},
                            MatrixView<const T>{b.data(), K, N, N, 1},

@@ -8,11 +8,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <random>
 #include <type_traits>
 #include <vector>
 
 #include <ember/ember.hpp>
+
+#include "support/random_tensors.hpp"
 
 #if defined(EMBER_WITH_DNNL)
 namespace {
@@ -20,15 +21,7 @@ namespace test_ops_gemm_dnnl {
 
 using ember::bf16;
 using ember::ops::MatrixView;
-
-template <class T = float>
-std::vector<T> random_values(std::size_t n, std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(-1, 1);
-  std::vector<T> v(n);
-  for (T& x : v) x = T(d(rng));
-  return v;
-}
+using ember::testing::uniform_values;
 
 /// C = alpha A B + beta C0 in float64.
 template <class T>
@@ -75,9 +68,9 @@ TEMPLATE_TEST_CASE("gemm on oneDNN: against float64 over layouts, alpha and beta
     // A [M, K] stored row-major, or transposed ([K, M] storage read as its transpose).
     const std::int64_t lda = (c.ta ? c.M : c.K) + c.pad, ldb = (c.tb ? c.K : c.N) + c.pad;
     const std::int64_t ldc = c.N + c.pad;
-    const auto a = random_values<T>(static_cast<std::size_t>((c.ta ? c.K : c.M) * lda), seed++);
-    const auto b = random_values<T>(static_cast<std::size_t>((c.tb ? c.N : c.K) * ldb), seed++);
-    auto out = random_values<T>(static_cast<std::size_t>(c.M * ldc), seed++);
+    const auto a = uniform_values<T>(static_cast<std::size_t>((c.ta ? c.K : c.M) * lda), seed++);
+    const auto b = uniform_values<T>(static_cast<std::size_t>((c.tb ? c.N : c.K) * ldb), seed++);
+    auto out = uniform_values<T>(static_cast<std::size_t>(c.M * ldc), seed++);
     const std::vector<T> c0 = out;
     const MatrixView<const T> A{a.data(), c.M, c.K, c.ta ? 1 : lda, c.ta ? lda : 1};
     const MatrixView<const T> B{b.data(), c.K, c.N, c.tb ? 1 : ldb, c.tb ? ldb : 1};
@@ -109,13 +102,13 @@ TEMPLATE_TEST_CASE("gemm on oneDNN: against float64 over layouts, alpha and beta
 
 TEST_CASE("gemm: small products and products inside OpenMP regions stay on the BLAS",
           "[ops][gemm][onednn]") {
-  const auto a = random_values(16 * 16, 7), b = random_values(16 * 16, 8);
+  const auto a = uniform_values(16 * 16, 7), b = uniform_values(16 * 16, 8);
   std::vector<float> out(16 * 16);
   const MatrixView<const float> A{a.data(), 16, 16, 16, 1}, B{b.data(), 16, 16, 16, 1};
   const auto before = ember::ops::onednn::gemm_calls();
   ember::ops::cpu::gemm<float>(A, B, MatrixView<float>{out.data(), 16, 16, 16, 1}, 1, 0);
   REQUIRE(ember::ops::onednn::gemm_calls() == before);
-  const auto big_a = random_values(128 * 128, 9), big_b = random_values(128 * 128, 10);
+  const auto big_a = uniform_values(128 * 128, 9), big_b = uniform_values(128 * 128, 10);
   std::vector<float> big_out(2 * 128 * 128);
 #pragma omp parallel for num_threads(2)
   for (int t = 0; t < 2; ++t) {
