@@ -33,17 +33,17 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/ember-bert-cpu.XXXXXX")
 rows=()
 for config in $configs; do
   for seq in $seq_lens; do
-  for batch in $batches; do
-    "$build/examples/bert_pretrain" --corpus synthetic --config "$config" --seq-len "$seq" \
-      --max-predictions 20 --batch-size "$batch" --steps "$steps" --eval-every "$steps" \
-      --eval-sequences "$batch" --optimizer adamw --lr 1e-4 --precision "$precision" \
-      --device cpu --out "$work/run-$config-$batch" --log-every "$steps" >"$work/ember.txt" 2>&1
-    sps=$(sed -n 's/^training throughput: \([0-9.]*\) sequences\/s.*/\1/p' "$work/ember.txt")
-    peer_flags=(--device cpu --precision "$precision" --config "$config" --batch "$batch"
-      --seq "$seq" --steps "$((steps / 2))" --warmup 3 --json "$work/torch.json")
-    [[ "${NO_COMPILE:-0}" == 1 ]] && peer_flags+=(--no-compile)
-    TORCHINDUCTOR_CACHE_DIR="$work/inductor" python3 bench/gpu/bert_peer.py "${peer_flags[@]}" >/dev/null
-    row=$(python3 - "$config" "$batch" "$seq" "${sps:-0}" "$work/torch.json" "$precision" <<'PY'
+    for batch in $batches; do
+      "$build/examples/bert_pretrain" --corpus synthetic --config "$config" --seq-len "$seq" \
+        --max-predictions 20 --batch-size "$batch" --steps "$steps" --eval-every "$steps" \
+        --eval-sequences "$batch" --optimizer adamw --lr 1e-4 --precision "$precision" \
+        --device cpu --out "$work/run-$config-$seq-$batch" --log-every "$steps" >"$work/ember.txt" 2>&1
+      sps=$(sed -n 's/^training throughput: \([0-9.]*\) sequences\/s.*/\1/p' "$work/ember.txt")
+      peer_flags=(--device cpu --precision "$precision" --config "$config" --batch "$batch"
+        --seq "$seq" --steps "$((steps / 2))" --warmup 3 --json "$work/torch.json")
+      [[ "${NO_COMPILE:-0}" == 1 ]] && peer_flags+=(--no-compile)
+      TORCHINDUCTOR_CACHE_DIR="$work/inductor" python3 bench/gpu/bert_peer.py "${peer_flags[@]}" >/dev/null
+      row=$(python3 - "$config" "$batch" "$seq" "${sps:-0}" "$work/torch.json" "$precision" <<'PY'
 import glob, json, statistics, sys
 sys.path.insert(0, "bench/gpu")
 from bert_peer import CONFIGS
@@ -72,9 +72,9 @@ for p in json.load(open(sys.argv[5])):
 print(json.dumps(row))
 PY
 )
-    echo "$row"
-    rows+=("$row")
-  done
+      echo "$row"
+      rows+=("$row")
+    done
   done
 done
 python3 - "$out" "$precision" "$OMP_NUM_THREADS" "$commit" "${rows[@]}" <<'PY'
