@@ -269,6 +269,8 @@ std::vector<Case> cases() {
   v.push_back({{2, 5, 6, 11}, {{1, 1}, {2, 3}, {0, 0}, {1, 1}, false, true}});
   v.push_back({{1, 2, 3, 4}, {{3, 4}, {1, 1}, {0, 0}, {1, 1}, false, true}});     // one window
   v.push_back({{4, 16, 33, 31}, {{3, 3}, {2, 2}, {1, 1}, {1, 1}, false, true}});  // threads
+  // More channels than the CPU's channels-last rows keep in flight (64): a full block and a tail.
+  v.push_back({{2, 70, 7, 6}, {{3, 3}, {2, 2}, {1, 1}, {1, 1}, false, true}});
   // divisor_override: every window divided by 5, padded and clipped ones included.
   v.push_back({{1, 2, 8, 5}, {{2, 3}, {1, 2}, {0, 1}, {1, 1}, true, false, 5}});
   return v;
@@ -321,21 +323,28 @@ TEST_CASE("pooling against the float64 reference: half", "[ops][pool]") {
 TEST_CASE("max_pool2d: ties, NaN and -inf follow PyTorch", "[ops][pool]") {
   const double inf = std::numeric_limits<double>::infinity(), nan = std::nan("");
   const Pool2dOptions o{{2, 2}};
-  // Ties: the first maximum (row-major in the window) takes the gradient.
-  auto x = ember::param(ember::from_vector<double>({1, 3, 3, 3, 2, 2, 2, 2}, Shape{1, 2, 2, 2}));
-  Var<double> y = ember::max_pool2d(x, o);
-  CHECK(y.value().to_vector() == std::vector<double>{3, 2});
-  ember::sum(y).backward();
-  CHECK(x.grad().to_vector() == std::vector<double>{0, 1, 0, 0, 1, 0, 0, 0});
-  // NaN wins (the last NaN, as PyTorch's `val > max || isnan(val)`); all -inf: the first tap.
-  auto z = ember::param(
-      ember::from_vector<double>({1, nan, 5, nan, -inf, -inf, -inf, -inf}, Shape{1, 2, 2, 2}));
-  Var<double> yz = ember::max_pool2d(z, o);
-  const auto v = yz.value().to_vector();
-  CHECK(std::isnan(v[0]));
-  CHECK(v[1] == -inf);
-  ember::sum(yz).backward();
-  CHECK(z.grad().to_vector() == std::vector<double>{0, 0, 0, 1, 1, 0, 0, 0});
+  // In both layouts: channels-last takes the CPU's row loops, NCHW the element loop.
+  for (const MemoryFormat f : {MemoryFormat::contiguous, MemoryFormat::channels_last}) {
+    INFO((f == MemoryFormat::channels_last ? "channels-last" : "NCHW"));
+    auto input = [f](std::vector<double> v) {
+      return ember::param(
+          ember::from_vector<double>(std::move(v), Shape{1, 2, 2, 2}).contiguous(f));
+    };
+    // Ties: the first maximum (row-major in the window) takes the gradient.
+    auto x = input({1, 3, 3, 3, 2, 2, 2, 2});
+    Var<double> y = ember::max_pool2d(x, o);
+    CHECK(y.value().to_vector() == std::vector<double>{3, 2});
+    ember::sum(y).backward();
+    CHECK(x.grad().to_vector() == std::vector<double>{0, 1, 0, 0, 1, 0, 0, 0});
+    // NaN wins (the last NaN, as PyTorch's `val > max || isnan(val)`); all -inf: the first tap.
+    auto z = input({1, nan, 5, nan, -inf, -inf, -inf, -inf});
+    Var<double> yz = ember::max_pool2d(z, o);
+    const auto v = yz.value().to_vector();
+    CHECK(std::isnan(v[0]));
+    CHECK(v[1] == -inf);
+    ember::sum(yz).backward();
+    CHECK(z.grad().to_vector() == std::vector<double>{0, 0, 0, 1, 1, 0, 0, 0});
+  }
   // Padding never wins: an all-negative input padded with (virtual) zeros.
   const Tensor<double> neg = ember::from_vector<double>({-4, -3, -2, -1}, Shape{1, 1, 2, 2});
   CHECK(ember::max_pool2d(neg, {{3, 3}, {1, 1}, {1, 1}}).to_vector() ==

@@ -17,9 +17,10 @@
 // bf16 and half compare and sum in float and round once.
 //
 // Each pass is one launch, one thread per output element (forward) or per input element
-// (backward). The backward gathers: an input element sums the gradients of the windows that
-// hold it (max: whose argmax it is), in a fixed order, so it needs no atomics, needs no zeroed
-// buffer and gives the same bits every run, on either device.
+// (backward); on the CPU, max pooling in channels-last takes a row of channels per step. The
+// backward gathers: an input element sums the gradients of the windows that hold it (max: whose
+// argmax it is), in a fixed order, so it needs no atomics, needs no zeroed buffer and gives the
+// same bits every run, on either device.
 #pragma once
 
 #include <array>
@@ -285,6 +286,114 @@ struct AvgPool2dBackward {
   }
 };
 
+// ---- max pooling's channels-last rows, on the CPU ----
+//
+// In a channels-last tensor the C channels of a position lie side by side and share one window.
+// The CPU takes a row of channels at a time: the window's bounds (and, backward, the windows
+// holding the position) are found once per row instead of once per element with divisions, and
+// the channel loop compares and sums with the vector unit. The comparisons are the element
+// functions' and the sums run in the same order, so both paths give the same values.
+
+/// Channels a row loop keeps in flight: its running maxima or sums stay in L1.
+inline constexpr std::int64_t kPoolChannelBlock = 64;
+
+/// Whether max_pool2d's forward on the CPU takes channels-last rows: the output is channels-last
+/// and x's channels are adjacent in memory.
+inline bool max_pool_rows_forward(const Pool2dGeometry& g, Device d) {
+  return d.is_cpu() && g.channels_last && g.xs[1] == 1;
+}
+/// Whether its backward does: the forward's argmax and the gradient written are channels-last
+/// and gy's channels are adjacent in memory.
+inline bool max_pool_rows_backward(const Pool2dGeometry& g, const Strides4& gs, bool gx_cl,
+                                   Device d) {
+  return d.is_cpu() && g.channels_last && gx_cl && gs.s[1] == 1;
+}
+
+/// MaxPool2dForward over channels-last rows: row r is output position (n, oh, ow).
+template <class T>
+void max_pool2d_forward_rows(const MaxPool2dForward<T>& f) {
+  using A = acc_t<T>;
+  constexpr std::int64_t B = kPoolChannelBlock;
+  const Pool2dGeometry& g = f.g;
+  const std::int64_t C = g.C, OH = g.h.out, OW = g.w.out, rows = g.N * OH * OW;
+  const std::int64_t th = g.h.taps(0), tw = g.w.taps(0), dh = g.h.step(), dw = g.w.step();
+  exec::count_launch();
+#pragma omp parallel for schedule(static) if (rows * C * th * tw >= exec::cpu::kParallelThreshold)
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const std::int64_t ow = r % OW, oh = r / OW % OH, n = r / (OW * OH);
+    const std::int64_t h0 = g.h.start(oh), w0 = g.w.start(ow);
+    for (std::int64_t c0 = 0; c0 < C; c0 += B) {
+      const std::int64_t len = C - c0 < B ? C - c0 : B;
+      A best[B];
+      std::int32_t at[B];
+      bool first = true;
+      for (std::int64_t a = 0; a < th; ++a) {
+        const std::int64_t hh = h0 + a * dh;
+        if (hh < 0 || hh >= g.h.in) continue;
+        for (std::int64_t b = 0; b < tw; ++b) {
+          const std::int64_t ww = w0 + b * dw;
+          if (ww < 0 || ww >= g.w.in) continue;
+          const T* v = f.x + n * g.xs[0] + hh * g.xs[2] + ww * g.xs[3] + c0;
+          const auto tap = static_cast<std::int32_t>(hh * g.w.in + ww);
+          if (first) {
+            for (std::int64_t k = 0; k < len; ++k) best[k] = to_acc(v[k]);
+            for (std::int64_t k = 0; k < len; ++k) at[k] = tap;
+            first = false;
+            continue;
+          }
+          for (std::int64_t k = 0; k < len; ++k) {
+            const A x = to_acc(v[k]);
+            const bool take = x > best[k] || math::isnan(x);  // MaxPool2dForward's rule
+            best[k] = take ? x : best[k];
+            at[k] = take ? tap : at[k];
+          }
+        }
+      }
+      if (first) {  // no tap inside the input
+        for (std::int64_t k = 0; k < len; ++k) best[k] = math::lowest<A>();
+        for (std::int64_t k = 0; k < len; ++k) at[k] = -1;
+      }
+      T* y = f.y + r * C + c0;
+      for (std::int64_t k = 0; k < len; ++k) y[k] = to_storage<T>(best[k]);
+      if (f.argmax) {
+        for (std::int64_t k = 0; k < len; ++k) f.argmax[r * C + c0 + k] = at[k];
+      }
+    }
+  }
+}
+
+/// MaxPool2dBackward over channels-last rows: row r is input position (n, h, w); a channel adds
+/// the gradient of each window holding the position (rows then columns) whose argmax it is.
+template <class T>
+void max_pool2d_backward_rows(const MaxPool2dBackward<T>& f) {
+  using A = acc_t<T>;
+  constexpr std::int64_t B = kPoolChannelBlock;
+  const Pool2dGeometry& g = f.g;
+  const std::int64_t C = g.C, H = g.h.in, W = g.w.in, rows = g.N * H * W;
+  exec::count_launch();
+#pragma omp parallel for schedule(static) if (rows * C * 4 >= exec::cpu::kParallelThreshold)
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const std::int64_t w = r % W, h = r / W % H, n = r / (W * H);
+    std::int64_t oh0, oh1, ow0, ow1;
+    g.h.windows_of(h, oh0, oh1);
+    g.w.windows_of(w, ow0, ow1);
+    const auto me = static_cast<std::int32_t>(h * W + w);
+    for (std::int64_t c0 = 0; c0 < C; c0 += B) {
+      const std::int64_t len = C - c0 < B ? C - c0 : B;
+      A sum[B] = {};
+      for (std::int64_t oh = oh0; oh < oh1; ++oh) {
+        for (std::int64_t ow = ow0; ow < ow1; ++ow) {
+          const std::int32_t* am = f.argmax + ((n * g.h.out + oh) * g.w.out + ow) * C + c0;
+          const T* gy = f.gy + f.gs.at(n, c0, oh, ow);
+          for (std::int64_t k = 0; k < len; ++k) sum[k] += am[k] == me ? to_acc(gy[k]) : A(0);
+        }
+      }
+      T* gx = f.gx + r * C + c0;
+      for (std::int64_t k = 0; k < len; ++k) gx[k] = to_storage<T>(sum[k]);
+    }
+  }
+}
+
 /// The geometry of a fixed-window pooling of x after PyTorch's checks; errors name `name`.
 template <Storable T>
 Pool2dGeometry pool2d_geometry(const Tensor<T>& x, const Pool2dOptions& o, const char* name) {
@@ -360,7 +469,11 @@ std::pair<Tensor<T>, Tensor<std::int32_t>> max_pool2d_forward(const Tensor<T>& x
   Tensor<std::int32_t> argmax;
   if (keep_argmax) argmax = empty<std::int32_t>(g.out_shape(), x.device(), g.format());
   const MaxPool2dForward<T> f{x.data(), y.data(), keep_argmax ? argmax.data() : nullptr, g};
-  exec::for_each_index<MaxPool2dForward<T>, Mode>(f, g.out_numel(), window_size(g), x.device());
+  if (max_pool_rows_forward(g, x.device())) {
+    if (g.out_numel() > 0) max_pool2d_forward_rows(f);
+  } else {
+    exec::for_each_index<MaxPool2dForward<T>, Mode>(f, g.out_numel(), window_size(g), x.device());
+  }
   return {y, argmax};
 }
 
@@ -385,7 +498,11 @@ Tensor<T> max_pool2d_backward(const Tensor<T>& gy, const Tensor<std::int32_t>& a
   const bool cl = format == MemoryFormat::channels_last;
   const Strides4 gs = strides4(gy.strides());
   const MaxPool2dBackward<T> f{gy.data(), gs, argmax.data(), gx.data(), g, cl};
-  exec::for_each_index<MaxPool2dBackward<T>, Mode>(f, g.in_numel(), 4, gy.device());
+  if (max_pool_rows_backward(g, gs, cl, gy.device())) {
+    if (g.in_numel() > 0) max_pool2d_backward_rows(f);
+  } else {
+    exec::for_each_index<MaxPool2dBackward<T>, Mode>(f, g.in_numel(), 4, gy.device());
+  }
   return gx;
 }
 
