@@ -2,7 +2,10 @@
 # BERT pretraining steps on the CPU, side by side: ember's trainer (examples/bert: synthetic
 # sequences, AdamW, gradient clipping at norm 1) against Hugging Face's BertForPreTraining
 # (bench/gpu/bert_peer.py --device cpu: the same sequences, AdamW, clipping; eager, and under
-# torch.compile unless NO_COMPILE=1), with the same thread count, BERT tiny and mini, sequence
+# torch.compile unless NO_COMPILE=1) and libtorch's C++ frontend (bench/libtorch_peer, built here
+# against the torch wheel's CMake package, unless NO_LIBTORCH=1: the same BERT written with
+# torch::nn, its masked-LM head at the masked positions as ember's), with the same thread count,
+# BERT tiny and mini, sequence
 # length 128, 20 masked positions, batch 16 and 32, float (PRECISION=bf16: ember's --precision
 # bf16 against torch.autocast(cpu, bf16)). Each row also says how far from the machine's limit
 # ember is: the model's matrix-product GFLOP a sequence (forward and backward, the masked
@@ -15,7 +18,7 @@
 #
 # Environment: BUILD_DIR (default build/test: bert_pretrain is built there if missing),
 # CONFIGS ("tiny mini"), BATCHES ("16 32"), SEQ_LENS ("128"), STEPS (40), PRECISION (float),
-# NO_COMPILE, OMP_NUM_THREADS (default: all cores, for both).
+# NO_COMPILE, NO_LIBTORCH, OMP_NUM_THREADS (default: all cores, for all).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -30,6 +33,15 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(nproc)}
 commit=$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- include examples bench || echo -dirty)
 out=bench/results/cpu-bert-$(date -u +%Y%m%d-%H%M%S)-$commit.json
 work=$(mktemp -d "${TMPDIR:-/tmp}/ember-bert-cpu.XXXXXX")
+libtorch=""
+if [[ "${NO_LIBTORCH:-0}" != 1 ]]; then
+  echo "==> building bench/libtorch_peer in $work/libtorch"
+  prefix=$(python3 -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')
+  cmake -S bench/libtorch_peer -B "$work/libtorch" -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_PREFIX_PATH="$prefix" >"$work/libtorch-configure.txt" 2>&1
+  cmake --build "$work/libtorch" -j"$(nproc)" >"$work/libtorch-build.txt"
+  libtorch="$work/libtorch/libtorch_peer"
+fi
 rows=()
 for config in $configs; do
   for seq in $seq_lens; do
@@ -43,7 +55,13 @@ for config in $configs; do
         --seq "$seq" --steps "$((steps / 2))" --warmup 3 --json "$work/torch.json")
       [[ "${NO_COMPILE:-0}" == 1 ]] && peer_flags+=(--no-compile)
       TORCHINDUCTOR_CACHE_DIR="$work/inductor" python3 bench/gpu/bert_peer.py "${peer_flags[@]}" >/dev/null
-      row=$(python3 - "$config" "$batch" "$seq" "${sps:-0}" "$work/torch.json" "$precision" <<'PY'
+      echo "{}" >"$work/libtorch.json"
+      if [[ -n "$libtorch" ]]; then
+        "$libtorch" bert "$config" "$batch" "$seq" 20 "$((steps / 2))" 3 \
+          "$([[ $precision == bf16 ]] && echo 1 || echo 0)" >"$work/libtorch.json"
+      fi
+      row=$(python3 - "$config" "$batch" "$seq" "${sps:-0}" "$work/torch.json" "$precision" \
+        "$work/libtorch.json" <<'PY'
 import glob, json, statistics, sys
 sys.path.insert(0, "bench/gpu")
 from bert_peer import CONFIGS
@@ -66,9 +84,20 @@ if gemm_files and sys.argv[6] == "float":
     peak = max(statistics.median(v) for v in rates.values())
     row.update(peak_gemm_gflops=peak, peak_from=gemm_files[-1],
                ember_percent_of_peak=100 * ember * gflop / peak)
-for p in json.load(open(sys.argv[5])):
-    row[f"torch_{p['mode']}_sequences_per_s"] = p["sequences_per_s"]
-    row[f"ratio_over_torch_{p['mode']}"] = ember / p["sequences_per_s"]
+peers = {f"torch_{p['mode']}": p["sequences_per_s"] for p in json.load(open(sys.argv[5]))}
+libtorch = json.load(open(sys.argv[7]))
+if libtorch:
+    from transformers import BertConfig, BertForPreTraining
+    expected = sum(p.numel() for p in BertForPreTraining(BertConfig(vocab_size=V, **c)).parameters())
+    if libtorch["parameters"] != expected:
+        sys.exit(f"libtorch_peer's BERT has {libtorch['parameters']} parameters, "
+                 f"transformers' {expected}: not the same model")
+    peers["libtorch"] = libtorch["sequences_per_s"]
+for name, rate in peers.items():
+    row[f"{name}_sequences_per_s"] = rate
+    row[f"ratio_over_{name}"] = ember / rate
+best = max(peers, key=peers.get)
+row.update(best_peer=best, ratio_over_best_peer=ember / peers[best])
 print(json.dumps(row))
 PY
 )

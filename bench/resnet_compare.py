@@ -4,7 +4,8 @@ resnet_cpu_peer.py's JSON into one results file: ember's and PyTorch's images/s 
 their ratio, ember's layout against PyTorch's same layout and against PyTorch's faster one.
 Each of --ember and --torch may be given more than once (runs before and after the other side's,
 on this VM whose speed drifts within minutes): a case's rate is then the geometric mean of its
-runs, and each run's rates are kept in the file.
+runs, and each run's rates are kept in the file. Each row ends with the strongest peer measured
+for the case (eager, torch.compile or libtorch, either layout) and ember's ratio over it.
 
   python3 bench/resnet_compare.py --ember ember.json --torch torch.json --note "..." \\
       --out bench/results/cpu-resnet-<date>-<commit>.json
@@ -91,6 +92,18 @@ def main():
         if compiled:
             row["ratio_over_torch_compile_best_layout"] = rate / max(compiled)
             line += f"  vs compile's best layout {rate / max(compiled):.2f}"
+        # libtorch's C++ frontend (resnet_cpu_peer.py --libtorch), where it was measured
+        libtorch = [torch[c + "/libtorch"] for c in (case, other) if c + "/libtorch" in torch]
+        if libtorch:
+            row["libtorch_best_layout_images_per_s"] = max(libtorch)
+            row["ratio_over_libtorch_best_layout"] = rate / max(libtorch)
+            line += f"  vs libtorch's best layout {rate / max(libtorch):.2f}"
+        # The strongest peer of all: every mode and layout measured for this case.
+        peers = {f"{c}{mode}": torch[c + mode] for c in (case, other)
+                 for mode in ("", "/compile", "/libtorch") if c + mode in torch}
+        best = max(peers, key=peers.get)
+        row["best_peer"], row["ratio_over_best_peer"] = best, rate / peers[best]
+        line += f"  vs the best peer {rate / peers[best]:.2f}"
         results[case] = row
         print(line)
     out = {"date": datetime.date.today().isoformat(), "commit": commit,

@@ -4,7 +4,9 @@ forward, cross-entropy with label smoothing 0.1, backward, SGD with Nesterov mom
 Prints images/s per case and writes them to --json, named as bench_resnet_cpu's benchmarks
 (the _nhwc cases with the model and input in torch.channels_last). --compile adds each case
 under torch.compile (Inductor's C++ backend on the CPU) as <name>/compile; --bf16 runs them under
-torch.autocast(cpu, bf16), named <name>_bf16 like bench_resnet_cpu's bf16 cases.
+torch.autocast(cpu, bf16), named <name>_bf16 like bench_resnet_cpu's bf16 cases. --libtorch PATH
+adds each case (3-channel models) in libtorch's C++ frontend as <name>/libtorch, run by PATH (the
+bench/libtorch_peer program: the same model written with torch::nn, the same step, autocast in C++).
 
   python3 bench/resnet_cpu_peer.py --json bench/results/cpu-resnet-torch.json
   python3 bench/resnet_cpu_peer.py --filter resnet18w16 --compile
@@ -12,6 +14,7 @@ torch.autocast(cpu, bf16), named <name>_bf16 like bench_resnet_cpu's bf16 cases.
 import argparse
 import json
 import os
+import subprocess
 import sys
 import time
 
@@ -60,12 +63,25 @@ def images_per_s(kwargs, side, batch, seconds, channels_last=False, compile=Fals
     return batch * n / (time.perf_counter() - t0)
 
 
+def libtorch_images_per_s(program, kwargs, side, batch, seconds, channels_last, bf16):
+    args = [program, "resnet", kwargs["arch"], str(kwargs.get("width", 64)),
+            str(int(kwargs.get("small_stem", False))), str(side), str(batch),
+            str(int(channels_last)), str(int(bf16)), str(seconds)]
+    r = json.loads(subprocess.run(args, check=True, capture_output=True, text=True).stdout)
+    expected = sum(p.numel() for p in resnet(**kwargs).parameters())
+    if r["parameters"] != expected:
+        sys.exit(f"libtorch_peer's {kwargs['arch']} has {r['parameters']} parameters, "
+                 f"resnet_torch.py's {expected}: not the same model")
+    return r["images_per_s"]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--json", default="")
     ap.add_argument("--filter", default="", help="only the cases whose name contains this")
     ap.add_argument("--compile", action="store_true", help="also under torch.compile")
+    ap.add_argument("--libtorch", default="", help="the bench/libtorch_peer program")
     ap.add_argument("--bf16", action="store_true",
                     help="under torch.autocast(cpu, bf16) instead, the cases named <name>_bf16")
     a = ap.parse_args()
@@ -73,12 +89,20 @@ def main():
     for name, kwargs, side, batches in CASES:
         for b in batches:
             for nhwc in (False, True):
-                for compiled in (False, True) if a.compile else (False,):
-                    case = (f"{name}{'_nhwc' if nhwc else ''}{'_bf16' if a.bf16 else ''}/{b}"
-                            f"{'/compile' if compiled else ''}")
+                base = f"{name}{'_nhwc' if nhwc else ''}{'_bf16' if a.bf16 else ''}/{b}"
+                modes = ["", "/compile"] if a.compile else [""]
+                if a.libtorch and kwargs.get("in_channels", 3) == 3:
+                    modes.append("/libtorch")
+                for mode in modes:
+                    case = base + mode
                     if a.filter not in case:
                         continue
-                    ips = images_per_s(kwargs, side, b, a.seconds, nhwc, compiled, a.bf16)
+                    if mode == "/libtorch":
+                        ips = libtorch_images_per_s(a.libtorch, kwargs, side, b, a.seconds, nhwc,
+                                                    a.bf16)
+                    else:
+                        ips = images_per_s(kwargs, side, b, a.seconds, nhwc, mode == "/compile",
+                                           a.bf16)
                     out["results"][case] = ips
                     print(f"{case}: {ips:.1f} images/s", flush=True)
     if a.json:
