@@ -70,6 +70,50 @@ EMBER_AMX_TARGET inline void configure_tiles() {
 }
 /// Gives the tile registers back to the OS's lazy state (after the last tile instruction).
 EMBER_AMX_TARGET inline void release_tiles() { _tile_release(); }
+
+/// C = A B, or C += A B when `accumulate`, on the tiles: C [M x N] float rows `ldc` apart, A
+/// [M x 32 chunks] bf16 rows `lda` elements apart, B packed as 16 x 16-pair tiles (pack_pairs,
+/// pack_transposed), the tile of column block nb (16 columns) and chunk kc (32 rows of the
+/// contraction) at b + nb * b_block + kc * b_chunk words. M and N are multiples of 32: C is
+/// walked in 32 x 32 blocks, tiles 0-3 its quarters, 4-5 A's two row halves, 6-7 B's two columns.
+EMBER_AMX_TARGET inline void product(float* c, std::int64_t ldc, const std::uint16_t* a,
+                                     std::int64_t lda, const std::uint32_t* b, std::int64_t b_block,
+                                     std::int64_t b_chunk, std::int64_t M, std::int64_t N,
+                                     std::int64_t chunks, bool accumulate) {
+  const std::int64_t c_bytes = ldc * 4, a_bytes = lda * 2;
+  for (std::int64_t m = 0; m < M; m += 32) {
+    for (std::int64_t n = 0; n < N; n += 32) {
+      float* top = c + m * ldc + n;
+      float* bottom = top + 16 * ldc;
+      if (accumulate) {
+        _tile_loadd(0, top, c_bytes);
+        _tile_loadd(1, top + 16, c_bytes);
+        _tile_loadd(2, bottom, c_bytes);
+        _tile_loadd(3, bottom + 16, c_bytes);
+      } else {
+        _tile_zero(0);
+        _tile_zero(1);
+        _tile_zero(2);
+        _tile_zero(3);
+      }
+      for (std::int64_t kc = 0; kc < chunks; ++kc) {
+        const std::uint32_t* bt = b + n / 16 * b_block + kc * b_chunk;
+        _tile_loadd(4, a + m * lda + kc * 32, a_bytes);
+        _tile_loadd(5, a + (m + 16) * lda + kc * 32, a_bytes);
+        _tile_loadd(6, bt, 64);
+        _tile_loadd(7, bt + b_block, 64);
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+      }
+      _tile_stored(0, top, c_bytes);
+      _tile_stored(1, top + 16, c_bytes);
+      _tile_stored(2, bottom, c_bytes);
+      _tile_stored(3, bottom + 16, c_bytes);
+    }
+  }
+}
 #endif
 
 /// Packs rows [0, rows) of x (bf16 bit patterns, `rows` x `cols`, rows `row_stride` apart) into
@@ -107,10 +151,15 @@ inline void pack_pairs(const std::uint16_t* x, std::int64_t rows, std::int64_t c
   for (std::int64_t kc = 0; kc < chunks; ++kc) {
     for (std::int64_t pair = 0; pair < 16; ++pair) {
       const std::int64_t r0 = kc * 32 + 2 * pair, r1 = r0 + 1;
-      for (std::int64_t c = 0; c < cols; ++c) {
-        const std::uint32_t lo = r0 < rows ? x[r0 * row_stride + c] : 0;
-        const std::uint32_t hi = r1 < rows ? x[r1 * row_stride + c] : 0;
-        out[((kc * col_blocks + c / 16) * 16 + pair) * 16 + c % 16] = lo | (hi << 16);
+      const std::uint16_t* lo = x + r0 * row_stride;
+      const std::uint16_t* hi = x + r1 * row_stride;
+      for (std::int64_t cb = 0; cb < col_blocks; ++cb) {
+        std::uint32_t* dst = out + ((kc * col_blocks + cb) * 16 + pair) * 16;
+        for (std::int64_t n = 0; n < 16; ++n) {
+          const std::uint32_t a = r0 < rows ? lo[cb * 16 + n] : 0;
+          const std::uint32_t b = r1 < rows ? hi[cb * 16 + n] : 0;
+          dst[n] = a | (b << 16);
+        }
       }
     }
   }

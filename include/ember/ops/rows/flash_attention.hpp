@@ -12,7 +12,8 @@
 // Backward: one task per batch entry: for each tile of keys, the query tiles that may see it
 // recompute P = exp(S - logsumexp) and give dV += P^T dO, dP = dO V^T, dS = P (dP - D) with
 // D = rowsum(dO o O), dK += dS^T Q scale, dQ += dS K scale (dQ of the whole entry in a float
-// buffer, which is why a task is a whole entry).
+// buffer, which is why a task is a whole entry). bf16 on AMX runs the same steps with the five
+// products on the tiles (flash_backward_task_amx).
 // Dropout draws the uniforms of the unfused path (element (b, i, j) of the scores is Philox
 // index (b Lq + i) Lk + j), so both paths drop the same elements; the backward draws them again.
 // A query whose every key is masked gives zeros (logsumexp -inf), as the unfused path does.
@@ -504,6 +505,157 @@ EMBER_WIDE_VECTORS void flash_backward_task(const FlashProblem<T>& p, std::int64
   }
 }
 
+#if EMBER_HAVE_AMX
+/// 32-bit words of an AMX backward task's workspace (flash_backward_task_amx).
+inline std::int64_t flash_backward_amx_words(const FlashProblem<bf16>& p) {
+  constexpr std::int64_t Bq = kFlashQueryTile, Bk = kFlashBackwardKeyTile;
+  const std::int64_t Lqp = (p.Lq + Bq - 1) / Bq * Bq, E = p.E, Ev = p.Ev;
+  return Lqp * (E + Ev) + 2 * Lqp + Lqp * E + Bk * (E + Ev) / 2 + E * Bk / 2 + Bk * (E + Ev) +
+         3 * Bk * Bq + 3 * Bk * Bq / 2;
+}
+
+/// The backward on AMX (bf16 with E and Ev multiples of 32, as the forward): flash_backward_task's
+/// steps with the five products on the tiles (amx::product). A tile of scores is held transposed,
+/// keys as rows and the 32 queries as columns, as the float path holds it: the softmax's and dS's
+/// arithmetic runs along the queries, and P^T and dS^T are the A operands of dV and dK as they
+/// stand. P and dS are rounded to bf16 for the products, as PyTorch's and the GPU's flash kernels
+/// do. The entry's queries and dout are packed once in both B layouts; each key tile is copied to
+/// zero-padded bf16 rows, with K^T for dQ^T = K^T dS^T (dQ held transposed, per query tile).
+EMBER_AMX_TARGET EMBER_WIDE_VECTORS inline void flash_backward_task_amx(
+    const FlashProblem<bf16>& p, std::int64_t b, std::uint32_t* work, const bf16* out_all,
+    const bf16* dout_all, const float* lse_all, bf16* dq_all, bf16* dk_all, bf16* dv_all) {
+  constexpr std::int64_t Bq = kFlashQueryTile, Bk = kFlashBackwardKeyTile;
+  const auto at = static_cast<std::size_t>(b);
+  const std::int64_t Lq = p.Lq, Lk = p.Lk, E = p.E, Ev = p.Ev;
+  const std::int64_t tiles = (Lq + Bq - 1) / Bq, Lqp = tiles * Bq;
+  const std::int64_t qe = E / 32, qv = Ev / 32;  // 32-wide chunks of a key's and a value's row
+  const float inf = std::numeric_limits<float>::infinity(), scale = p.scale;
+  std::fill_n(work, flash_backward_amx_words(p), 0u);
+  std::uint32_t* qpt = work;               // q as B tiles of Q^T (pack_transposed)
+  std::uint32_t* qp = qpt + Lqp * E / 2;   // q as B tiles over the queries (pack_pairs)
+  std::uint32_t* dopt = qp + Lqp * E / 2;  // dout, the same two ways
+  std::uint32_t* dop = dopt + Lqp * Ev / 2;
+  auto* dvec = reinterpret_cast<float*>(dop + Lqp * Ev / 2);  // [Lqp]: rowsum(dout o out)
+  float* lsev = dvec + Lqp;  // [Lqp]: lse, +inf where nothing is allowed (p = 0)
+  float* dqt = lsev + Lqp;   // [tiles][E][Bq]: dQ^T / scale
+  auto* kb = reinterpret_cast<std::uint16_t*>(dqt + Lqp * E);    // [Bk][E]: the key tile
+  std::uint16_t* vb = kb + Bk * E;                               // [Bk][Ev]: the value tile
+  std::uint16_t* kt = vb + Bk * Ev;                              // [E][Bk]: K^T
+  auto* dka = reinterpret_cast<float*>(kt + E * Bk);             // [Bk][E]: dK / scale
+  float* dva = dka + Bk * E;                                     // [Bk][Ev]
+  float* st = dva + Bk * Ev;                                     // [Bk][Bq]: S^T, then P^T
+  float* dpt = st + Bk * Bq;                                     // [Bk][Bq]: dP^T
+  float* keep = dpt + Bk * Bq;                                   // [Bk][Bq]: dropout's factors
+  auto* pdt = reinterpret_cast<std::uint16_t*>(keep + Bk * Bq);  // [Bk][Bq]: P^T after dropout
+  std::uint16_t* dst = pdt + Bk * Bq;                            // [Bk][Bq]: dS^T
+  auto* dsp = reinterpret_cast<std::uint32_t*>(dst + Bk * Bq);   // dS^T as B tiles over keys
+  const auto* q = reinterpret_cast<const std::uint16_t*>(p.q + p.q_at[at]);
+  const auto* dout = reinterpret_cast<const std::uint16_t*>(dout_all + b * Lq * Ev);  // bits
+  amx::pack_transposed(q, Lq, E, p.q_row, qpt);
+  amx::pack_pairs(q, Lq, E, p.q_row, qp);
+  amx::pack_transposed(dout, Lq, Ev, Ev, dopt);
+  amx::pack_pairs(dout, Lq, Ev, Ev, dop);
+  const bf16* out = out_all + b * Lq * Ev;
+  const bf16* g = dout_all + b * Lq * Ev;
+  const float* lse = lse_all + b * Lq;
+  for (std::int64_t i = 0; i < Lq; ++i) {
+    float d = 0;
+    for (std::int64_t c = 0; c < Ev; ++c) d += to_acc(g[i * Ev + c]) * to_acc(out[i * Ev + c]);
+    dvec[i] = d;
+    lsev[i] = lse[i] == -inf ? inf : lse[i];
+  }
+  for (std::int64_t i = Lq; i < Lqp; ++i) lsev[i] = inf;  // the last tile's padding: p = 0
+  const auto* k = reinterpret_cast<const std::uint16_t*>(p.k + p.k_at[at]);
+  const auto* v = reinterpret_cast<const std::uint16_t*>(p.v + p.v_at[at]);
+  const bool drop = p.dropout.active();
+  for (std::int64_t j0 = 0; j0 < Lk; j0 += Bk) {
+    const std::int64_t nk = std::min(Bk, Lk - j0), nkp = (nk + 31) / 32 * 32;
+    for (std::int64_t j = 0; j < nkp; ++j) {
+      if (j < nk) {
+        std::memcpy(kb + j * E, k + (j0 + j) * p.k_row, static_cast<std::size_t>(E) * 2);
+        std::memcpy(vb + j * Ev, v + (j0 + j) * p.v_row, static_cast<std::size_t>(Ev) * 2);
+      } else {
+        std::fill_n(kb + j * E, E, std::uint16_t{0});
+        std::fill_n(vb + j * Ev, Ev, std::uint16_t{0});
+      }
+    }
+    for (std::int64_t e = 0; e < E; ++e) {
+      for (std::int64_t j = 0; j < nkp; ++j) kt[e * Bk + j] = kb[j * E + e];
+    }
+    std::fill_n(dka, Bk * E, 0.0f);
+    std::fill_n(dva, Bk * Ev, 0.0f);
+    // Causal: the queries before j0 - shift see none of these keys.
+    const std::int64_t first = p.causal ? std::max<std::int64_t>(0, j0 - p.shift) / Bq : 0;
+    for (std::int64_t t = first; t < tiles; ++t) {
+      const std::int64_t q0 = t * Bq, nq = std::min(Bq, Lq - q0);
+      // S^T = K Q^T, masked; P^T = exp(S^T scale - lse), zero on the padding keys.
+      amx::product(st, Bq, kb, E, qpt + 2 * t * qe * 256, qe * 256, 256, nkp, Bq, qe, false);
+      p.mask_tile(b, q0, nq, j0, nk, st);
+      for (std::int64_t j = 0; j < nk; ++j) {
+#pragma omp simd
+        for (std::int64_t i = 0; i < Bq; ++i)
+          st[j * Bq + i] = math::exp(st[j * Bq + i] * scale - lsev[q0 + i]);
+      }
+      std::fill(st + nk * Bq, st + nkp * Bq, 0.0f);
+      if (drop) p.dropout_tile(b, q0, nq, j0, nk, keep);
+      for (std::int64_t j = 0; j < nkp; ++j) {
+#pragma omp simd
+        for (std::int64_t i = 0; i < Bq; ++i) {
+          const float pd = drop ? st[j * Bq + i] * keep[j * Bq + i] : st[j * Bq + i];
+          pdt[j * Bq + i] = float_to_bf16_bits(pd);
+        }
+      }
+      // dV += P^T dO; dP^T = V dO^T.
+      amx::product(dva, Ev, pdt, Bq, dop + t * (Ev / 16) * 256, 256, 0, nkp, Ev, 1, true);
+      amx::product(dpt, Bq, vb, Ev, dopt + 2 * t * qv * 256, qv * 256, 256, nkp, Bq, qv, false);
+      // dS^T = P^T o (dP^T - D), dropout's factors on dP^T.
+      for (std::int64_t j = 0; j < nkp; ++j) {
+#pragma omp simd
+        for (std::int64_t i = 0; i < Bq; ++i) {
+          const float dpre = drop ? dpt[j * Bq + i] * keep[j * Bq + i] : dpt[j * Bq + i];
+          dst[j * Bq + i] = float_to_bf16_bits(st[j * Bq + i] * (dpre - dvec[q0 + i]));
+        }
+      }
+      amx::pack_pairs(dst, nkp, Bq, Bq, dsp);
+      // dK += dS^T Q; dQ^T += K^T dS^T.
+      amx::product(dka, E, dst, Bq, qp + t * (E / 16) * 256, 256, 0, nkp, E, 1, true);
+      amx::product(dqt + t * E * Bq, Bq, kt, Bk, dsp, 256, 2 * 256, E, Bq, nkp / 32, true);
+    }
+    bf16* dk = dk_all + (b * Lk + j0) * E;
+    bf16* dv = dv_all + (b * Lk + j0) * Ev;
+    for (std::int64_t j = 0; j < nk; ++j) {
+      for (std::int64_t e = 0; e < E; ++e) dk[j * E + e] = bf16(dka[j * E + e] * scale);
+      for (std::int64_t c = 0; c < Ev; ++c) dv[j * Ev + c] = bf16(dva[j * Ev + c]);
+    }
+  }
+  bf16* dq = dq_all + b * Lq * E;
+  for (std::int64_t i = 0; i < Lq; ++i) {
+    const float* col = dqt + (i / Bq) * E * Bq + i % Bq;
+    for (std::int64_t e = 0; e < E; ++e) dq[i * E + e] = bf16(col[e * Bq] * scale);
+  }
+}
+
+/// The AMX backward: a task per batch entry, each thread's tiles configured once.
+inline void flash_attention_backward_amx(const FlashProblem<bf16>& p, const bf16* out,
+                                         const bf16* dout, const float* lse, bf16* dq, bf16* dk,
+                                         bf16* dv) {
+  const bool parallel = p.batch * p.Lq * p.Lk * p.E >= exec::cpu::kParallelThreshold;
+  const int threads = parallel ? std::min<std::int64_t>(omp_get_max_threads(), p.batch) : 1;
+  const std::int64_t words = flash_backward_amx_words(p);
+  Tensor<float> work = empty<float>(Shape{threads, words}, Device::cpu());
+  auto* all = reinterpret_cast<std::uint32_t*>(work.data());
+#pragma omp parallel num_threads(threads) if (parallel)
+  {
+    amx::configure_tiles();
+#pragma omp for schedule(dynamic)
+    for (std::int64_t b = 0; b < p.batch; ++b) {
+      flash_backward_task_amx(p, b, all + omp_get_thread_num() * words, out, dout, lse, dq, dk, dv);
+    }
+    amx::release_tiles();
+  }
+}
+#endif
+
 /// The backward: out, dout [batch, Lq, Ev] and lse [batch, Lq] (dense) to the dense gradients
 /// dq [batch, Lq, E], dk [batch, Lk, E] and dv [batch, Lk, Ev].
 template <FloatingElement T, class Mode = exec::mode>
@@ -511,6 +663,11 @@ void flash_attention_backward(const FlashProblem<T>& p, const T* out, const T* d
                               const acc_t<T>* lse, T* dq, T* dk, T* dv) {
   using A = acc_t<T>;
   exec::count_launch();
+#if EMBER_HAVE_AMX
+  if constexpr (std::is_same_v<T, bf16>) {
+    if (flash_on_amx(p)) return flash_attention_backward_amx(p, out, dout, lse, dq, dk, dv);
+  }
+#endif
   const bool parallel = p.batch * p.Lq * p.Lk * p.E >= exec::cpu::kParallelThreshold;
   const int threads = parallel ? std::min<std::int64_t>(omp_get_max_threads(), p.batch) : 1;
   // Every thread's workspace in one allocation, made (and counted) before the team starts.
