@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDACC__)
 #define EMBER_HAVE_AMX 1
@@ -35,7 +36,10 @@ inline bool usable() {
     unsigned a = 0, b = 0, c = 0, d = 0;
     if (__get_cpuid_count(7, 0, &a, &b, &c, &d) == 0) return false;
     const bool tile = (d >> 24) & 1u, bf16 = (d >> 22) & 1u;
-    if (!tile || !bf16) return false;
+    // AVX512-BF16 (leaf 7, subleaf 1, EAX bit 5) converts to bf16 beside the tiles (to_bf16).
+    if (__get_cpuid_count(7, 1, &a, &b, &c, &d) == 0) return false;
+    const bool convert = (a >> 5) & 1u;
+    if (!tile || !bf16 || !convert) return false;
     constexpr long kReqXcompPerm = 0x1023, kXfeatureTileData = 18;
     return syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureTileData) == 0;
   }();
@@ -46,8 +50,8 @@ inline bool usable() {
 }
 
 #if EMBER_HAVE_AMX
-/// Functions that run tile instructions.
-#define EMBER_AMX_TARGET __attribute__((target("amx-tile,amx-bf16")))
+/// Functions that run tile instructions (and AVX512-BF16's conversion, which every AMX CPU has).
+#define EMBER_AMX_TARGET __attribute__((target("amx-tile,amx-bf16,avx512bf16")))
 
 /// LDTILECFG's 64 bytes: palette 1, every tile 16 rows of 64 bytes.
 struct alignas(64) TileConfig {
@@ -70,6 +74,16 @@ EMBER_AMX_TARGET inline void configure_tiles() {
 }
 /// Gives the tile registers back to the OS's lazy state (after the last tile instruction).
 EMBER_AMX_TARGET inline void release_tiles() { _tile_release(); }
+
+/// out[i] = x[i] rounded to bf16 (bit patterns) for i < n, n a multiple of 16: VCVTNEPS2BF16,
+/// round to nearest even as bf16(float), except that results below bf16's normal range flush to
+/// zero (probabilities under 1e-38, which add nothing to a product).
+EMBER_AMX_TARGET inline void to_bf16(const float* x, std::int64_t n, std::uint16_t* out) {
+  for (std::int64_t i = 0; i < n; i += 16) {
+    const __m256bh h = _mm512_cvtneps_pbh(_mm512_loadu_ps(x + i));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), reinterpret_cast<const __m256i&>(h));
+  }
+}
 
 /// C = A B, or C += A B when `accumulate`, on the tiles: C [M x N] float rows `ldc` apart, A
 /// [M x 32 chunks] bf16 rows `lda` elements apart, B packed as 16 x 16-pair tiles (pack_pairs,
@@ -114,19 +128,32 @@ EMBER_AMX_TARGET inline void product(float* c, std::int64_t ldc, const std::uint
     }
   }
 }
-#endif
 
 /// Packs rows [0, rows) of x (bf16 bit patterns, `rows` x `cols`, rows `row_stride` apart) into
 /// B tiles of the product x^T (contraction over cols): tile (rb, cb) holds rows rb*16 .. rb*16+15
 /// and columns cb*32 .. cb*32+31 as 16 x 16 pairs, out[((rb * chunks + cb) * 16 + pair) * 16 + n]
 /// = the pair (x[rb*16 + n][cb*32 + 2 pair], x[..][cb*32 + 2 pair + 1]). Rows past `rows` up to a
-/// whole tile are zeros; cols is a multiple of 32.
-inline void pack_transposed(const std::uint16_t* x, std::int64_t rows, std::int64_t cols,
-                            std::int64_t row_stride, std::uint32_t* out) {
+/// whole tile are zeros; cols is a multiple of 32. A whole block of 16 rows is a 16 x 16
+/// transpose of pairs: one gather per pair, the 16 rows' pairs at once.
+EMBER_AMX_TARGET inline void pack_transposed(const std::uint16_t* x, std::int64_t rows,
+                                             std::int64_t cols, std::int64_t row_stride,
+                                             std::uint32_t* out) {
   const std::int64_t blocks = (rows + 15) / 16, chunks = cols / 32;
+  const bool gather = row_stride * 2 * 16 <= std::numeric_limits<std::int32_t>::max();
+  const __m512i offsets =  // the byte offsets of a block's 16 rows
+      _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                         _mm512_set1_epi32(static_cast<std::int32_t>(gather ? row_stride * 2 : 0)));
   for (std::int64_t rb = 0; rb < blocks; ++rb) {
     for (std::int64_t cb = 0; cb < chunks; ++cb) {
       std::uint32_t* tile = out + (rb * chunks + cb) * 256;
+      if (gather && rb * 16 + 16 <= rows) {
+        const std::uint16_t* base = x + rb * 16 * row_stride + cb * 32;
+        for (std::int64_t pair = 0; pair < 16; ++pair) {
+          _mm512_storeu_si512(tile + pair * 16,
+                              _mm512_i32gather_epi32(offsets, base + 2 * pair, 1));
+        }
+        continue;
+      }
       for (std::int64_t n = 0; n < 16; ++n) {
         const std::int64_t r = rb * 16 + n;
         const std::uint16_t* src = x + r * row_stride + cb * 32;
@@ -164,5 +191,7 @@ inline void pack_pairs(const std::uint16_t* x, std::int64_t rows, std::int64_t c
     }
   }
 }
+
+#endif
 
 }  // namespace ember::ops::amx

@@ -196,23 +196,20 @@ EMBER_WIDE_VECTORS void flash_forward_task(const FlashProblem<T>& p, std::int64_
 }
 
 #if EMBER_HAVE_AMX
-/// The forward on AMX (bf16 with E and Ev multiples of 32): kp and vp hold every entry's keys and
-/// values packed as B tiles (amx::pack_transposed, amx::pack_pairs; kp_words and vp_words an
-/// entry). The same task as flash_forward_task, with the queries as rows: S = Q K^T (16 x 16 float
-/// tiles), the online softmax a query row at a time, P rounded to bf16 (as PyTorch's and the GPU's
-/// flash kernels do) and O += P V into the float rows of O.
+/// The forward on AMX (bf16 with E and Ev multiples of 32): kp and vp hold entry b's keys and
+/// values packed as B tiles (amx::pack_transposed, padded to whole blocks of 32 keys, and
+/// amx::pack_pairs). The same task as flash_forward_task, with the queries as rows: S = Q K^T
+/// (amx::product), the online softmax a query row at a time, P rounded to bf16 (as PyTorch's and
+/// the GPU's flash kernels do) and O += P V into the float rows of O.
 inline constexpr std::int64_t kAmxKeyTile = 256;
 
 EMBER_AMX_TARGET EMBER_WIDE_VECTORS inline void flash_forward_task_amx(
-    const FlashProblem<bf16>& p, std::int64_t b, std::int64_t q0, const std::uint32_t* kp_all,
-    std::int64_t kp_words, const std::uint32_t* vp_all, std::int64_t vp_words, bf16* out,
-    float* lse) {
+    const FlashProblem<bf16>& p, std::int64_t b, std::int64_t q0, const std::uint32_t* kp,
+    const std::uint32_t* vp, bf16* out, float* lse) {
   constexpr std::int64_t Bq = kFlashQueryTile, Bk = kAmxKeyTile;
   const std::int64_t E = p.E, Ev = p.Ev, nq = std::min(Bq, p.Lq - q0);
   const std::int64_t chunks = E / 32, col_blocks = Ev / 16;
   const auto at = static_cast<std::size_t>(b);
-  const std::uint32_t* kp = kp_all + b * kp_words;
-  const std::uint32_t* vp = vp_all + b * vp_words;
   thread_local std::vector<float> buffer;
   buffer.resize(static_cast<std::size_t>(Bq * Bk + Bq * Ev + Bk + (Bq * E + Bq * Bk) / 2));
   float* s = buffer.data();                             // [Bq][Bk]: scores
@@ -237,20 +234,10 @@ EMBER_AMX_TARGET EMBER_WIDE_VECTORS inline void flash_forward_task_amx(
   const std::int64_t end = p.causal ? std::clamp<std::int64_t>(q0 + nq + p.shift, 0, p.Lk) : p.Lk;
   for (std::int64_t j0 = 0; j0 < end; j0 += Bk) {
     const std::int64_t nk = std::min(Bk, end - j0);
-    // S = Q K^T: tiles 0 and 1 the two rows of 16 queries, 4 and 5 their Q, 6 the keys.
-    for (std::int64_t kb = 0; kb < (nk + 15) / 16; ++kb) {
-      _tile_zero(0);
-      _tile_zero(1);
-      for (std::int64_t c = 0; c < chunks; ++c) {
-        _tile_loadd(4, qb + c * 32, E * 2);
-        _tile_loadd(5, qb + 16 * E + c * 32, E * 2);
-        _tile_loadd(6, kp + ((j0 / 16 + kb) * chunks + c) * 256, 64);
-        _tile_dpbf16ps(0, 4, 6);
-        _tile_dpbf16ps(1, 5, 6);
-      }
-      _tile_stored(0, s + kb * 16, Bk * 4);
-      _tile_stored(1, s + 16 * Bk + kb * 16, Bk * 4);
-    }
+    // S = Q K^T over whole blocks of 32 keys (kp is padded to them with zeros).
+    const std::int64_t nkp = (nk + 31) / 32 * 32;
+    amx::product(s, Bk, qb, E, kp + j0 / 16 * chunks * 256, chunks * 256, 256, Bq, nkp, chunks,
+                 false);
     for (std::int64_t i = 0; i < Bq; ++i) {
       float* row = s + i * Bk;
       // Keys j < allowed may be seen (the causal bound, the tile's end); then the mask.
@@ -264,7 +251,7 @@ EMBER_AMX_TARGET EMBER_WIDE_VECTORS inline void flash_forward_task_amx(
       }
       float top = m[i];
 #pragma omp simd reduction(max : top)
-      for (std::int64_t j = 0; j < Bk; ++j) {
+      for (std::int64_t j = 0; j < nkp; ++j) {
         const float x = j < allowed ? row[j] * scale : -inf;
         row[j] = x;
         top = x > top ? x : top;
@@ -278,19 +265,20 @@ EMBER_AMX_TARGET EMBER_WIDE_VECTORS inline void flash_forward_task_amx(
         std::fill_n(u, Bk, 1.0f);
         philox_uniforms(p.dropout.options.seed, p.dropout.options.offset,
                         static_cast<std::uint64_t>(first), nk, u);
-        for (std::int64_t j = 0; j < Bk; ++j) {
+        for (std::int64_t j = 0; j < nkp; ++j) {
           const float e = math::exp(row[j] - base);
           sum += e;
-          prow[j] = float_to_bf16_bits(p.dropout.apply(u[j], e));
+          row[j] = p.dropout.apply(u[j], e);
         }
       } else {
 #pragma omp simd reduction(+ : sum)
-        for (std::int64_t j = 0; j < Bk; ++j) {
+        for (std::int64_t j = 0; j < nkp; ++j) {
           const float e = math::exp(row[j] - base);
           sum += e;
-          prow[j] = float_to_bf16_bits(e);
+          row[j] = e;
         }
       }
+      amx::to_bf16(row, nkp, prow);  // the product reads P up to nkp
       l[i] = l[i] * alpha + sum;
       m[i] = top;
       float* orow = o + i * Ev;
@@ -335,32 +323,59 @@ bool flash_on_amx(const FlashProblem<T>& p) {
   return std::is_same_v<T, bf16> && p.E % 32 == 0 && p.Ev % 32 == 0 && amx::usable();
 }
 
-/// The AMX forward: every entry's keys and values packed once, then the tasks.
+/// The AMX forward. With at least two entries per thread, a task is an entry: its keys and values
+/// packed into the thread's buffer (in L2 while its query tiles read them), then its tiles, the
+/// last (under a causal mask the longest) first. With fewer, every entry is packed first and a
+/// task is a tile of queries, so that the threads share an entry's tiles.
 inline void flash_attention_forward_amx(const FlashProblem<bf16>& p, bf16* out, float* lse) {
-  const std::int64_t kp_words = (p.Lk + 15) / 16 * 16 * p.E / 2;
+  const std::int64_t kp_words = (p.Lk + 31) / 32 * 32 * p.E / 2;  // whole blocks of 32 keys
   const std::int64_t vp_words = (p.Lk + 31) / 32 * 32 * p.Ev / 2;
-  Tensor<float> packed = empty<float>(Shape{p.batch, kp_words + vp_words}, Device::cpu());
-  auto* kp = reinterpret_cast<std::uint32_t*>(packed.data());
-  std::uint32_t* vp = kp + p.batch * kp_words;
+  const auto pack = [&](std::int64_t b, std::uint32_t* kp, std::uint32_t* vp) {
+    const auto at = static_cast<std::size_t>(b);
+    const std::int64_t written = (p.Lk + 15) / 16 * 16 * p.E / 2;
+    std::fill(kp + written, kp + kp_words, 0u);  // a last half block of 16 keys
+    amx::pack_transposed(reinterpret_cast<const std::uint16_t*>(p.k + p.k_at[at]), p.Lk, p.E,
+                         p.k_row, kp);
+    amx::pack_pairs(reinterpret_cast<const std::uint16_t*>(p.v + p.v_at[at]), p.Lk, p.Ev, p.v_row,
+                    vp);
+  };
   const bool parallel = p.batch * p.Lq * p.Lk * p.E >= exec::cpu::kParallelThreshold;
+  const int threads = parallel ? omp_get_max_threads() : 1;
+  const std::int64_t tiles = (p.Lq + kFlashQueryTile - 1) / kFlashQueryTile;
+  const std::int64_t per_entry = kp_words + vp_words;
+  if (p.batch >= 2 * threads) {
+    Tensor<float> packed = empty<float>(Shape{threads, per_entry}, Device::cpu());
+    auto* all = reinterpret_cast<std::uint32_t*>(packed.data());
+#pragma omp parallel num_threads(threads) if (parallel)
+    {
+      std::uint32_t* kp = all + omp_get_thread_num() * per_entry;
+      amx::configure_tiles();
+#pragma omp for schedule(dynamic)
+      for (std::int64_t b = 0; b < p.batch; ++b) {
+        pack(b, kp, kp + kp_words);
+        for (std::int64_t tile = tiles - 1; tile >= 0; --tile) {
+          flash_forward_task_amx(p, b, tile * kFlashQueryTile, kp, kp + kp_words, out, lse);
+        }
+      }
+      amx::release_tiles();
+    }
+    return;
+  }
+  Tensor<float> packed = empty<float>(Shape{p.batch, per_entry}, Device::cpu());
+  auto* all = reinterpret_cast<std::uint32_t*>(packed.data());
 #pragma omp parallel for if (parallel)
   for (std::int64_t b = 0; b < p.batch; ++b) {
-    const auto at = static_cast<std::size_t>(b);
-    amx::pack_transposed(reinterpret_cast<const std::uint16_t*>(p.k + p.k_at[at]), p.Lk, p.E,
-                         p.k_row, kp + b * kp_words);
-    amx::pack_pairs(reinterpret_cast<const std::uint16_t*>(p.v + p.v_at[at]), p.Lk, p.Ev, p.v_row,
-                    vp + b * vp_words);
+    pack(b, all + b * per_entry, all + b * per_entry + kp_words);
   }
-  const std::int64_t tiles = (p.Lq + kFlashQueryTile - 1) / kFlashQueryTile;
   const std::int64_t tasks = p.batch * tiles;
 #pragma omp parallel if (parallel)
   {
     amx::configure_tiles();
 #pragma omp for schedule(dynamic)
     for (std::int64_t t = 0; t < tasks; ++t) {
-      const std::int64_t tile = tiles - 1 - t % tiles;
-      flash_forward_task_amx(p, t / tiles, tile * kFlashQueryTile, kp, kp_words, vp, vp_words, out,
-                             lse);
+      const std::int64_t b = t / tiles, tile = tiles - 1 - t % tiles;
+      const std::uint32_t* kp = all + b * per_entry;
+      flash_forward_task_amx(p, b, tile * kFlashQueryTile, kp, kp + kp_words, out, lse);
     }
     amx::release_tiles();
   }
@@ -598,13 +613,10 @@ EMBER_AMX_TARGET EMBER_WIDE_VECTORS inline void flash_backward_task_amx(
       }
       std::fill(st + nk * Bq, st + nkp * Bq, 0.0f);
       if (drop) p.dropout_tile(b, q0, nq, j0, nk, keep);
-      for (std::int64_t j = 0; j < nkp; ++j) {
-#pragma omp simd
-        for (std::int64_t i = 0; i < Bq; ++i) {
-          const float pd = drop ? st[j * Bq + i] * keep[j * Bq + i] : st[j * Bq + i];
-          pdt[j * Bq + i] = float_to_bf16_bits(pd);
-        }
+      if (drop) {
+        for (std::int64_t x = 0; x < nkp * Bq; ++x) dpt[x] = st[x] * keep[x];  // dpt: scratch
       }
+      amx::to_bf16(drop ? dpt : st, nkp * Bq, pdt);
       // dV += P^T dO; dP^T = V dO^T.
       amx::product(dva, Ev, pdt, Bq, dop + t * (Ev / 16) * 256, 256, 0, nkp, Ev, 1, true);
       amx::product(dpt, Bq, vb, Ev, dopt + 2 * t * qv * 256, qv * 256, 256, nkp, Bq, qv, false);
@@ -613,9 +625,10 @@ EMBER_AMX_TARGET EMBER_WIDE_VECTORS inline void flash_backward_task_amx(
 #pragma omp simd
         for (std::int64_t i = 0; i < Bq; ++i) {
           const float dpre = drop ? dpt[j * Bq + i] * keep[j * Bq + i] : dpt[j * Bq + i];
-          dst[j * Bq + i] = float_to_bf16_bits(st[j * Bq + i] * (dpre - dvec[q0 + i]));
+          dpt[j * Bq + i] = st[j * Bq + i] * (dpre - dvec[q0 + i]);
         }
       }
+      amx::to_bf16(dpt, nkp * Bq, dst);
       amx::pack_pairs(dst, nkp, Bq, Bq, dsp);
       // dK += dS^T Q; dQ^T += K^T dS^T.
       amx::product(dka, E, dst, Bq, qp + t * (E / 16) * 256, 256, 0, nkp, E, 1, true);
