@@ -149,8 +149,11 @@ EMBER_AMX_TARGET inline void pack_transposed(const std::uint16_t* x, std::int64_
       if (gather && rb * 16 + 16 <= rows) {
         const std::uint16_t* base = x + rb * 16 * row_stride + cb * 32;
         for (std::int64_t pair = 0; pair < 16; ++pair) {
+          // The masked form with a zero source: the plain one's undefined source trips GCC 12's
+          // -Wmaybe-uninitialized.
           _mm512_storeu_si512(tile + pair * 16,
-                              _mm512_i32gather_epi32(offsets, base + 2 * pair, 1));
+                              _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), 0xFFFF, offsets,
+                                                          base + 2 * pair, 1));
         }
         continue;
       }
