@@ -62,9 +62,10 @@ for config in $configs; do
       fi
       row=$(python3 - "$config" "$batch" "$seq" "${sps:-0}" "$work/torch.json" "$precision" \
         "$work/libtorch.json" <<'PY'
-import glob, json, statistics, sys
-sys.path.insert(0, "bench/gpu")
+import json, sys
+sys.path[:0] = ["bench/gpu", "bench"]
 from bert_peer import CONFIGS
+from resnet_compare import best_gemm_gflops
 config, batch, seq, ember = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
 c = CONFIGS[config]
 L, d, f, P, V = (c["num_hidden_layers"], c["hidden_size"], c["intermediate_size"], 20, 30522)
@@ -75,14 +76,9 @@ gflop = 3 * forward / 1e9
 row = {"case": f"bert-{config}/seq{seq}/batch{batch}", "ember_sequences_per_s": ember,
        "gflop_per_sequence": gflop, "ember_gflops": ember * gflop}
 # The float GEMM bounds a float step; bf16's products run on AMX, whose peak is not measured here.
-gemm_files = sorted(glob.glob("bench/results/cpu-gemm-*.json"))
-if gemm_files and sys.argv[6] == "float":
-    rates = {}
-    for b in json.load(open(gemm_files[-1]))["benchmarks"]:
-        if b.get("run_type") == "iteration" and not b.get("error_occurred"):
-            rates.setdefault(b["run_name"], []).append(b["flops"] / 1e9)
-    peak = max(statistics.median(v) for v in rates.values())
-    row.update(peak_gemm_gflops=peak, peak_from=gemm_files[-1],
+peak, peak_from = best_gemm_gflops()
+if peak and sys.argv[6] == "float":
+    row.update(peak_gemm_gflops=peak, peak_from=peak_from,
                ember_percent_of_peak=100 * ember * gflop / peak)
 peers = {f"torch_{p['mode']}": p["sequences_per_s"] for p in json.load(open(sys.argv[5]))}
 libtorch = json.load(open(sys.argv[7]))

@@ -5,16 +5,19 @@ their ratio, ember's layout against PyTorch's same layout and against PyTorch's 
 Each of --ember and --torch may be given more than once (runs before and after the other side's,
 on this VM whose speed drifts within minutes): a case's rate is then the geometric mean of its
 runs, and each run's rates are kept in the file. Each row ends with the strongest peer measured
-for the case (eager, torch.compile or libtorch, either layout) and ember's ratio over it.
+for the case (eager, torch.compile or libtorch, either layout) and ember's ratio over it, and
+the step's GFLOP/s (torch.utils.flop_counter's count) against the best float GEMM measured here.
 
   python3 bench/resnet_compare.py --ember ember.json --torch torch.json --note "..." \\
       --out bench/results/cpu-resnet-<date>-<commit>.json
 """
 import argparse
 import datetime
+import glob
 import json
 import math
 import os
+import statistics
 import subprocess
 
 
@@ -54,6 +57,38 @@ def machine():
             f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}")
 
 
+def best_gemm_gflops():
+    """The machine's float limit as measured here: the best median GFLOP/s of any case in the
+    newest bench/results/cpu-gemm-*.json (bench/gemm_cpu.sh), and that file; (None, None) if none."""
+    files = sorted(glob.glob(os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
+                                          "cpu-gemm-*.json")))
+    if not files:
+        return None, None
+    rates = {}
+    for b in json.load(open(files[-1]))["benchmarks"]:
+        if b.get("run_type") == "iteration" and not b.get("error_occurred"):
+            rates.setdefault(b["run_name"], []).append(b["flops"] / 1e9)
+    return max(statistics.median(v) for v in rates.values()), os.path.relpath(files[-1])
+
+
+def gflop_per_image(case):
+    """A training step's floating-point work per image for a case of resnet_cpu_peer.CASES
+    (forward and backward, counted by torch.utils.flop_counter on the PyTorch model)."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+    from resnet_cpu_peer import CASES
+    from resnet_torch import resnet
+    model = case.rsplit("/", 1)[0].replace("_nhwc", "").replace("_bf16", "")
+    for name, kwargs, side, _ in CASES:
+        if name == model:
+            net = resnet(**kwargs)
+            x = torch.randn(1, kwargs.get("in_channels", 3), side, side)
+            with FlopCounterMode(display=False) as counter:
+                net(x).sum().backward()
+            return counter.get_total_flops() / 1e9
+    return None
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ember", required=True, action="append")
@@ -70,6 +105,7 @@ def main():
     peer = peers[0]
     commit = a.commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"],
                                         capture_output=True, text=True).stdout.strip()
+    peak, peak_from = best_gemm_gflops()
     results = {}
     for case, rate in sorted(ember.items()):
         if case not in torch:
@@ -104,6 +140,15 @@ def main():
         best = max(peers, key=peers.get)
         row["best_peer"], row["ratio_over_best_peer"] = best, rate / peers[best]
         line += f"  vs the best peer {rate / peers[best]:.2f}"
+        # Distance from the limit: the step's GFLOP/s against the best float GEMM measured here
+        # (float only: bf16's convolutions run on AMX, whose peak is not measured).
+        gflop = gflop_per_image(case)
+        if gflop:
+            row["gflop_per_image"], row["ember_gflops"] = gflop, rate * gflop
+            if peak and "_bf16" not in case:
+                row.update(peak_gemm_gflops=peak, peak_from=peak_from,
+                           ember_percent_of_peak=100 * rate * gflop / peak)
+                line += f"  {100 * rate * gflop / peak:.0f}% of peak"
         results[case] = row
         print(line)
     out = {"date": datetime.date.today().isoformat(), "commit": commit,
