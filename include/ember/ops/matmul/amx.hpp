@@ -3,7 +3,8 @@
 // sixteen times the bf16 work of an AVX-512 FMA a cycle. B is read in pairs ("VNNI" layout): row r
 // of a B tile holds, for each of its 16 columns n, the two bf16 B[2r][n] and B[2r + 1][n].
 //
-// Usable when the CPU has AMX-TILE and AMX-BF16 and Linux lets the process use the tile data
+// Usable when the CPU has AMX-TILE and AMX-BF16 (and AVX512-BF16, whose conversion to bf16 runs
+// beside the tiles: every AMX CPU has it) and Linux lets the process use the tile data
 // (arch_prctl ARCH_REQ_XCOMP_PERM, asked once); every thread loads the tile configuration before
 // its first tile instruction (configure_tiles) and releases the tiles after its last. Host code of
 // GCC and clang on x86-64 only; elsewhere `usable()` is false and the callers keep their AVX
