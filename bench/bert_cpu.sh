@@ -5,9 +5,8 @@
 # torch.compile unless NO_COMPILE=1) and libtorch's C++ frontend (bench/libtorch_peer, built here
 # against the torch wheel's CMake package, unless NO_LIBTORCH=1: the same BERT written with
 # torch::nn, its masked-LM head at the masked positions as ember's), with the same thread count,
-# BERT tiny and mini, sequence
-# length 128, 20 masked positions, batch 16 and 32, float (PRECISION=bf16: ember's --precision
-# bf16 against torch.autocast(cpu, bf16)). Each row also says how far from the machine's limit
+# BERT tiny and mini, sequence length 128, 20 masked positions, batch 16 and 32, float
+# (PRECISION=bf16: ember's --precision bf16 against autocast to bf16 in PyTorch and libtorch). Each row also says how far from the machine's limit
 # ember is: the model's matrix-product GFLOP a sequence (forward and backward, the masked
 # positions' head), ember's GFLOP/s and its share of the best float GEMM measured here (the
 # newest bench/results/cpu-gemm-*.json, bench/gemm_cpu.sh; float only: bf16's products run on AMX).
