@@ -21,6 +21,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
+source bench/libtorch.sh
 build=${BUILD_DIR:-$root/build/test}
 configs=${CONFIGS:-tiny mini}
 batches=${BATCHES:-16 32}
@@ -34,11 +35,7 @@ out=bench/results/cpu-bert-$(date -u +%Y%m%d-%H%M%S)-$commit.json
 work=$(mktemp -d "${TMPDIR:-/tmp}/ember-bert-cpu.XXXXXX")
 libtorch=""
 if [[ "${NO_LIBTORCH:-0}" != 1 ]]; then
-  echo "==> building bench/libtorch_peer in $work/libtorch"
-  prefix=$(python3 -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')
-  cmake -S bench/libtorch_peer -B "$work/libtorch" -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_PREFIX_PATH="$prefix" >"$work/libtorch-configure.txt" 2>&1
-  cmake --build "$work/libtorch" -j"$(nproc)" >"$work/libtorch-build.txt"
+  build_libtorch_project bench/libtorch_peer "$work/libtorch"
   libtorch="$work/libtorch/libtorch_peer"
 fi
 rows=()

@@ -16,6 +16,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
+source bench/libtorch.sh
 build=${BUILD_DIR:-$root/build/test}
 filter=${FILTER:-resnet18_48px|resnet50_128px|resnet50_224px}
 seconds=${SECONDS_PER_CASE:-3}
@@ -29,11 +30,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/ember-resnet-cpu.XXXXXX")
 peer_flags=(--seconds "$seconds")
 [[ "${NO_COMPILE:-0}" == 1 ]] || peer_flags+=(--compile)
 if [[ "${NO_LIBTORCH:-0}" != 1 ]]; then
-  echo "==> building bench/libtorch_peer in $work/libtorch"
-  prefix=$(python3 -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')
-  cmake -S bench/libtorch_peer -B "$work/libtorch" -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_PREFIX_PATH="$prefix" >"$work/libtorch-configure.txt" 2>&1
-  cmake --build "$work/libtorch" -j"$(nproc)" >"$work/libtorch-build.txt"
+  build_libtorch_project bench/libtorch_peer "$work/libtorch"
   peer_flags+=(--libtorch "$work/libtorch/libtorch_peer")
 fi
 

@@ -13,6 +13,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
+source bench/libtorch.sh
 rounds=${ROUNDS:-3}
 steps=${STEPS:-30}
 work=$(mktemp -d "${TMPDIR:-/tmp}/ember-user-gpt.XXXXXX")
@@ -26,11 +27,7 @@ cmake --build "$work/build" -j"$(nproc)" >"$work/build.txt"
 build_seconds=$((SECONDS - start))
 libtorch=""
 if [[ "${NO_LIBTORCH:-0}" != 1 ]]; then
-  echo "==> building bench/user_gpt/libtorch in $work/libtorch"
-  prefix=$(python3 -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')
-  cmake -S bench/user_gpt/libtorch -B "$work/libtorch" -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_PREFIX_PATH="$prefix" >"$work/libtorch-configure.txt"
-  cmake --build "$work/libtorch" -j"$(nproc)" >"$work/libtorch-build.txt"
+  build_libtorch_project bench/user_gpt/libtorch "$work/libtorch"
   libtorch="$work/libtorch/gpt_libtorch"
 fi
 
