@@ -13,6 +13,7 @@ the step's GFLOP/s (torch.utils.flop_counter's count) against the best float GEM
 """
 import argparse
 import datetime
+import functools
 import glob
 import json
 import math
@@ -74,11 +75,16 @@ def best_gemm_gflops():
 def gflop_per_image(case):
     """A training step's floating-point work per image for a case of resnet_cpu_peer.CASES
     (forward and backward, counted by torch.utils.flop_counter on the PyTorch model)."""
+    return model_gflop_per_image(case.rsplit("/", 1)[0].replace("_nhwc", "").replace("_bf16", ""))
+
+
+@functools.lru_cache(maxsize=None)
+def model_gflop_per_image(model):
+    """gflop_per_image's count, once per model and size (the layouts and dtypes share it)."""
     import torch
     from torch.utils.flop_counter import FlopCounterMode
     from resnet_cpu_peer import CASES
     from resnet_torch import resnet
-    model = case.rsplit("/", 1)[0].replace("_nhwc", "").replace("_bf16", "")
     for name, kwargs, side, _ in CASES:
         if name == model:
             net = resnet(**kwargs)
