@@ -253,11 +253,12 @@ TEMPLATE_TEST_CASE("flash attention against the float64 scores kernel: tails, ma
        0},
       {"heads share k and v", {B, H, 70, E}, {B, 1, 150, E}, {150, Ev}, key_padding, true, 0},
       {"dropout", {B, H, 70, E}, {B, H, 150, E}, {B, H, 150, Ev}, some_mask, true, 0.2},
-      // Head sizes that are multiples of 32: bf16 runs on AMX where the CPU has it.
+      // Head sizes that are multiples of 32: bf16 runs on AMX or AVX512-BF16 where the CPU has it.
       {"d 64, causal, dropout", {B, H, 70, 64}, {B, H, 300, 64}, {B, H, 300, 32}, {}, true, 0.2},
       {"d 64, a full mask", {B, H, 70, 64}, {B, H, 150, 64}, {B, H, 150, 64}, some_mask, false, 0},
   };
-  INFO("AMX " << (ember::ops::amx::usable() ? "used for bf16" : "not available"));
+  const char* products[] = {"the float tile kernel", "AMX", "AVX512-BF16"};
+  INFO("bf16 products: " << products[static_cast<int>(ember::ops::flash_bf16_products())]);
   for (const Case& c : cases) {
     INFO(c.name);
     const Tensor<double> q = rand_tensor(c.q, 21), k = rand_tensor(c.k, 22),

@@ -7,13 +7,14 @@
 // 32), the probabilities P^T = exp(S^T - max), and O^T += V^T P^T with O^T rescaled when the max
 // grows. The output O / sum and the logsumexp (max + log sum) are written once. The products run
 // on tile_product.hpp's register-blocked kernel; causal tiles entirely above the diagonal are
-// never visited. bf16 with head sizes that are multiples of 32 runs the forward on AMX instead
-// where the CPU has it (flash_forward_task_amx: the same steps with the queries as rows).
+// never visited. bf16 with head sizes that are multiples of 32 runs the forward on bf16 products
+// instead where the CPU has them, AMX's tiles or else AVX512-BF16's dot products
+// (flash_forward_task_bf16: the same steps with the queries as rows).
 // Backward: one task per batch entry: for each tile of keys, the query tiles that may see it
 // recompute P = exp(S - logsumexp) and give dV += P^T dO, dP = dO V^T, dS = P (dP - D) with
 // D = rowsum(dO o O), dK += dS^T Q scale, dQ += dS K scale (dQ of the whole entry in a float
-// buffer, which is why a task is a whole entry). bf16 on AMX runs the same steps with the five
-// products on the tiles (flash_backward_task_amx).
+// buffer, which is why a task is a whole entry). bf16 on AMX or AVX512-BF16 runs the same steps
+// with the five products in bf16 (flash_backward_task_bf16).
 // Dropout draws the uniforms of the unfused path (element (b, i, j) of the scores is Philox
 // index (b Lq + i) Lk + j), so both paths drop the same elements; the backward draws them again.
 // A query whose every key is masked gives zeros (logsumexp -inf), as the unfused path does.
@@ -37,6 +38,7 @@
 #include "../../tensor/tensor.hpp"
 #include "../dropout.hpp"
 #include "../matmul/amx.hpp"
+#include "../matmul/bf16_pairs.hpp"
 #include "../matmul/tile_product.hpp"
 #include "layer_norm_rows.hpp"
 
@@ -195,18 +197,62 @@ EMBER_WIDE_VECTORS void flash_forward_task(const FlashProblem<T>& p, std::int64_
   }
 }
 
-#if EMBER_HAVE_AMX
-/// The forward on AMX (bf16 with E and Ev multiples of 32): kp and vp hold entry b's keys and
-/// values packed as B tiles (amx::pack_transposed, padded to whole blocks of 32 keys, and
-/// amx::pack_pairs). The same task as flash_forward_task, with the queries as rows: S = Q K^T
-/// (amx::product), the online softmax a query row at a time, P rounded to bf16 (as PyTorch's and
-/// the GPU's flash kernels do) and O += P V into the float rows of O.
-inline constexpr std::int64_t kAmxKeyTile = 256;
+/// The products bf16 attention runs on this CPU: AMX where it has it, else AVX512-BF16, else none
+/// (the float tile kernel).
+enum class FlashProducts { none, amx, avx512_bf16 };
+inline FlashProducts flash_bf16_products() {
+  if (amx::usable()) return FlashProducts::amx;
+  return pairs::avx512_bf16() ? FlashProducts::avx512_bf16 : FlashProducts::none;
+}
 
-EMBER_AMX_TARGET EMBER_WIDE_VECTORS inline void flash_forward_task_amx(
-    const FlashProblem<bf16>& p, std::int64_t b, std::int64_t q0, const std::uint32_t* kp,
-    const std::uint32_t* vp, bf16* out, float* lse) {
-  constexpr std::int64_t Bq = kFlashQueryTile, Bk = kAmxKeyTile;
+/// Which bf16 products run p's forward and backward: bf16 with head sizes that are multiples of
+/// 32 take flash_bf16_products(), everything else the tile kernel.
+template <FloatingElement T>
+FlashProducts flash_products(const FlashProblem<T>& p) {
+  if (!std::is_same_v<T, bf16> || p.E % 32 != 0 || p.Ev % 32 != 0) return FlashProducts::none;
+  return flash_bf16_products();
+}
+
+#if EMBER_HAVE_BF16_PAIRS
+/// The products of the bf16 kernels, C (+)= A B with B packed in pairs (bf16_pairs.hpp): on AMX's
+/// tiles, or on AVX512-BF16's dot products. The kernels are compiled for both instruction sets
+/// (EMBER_AMX_TARGET); only the chosen engine's instructions run.
+struct AmxProducts {
+  static void begin() { amx::configure_tiles(); }
+  static void end() { amx::release_tiles(); }
+  EMBER_AMX_TARGET static void product(float* c, std::int64_t ldc, const std::uint16_t* a,
+                                       std::int64_t lda, const std::uint32_t* b,
+                                       std::int64_t b_block, std::int64_t b_chunk, std::int64_t M,
+                                       std::int64_t N, std::int64_t chunks, bool accumulate) {
+    amx::product(c, ldc, a, lda, b, b_block, b_chunk, M, N, chunks, accumulate);
+  }
+};
+struct Avx512Bf16Products {
+  static void begin() {}
+  static void end() {}
+  EMBER_BF16_PAIRS_TARGET static void product(float* c, std::int64_t ldc, const std::uint16_t* a,
+                                              std::int64_t lda, const std::uint32_t* b,
+                                              std::int64_t b_block, std::int64_t b_chunk,
+                                              std::int64_t M, std::int64_t N, std::int64_t chunks,
+                                              bool accumulate) {
+    pairs::product(c, ldc, a, lda, b, b_block, b_chunk, M, N, chunks, accumulate);
+  }
+};
+
+/// The forward in bf16 products (bf16 with E and Ev multiples of 32): kp and vp hold entry b's
+/// keys and values packed in pairs (pairs::pack_transposed, padded to whole blocks of 32 keys, and
+/// pairs::pack_pairs). The same task as flash_forward_task, with the queries as rows: S = Q K^T,
+/// the online softmax a query row at a time, P rounded to bf16 (as PyTorch's and
+/// the GPU's flash kernels do) and O += P V into the float rows of O.
+inline constexpr std::int64_t kBf16KeyTile = 256;
+
+template <class Products>
+EMBER_AMX_TARGET EMBER_WIDE_VECTORS void flash_forward_task_bf16(const FlashProblem<bf16>& p,
+                                                                 std::int64_t b, std::int64_t q0,
+                                                                 const std::uint32_t* kp,
+                                                                 const std::uint32_t* vp, bf16* out,
+                                                                 float* lse) {
+  constexpr std::int64_t Bq = kFlashQueryTile, Bk = kBf16KeyTile;
   const std::int64_t E = p.E, Ev = p.Ev, nq = std::min(Bq, p.Lq - q0);
   const std::int64_t chunks = E / 32, col_blocks = Ev / 16;
   const auto at = static_cast<std::size_t>(b);
@@ -236,8 +282,8 @@ EMBER_AMX_TARGET EMBER_WIDE_VECTORS inline void flash_forward_task_amx(
     const std::int64_t nk = std::min(Bk, end - j0);
     // S = Q K^T over whole blocks of 32 keys (kp is padded to them with zeros).
     const std::int64_t nkp = (nk + 31) / 32 * 32;
-    amx::product(s, Bk, qb, E, kp + j0 / 16 * chunks * 256, chunks * 256, 256, Bq, nkp, chunks,
-                 false);
+    Products::product(s, Bk, qb, E, kp + j0 / 16 * chunks * 256, chunks * 256, 256, Bq, nkp, chunks,
+                      false);
     for (std::int64_t i = 0; i < Bq; ++i) {
       float* row = s + i * Bk;
       // Keys j < allowed may be seen (the causal bound, the tile's end); then the mask.
@@ -278,36 +324,16 @@ EMBER_AMX_TARGET EMBER_WIDE_VECTORS inline void flash_forward_task_amx(
           row[j] = e;
         }
       }
-      amx::to_bf16(row, nkp, prow);  // the product reads P up to nkp
+      pairs::to_bf16(row, nkp, prow);  // the product reads P up to nkp
       l[i] = l[i] * alpha + sum;
       m[i] = top;
       float* orow = o + i * Ev;
 #pragma omp simd
       for (std::int64_t c = 0; c < Ev; ++c) orow[c] *= alpha;
     }
-    // O += P V: tiles 0-3 two rows of queries by two blocks of 16 values, 4 and 5 their P, 6 and
-    // 7 the values.
-    const std::int64_t key_chunks = (nk + 31) / 32;
-    for (std::int64_t cb = 0; cb < col_blocks; cb += 2) {
-      _tile_loadd(0, o + cb * 16, Ev * 4);
-      _tile_loadd(1, o + cb * 16 + 16, Ev * 4);
-      _tile_loadd(2, o + 16 * Ev + cb * 16, Ev * 4);
-      _tile_loadd(3, o + 16 * Ev + cb * 16 + 16, Ev * 4);
-      for (std::int64_t kc = 0; kc < key_chunks; ++kc) {
-        _tile_loadd(4, pb + kc * 32, Bk * 2);
-        _tile_loadd(5, pb + 16 * Bk + kc * 32, Bk * 2);
-        _tile_loadd(6, vp + ((j0 / 32 + kc) * col_blocks + cb) * 256, 64);
-        _tile_loadd(7, vp + ((j0 / 32 + kc) * col_blocks + cb + 1) * 256, 64);
-        _tile_dpbf16ps(0, 4, 6);
-        _tile_dpbf16ps(1, 4, 7);
-        _tile_dpbf16ps(2, 5, 6);
-        _tile_dpbf16ps(3, 5, 7);
-      }
-      _tile_stored(0, o + cb * 16, Ev * 4);
-      _tile_stored(1, o + cb * 16 + 16, Ev * 4);
-      _tile_stored(2, o + 16 * Ev + cb * 16, Ev * 4);
-      _tile_stored(3, o + 16 * Ev + cb * 16 + 16, Ev * 4);
-    }
+    // O += P V over the tile's blocks of 32 keys.
+    Products::product(o, Ev, pb, Bk, vp + j0 / 32 * col_blocks * 256, 256, col_blocks * 256, Bq, Ev,
+                      (nk + 31) / 32, true);
   }
   bf16* dst = out + (b * p.Lq + q0) * Ev;
   for (std::int64_t i = 0; i < nq; ++i) {
@@ -317,27 +343,22 @@ EMBER_AMX_TARGET EMBER_WIDE_VECTORS inline void flash_forward_task_amx(
   }
 }
 
-/// Whether the forward of p runs on AMX.
-template <FloatingElement T>
-bool flash_on_amx(const FlashProblem<T>& p) {
-  return std::is_same_v<T, bf16> && p.E % 32 == 0 && p.Ev % 32 == 0 && amx::usable();
-}
-
-/// The AMX forward. With at least two entries per thread, a task is an entry: its keys and values
-/// packed into the thread's buffer (in L2 while its query tiles read them), then its tiles, the
-/// last (under a causal mask the longest) first. With fewer, every entry is packed first and a
-/// task is a tile of queries, so that the threads share an entry's tiles.
-inline void flash_attention_forward_amx(const FlashProblem<bf16>& p, bf16* out, float* lse) {
+/// The forward in bf16 products. With at least two entries per thread, a task is an entry: its keys
+/// and values packed into the thread's buffer (in L2 while its query tiles read them), then its
+/// tiles, the last (under a causal mask the longest) first. With fewer, every entry is packed first
+/// and a task is a tile of queries, so that the threads share an entry's tiles.
+template <class Products>
+void flash_attention_forward_bf16(const FlashProblem<bf16>& p, bf16* out, float* lse) {
   const std::int64_t kp_words = (p.Lk + 31) / 32 * 32 * p.E / 2;  // whole blocks of 32 keys
   const std::int64_t vp_words = (p.Lk + 31) / 32 * 32 * p.Ev / 2;
   const auto pack = [&](std::int64_t b, std::uint32_t* kp, std::uint32_t* vp) {
     const auto at = static_cast<std::size_t>(b);
     const std::int64_t written = (p.Lk + 15) / 16 * 16 * p.E / 2;
     std::fill(kp + written, kp + kp_words, 0u);  // a last half block of 16 keys
-    amx::pack_transposed(reinterpret_cast<const std::uint16_t*>(p.k + p.k_at[at]), p.Lk, p.E,
-                         p.k_row, kp);
-    amx::pack_pairs(reinterpret_cast<const std::uint16_t*>(p.v + p.v_at[at]), p.Lk, p.Ev, p.v_row,
-                    vp);
+    pairs::pack_transposed(reinterpret_cast<const std::uint16_t*>(p.k + p.k_at[at]), p.Lk, p.E,
+                           p.k_row, kp);
+    pairs::pack_pairs(reinterpret_cast<const std::uint16_t*>(p.v + p.v_at[at]), p.Lk, p.Ev, p.v_row,
+                      vp);
   };
   const bool parallel = p.batch * p.Lq * p.Lk * p.E >= exec::cpu::kParallelThreshold;
   const int threads = parallel ? omp_get_max_threads() : 1;
@@ -349,15 +370,16 @@ inline void flash_attention_forward_amx(const FlashProblem<bf16>& p, bf16* out, 
 #pragma omp parallel num_threads(threads) if (parallel)
     {
       std::uint32_t* kp = all + omp_get_thread_num() * per_entry;
-      amx::configure_tiles();
+      Products::begin();
 #pragma omp for schedule(dynamic)
       for (std::int64_t b = 0; b < p.batch; ++b) {
         pack(b, kp, kp + kp_words);
         for (std::int64_t tile = tiles - 1; tile >= 0; --tile) {
-          flash_forward_task_amx(p, b, tile * kFlashQueryTile, kp, kp + kp_words, out, lse);
+          flash_forward_task_bf16<Products>(p, b, tile * kFlashQueryTile, kp, kp + kp_words, out,
+                                            lse);
         }
       }
-      amx::release_tiles();
+      Products::end();
     }
     return;
   }
@@ -370,14 +392,14 @@ inline void flash_attention_forward_amx(const FlashProblem<bf16>& p, bf16* out, 
   const std::int64_t tasks = p.batch * tiles;
 #pragma omp parallel if (parallel)
   {
-    amx::configure_tiles();
+    Products::begin();
 #pragma omp for schedule(dynamic)
     for (std::int64_t t = 0; t < tasks; ++t) {
       const std::int64_t b = t / tiles, tile = tiles - 1 - t % tiles;
       const std::uint32_t* kp = all + b * per_entry;
-      flash_forward_task_amx(p, b, tile * kFlashQueryTile, kp, kp + kp_words, out, lse);
+      flash_forward_task_bf16<Products>(p, b, tile * kFlashQueryTile, kp, kp + kp_words, out, lse);
     }
-    amx::release_tiles();
+    Products::end();
   }
 }
 #endif
@@ -386,9 +408,16 @@ inline void flash_attention_forward_amx(const FlashProblem<bf16>& p, bf16* out, 
 template <FloatingElement T, class Mode = exec::mode>
 void flash_attention_forward(const FlashProblem<T>& p, T* out, acc_t<T>* lse) {
   exec::count_launch();
-#if EMBER_HAVE_AMX
+#if EMBER_HAVE_BF16_PAIRS
   if constexpr (std::is_same_v<T, bf16>) {
-    if (flash_on_amx(p)) return flash_attention_forward_amx(p, out, lse);
+    switch (flash_products(p)) {
+      case FlashProducts::amx:
+        return flash_attention_forward_bf16<AmxProducts>(p, out, lse);
+      case FlashProducts::avx512_bf16:
+        return flash_attention_forward_bf16<Avx512Bf16Products>(p, out, lse);
+      case FlashProducts::none:
+        break;
+    }
   }
 #endif
   const std::int64_t tiles = (p.Lq + kFlashQueryTile - 1) / kFlashQueryTile;
@@ -520,23 +549,25 @@ EMBER_WIDE_VECTORS void flash_backward_task(const FlashProblem<T>& p, std::int64
   }
 }
 
-#if EMBER_HAVE_AMX
-/// 32-bit words of an AMX backward task's workspace (flash_backward_task_amx).
-inline std::int64_t flash_backward_amx_words(const FlashProblem<bf16>& p) {
+#if EMBER_HAVE_BF16_PAIRS
+/// 32-bit words of a bf16 backward task's workspace (flash_backward_task_bf16).
+inline std::int64_t flash_backward_bf16_words(const FlashProblem<bf16>& p) {
   constexpr std::int64_t Bq = kFlashQueryTile, Bk = kFlashBackwardKeyTile;
   const std::int64_t Lqp = (p.Lq + Bq - 1) / Bq * Bq, E = p.E, Ev = p.Ev;
   return Lqp * (E + Ev) + 2 * Lqp + Lqp * E + Bk * (E + Ev) / 2 + E * Bk / 2 + Bk * (E + Ev) +
          3 * Bk * Bq + 3 * Bk * Bq / 2;
 }
 
-/// The backward on AMX (bf16 with E and Ev multiples of 32, as the forward): flash_backward_task's
-/// steps with the five products on the tiles (amx::product). A tile of scores is held transposed,
-/// keys as rows and the 32 queries as columns, as the float path holds it: the softmax's and dS's
-/// arithmetic runs along the queries, and P^T and dS^T are the A operands of dV and dK as they
-/// stand. P and dS are rounded to bf16 for the products, as PyTorch's and the GPU's flash kernels
-/// do. The entry's queries and dout are packed once in both B layouts; each key tile is copied to
-/// zero-padded bf16 rows, with K^T for dQ^T = K^T dS^T (dQ held transposed, per query tile).
-EMBER_AMX_TARGET EMBER_WIDE_VECTORS inline void flash_backward_task_amx(
+/// The backward in bf16 products (bf16 with E and Ev multiples of 32, as the forward):
+/// flash_backward_task's steps with the five products in bf16 (Products::product). A tile of scores
+/// is held transposed, keys as rows and the 32 queries as columns, as the float path holds it: the
+/// softmax's and dS's arithmetic runs along the queries, and P^T and dS^T are the A operands of dV
+/// and dK as they stand. P and dS are rounded to bf16 for the products, as PyTorch's and the GPU's
+/// flash kernels do. The entry's queries and dout are packed once in both B layouts; each key tile
+/// is copied to zero-padded bf16 rows, with K^T for dQ^T = K^T dS^T (dQ held transposed, per query
+/// tile).
+template <class Products>
+EMBER_AMX_TARGET EMBER_WIDE_VECTORS void flash_backward_task_bf16(
     const FlashProblem<bf16>& p, std::int64_t b, std::uint32_t* work, const bf16* out_all,
     const bf16* dout_all, const float* lse_all, bf16* dq_all, bf16* dk_all, bf16* dv_all) {
   constexpr std::int64_t Bq = kFlashQueryTile, Bk = kFlashBackwardKeyTile;
@@ -545,7 +576,7 @@ EMBER_AMX_TARGET EMBER_WIDE_VECTORS inline void flash_backward_task_amx(
   const std::int64_t tiles = (Lq + Bq - 1) / Bq, Lqp = tiles * Bq;
   const std::int64_t qe = E / 32, qv = Ev / 32;  // 32-wide chunks of a key's and a value's row
   const float inf = std::numeric_limits<float>::infinity(), scale = p.scale;
-  std::fill_n(work, flash_backward_amx_words(p), 0u);
+  std::fill_n(work, flash_backward_bf16_words(p), 0u);
   std::uint32_t* qpt = work;               // q as B tiles of Q^T (pack_transposed)
   std::uint32_t* qp = qpt + Lqp * E / 2;   // q as B tiles over the queries (pack_pairs)
   std::uint32_t* dopt = qp + Lqp * E / 2;  // dout, the same two ways
@@ -566,10 +597,10 @@ EMBER_AMX_TARGET EMBER_WIDE_VECTORS inline void flash_backward_task_amx(
   auto* dsp = reinterpret_cast<std::uint32_t*>(dst + Bk * Bq);   // dS^T as B tiles over keys
   const auto* q = reinterpret_cast<const std::uint16_t*>(p.q + p.q_at[at]);
   const auto* dout = reinterpret_cast<const std::uint16_t*>(dout_all + b * Lq * Ev);  // bits
-  amx::pack_transposed(q, Lq, E, p.q_row, qpt);
-  amx::pack_pairs(q, Lq, E, p.q_row, qp);
-  amx::pack_transposed(dout, Lq, Ev, Ev, dopt);
-  amx::pack_pairs(dout, Lq, Ev, Ev, dop);
+  pairs::pack_transposed(q, Lq, E, p.q_row, qpt);
+  pairs::pack_pairs(q, Lq, E, p.q_row, qp);
+  pairs::pack_transposed(dout, Lq, Ev, Ev, dopt);
+  pairs::pack_pairs(dout, Lq, Ev, Ev, dop);
   const bf16* out = out_all + b * Lq * Ev;
   const bf16* g = dout_all + b * Lq * Ev;
   const float* lse = lse_all + b * Lq;
@@ -604,7 +635,7 @@ EMBER_AMX_TARGET EMBER_WIDE_VECTORS inline void flash_backward_task_amx(
     for (std::int64_t t = first; t < tiles; ++t) {
       const std::int64_t q0 = t * Bq, nq = std::min(Bq, Lq - q0);
       // S^T = K Q^T, masked; P^T = exp(S^T scale - lse), zero on the padding keys.
-      amx::product(st, Bq, kb, E, qpt + 2 * t * qe * 256, qe * 256, 256, nkp, Bq, qe, false);
+      Products::product(st, Bq, kb, E, qpt + 2 * t * qe * 256, qe * 256, 256, nkp, Bq, qe, false);
       p.mask_tile(b, q0, nq, j0, nk, st);
       for (std::int64_t j = 0; j < nk; ++j) {
 #pragma omp simd
@@ -616,10 +647,11 @@ EMBER_AMX_TARGET EMBER_WIDE_VECTORS inline void flash_backward_task_amx(
       if (drop) {
         for (std::int64_t x = 0; x < nkp * Bq; ++x) dpt[x] = st[x] * keep[x];  // dpt: scratch
       }
-      amx::to_bf16(drop ? dpt : st, nkp * Bq, pdt);
+      pairs::to_bf16(drop ? dpt : st, nkp * Bq, pdt);
       // dV += P^T dO; dP^T = V dO^T.
-      amx::product(dva, Ev, pdt, Bq, dop + t * (Ev / 16) * 256, 256, 0, nkp, Ev, 1, true);
-      amx::product(dpt, Bq, vb, Ev, dopt + 2 * t * qv * 256, qv * 256, 256, nkp, Bq, qv, false);
+      Products::product(dva, Ev, pdt, Bq, dop + t * (Ev / 16) * 256, 256, 0, nkp, Ev, 1, true);
+      Products::product(dpt, Bq, vb, Ev, dopt + 2 * t * qv * 256, qv * 256, 256, nkp, Bq, qv,
+                        false);
       // dS^T = P^T o (dP^T - D), dropout's factors on dP^T.
       for (std::int64_t j = 0; j < nkp; ++j) {
 #pragma omp simd
@@ -628,11 +660,11 @@ EMBER_AMX_TARGET EMBER_WIDE_VECTORS inline void flash_backward_task_amx(
           dpt[j * Bq + i] = st[j * Bq + i] * (dpre - dvec[q0 + i]);
         }
       }
-      amx::to_bf16(dpt, nkp * Bq, dst);
-      amx::pack_pairs(dst, nkp, Bq, Bq, dsp);
+      pairs::to_bf16(dpt, nkp * Bq, dst);
+      pairs::pack_pairs(dst, nkp, Bq, Bq, dsp);
       // dK += dS^T Q; dQ^T += K^T dS^T.
-      amx::product(dka, E, dst, Bq, qp + t * (E / 16) * 256, 256, 0, nkp, E, 1, true);
-      amx::product(dqt + t * E * Bq, Bq, kt, Bk, dsp, 256, 2 * 256, E, Bq, nkp / 32, true);
+      Products::product(dka, E, dst, Bq, qp + t * (E / 16) * 256, 256, 0, nkp, E, 1, true);
+      Products::product(dqt + t * E * Bq, Bq, kt, Bk, dsp, 256, 2 * 256, E, Bq, nkp / 32, true);
     }
     bf16* dk = dk_all + (b * Lk + j0) * E;
     bf16* dv = dv_all + (b * Lk + j0) * Ev;
@@ -648,23 +680,24 @@ EMBER_AMX_TARGET EMBER_WIDE_VECTORS inline void flash_backward_task_amx(
   }
 }
 
-/// The AMX backward: a task per batch entry, each thread's tiles configured once.
-inline void flash_attention_backward_amx(const FlashProblem<bf16>& p, const bf16* out,
-                                         const bf16* dout, const float* lse, bf16* dq, bf16* dk,
-                                         bf16* dv) {
+/// The backward in bf16 products: a task per batch entry.
+template <class Products>
+void flash_attention_backward_bf16(const FlashProblem<bf16>& p, const bf16* out, const bf16* dout,
+                                   const float* lse, bf16* dq, bf16* dk, bf16* dv) {
   const bool parallel = p.batch * p.Lq * p.Lk * p.E >= exec::cpu::kParallelThreshold;
   const int threads = parallel ? std::min<std::int64_t>(omp_get_max_threads(), p.batch) : 1;
-  const std::int64_t words = flash_backward_amx_words(p);
+  const std::int64_t words = flash_backward_bf16_words(p);
   Tensor<float> work = empty<float>(Shape{threads, words}, Device::cpu());
   auto* all = reinterpret_cast<std::uint32_t*>(work.data());
 #pragma omp parallel num_threads(threads) if (parallel)
   {
-    amx::configure_tiles();
+    Products::begin();
 #pragma omp for schedule(dynamic)
     for (std::int64_t b = 0; b < p.batch; ++b) {
-      flash_backward_task_amx(p, b, all + omp_get_thread_num() * words, out, dout, lse, dq, dk, dv);
+      flash_backward_task_bf16<Products>(p, b, all + omp_get_thread_num() * words, out, dout, lse,
+                                         dq, dk, dv);
     }
-    amx::release_tiles();
+    Products::end();
   }
 }
 #endif
@@ -676,9 +709,16 @@ void flash_attention_backward(const FlashProblem<T>& p, const T* out, const T* d
                               const acc_t<T>* lse, T* dq, T* dk, T* dv) {
   using A = acc_t<T>;
   exec::count_launch();
-#if EMBER_HAVE_AMX
+#if EMBER_HAVE_BF16_PAIRS
   if constexpr (std::is_same_v<T, bf16>) {
-    if (flash_on_amx(p)) return flash_attention_backward_amx(p, out, dout, lse, dq, dk, dv);
+    switch (flash_products(p)) {
+      case FlashProducts::amx:
+        return flash_attention_backward_bf16<AmxProducts>(p, out, dout, lse, dq, dk, dv);
+      case FlashProducts::avx512_bf16:
+        return flash_attention_backward_bf16<Avx512Bf16Products>(p, out, dout, lse, dq, dk, dv);
+      case FlashProducts::none:
+        break;
+    }
   }
 #endif
   const bool parallel = p.batch * p.Lq * p.Lk * p.E >= exec::cpu::kParallelThreshold;
