@@ -31,10 +31,11 @@ set(EMBER_MKL_LIBRARIES "")
 set(EMBER_MKL_FOUND FALSE)
 if(EMBER_MKL_INCLUDE_DIR)
   set(EMBER_MKL_FOUND TRUE)
-  # The wheels ship only the versioned names (libmkl_core.so.2).
+  # The wheels ship only the versioned names: libmkl_core.so.2 up to 2025, .so.3 from 2026.
   foreach(_ember_mkl_part mkl_intel_lp64 mkl_gnu_thread mkl_core)
     string(TOUPPER "EMBER_${_ember_mkl_part}_LIBRARY" _ember_mkl_var)
-    find_library(${_ember_mkl_var} NAMES ${_ember_mkl_part} lib${_ember_mkl_part}.so.2
+    find_library(${_ember_mkl_var} NAMES ${_ember_mkl_part} lib${_ember_mkl_part}.so.3
+                                         lib${_ember_mkl_part}.so.2
                  HINTS ${_ember_mkl_hints} PATH_SUFFIXES lib lib/intel64)
     mark_as_advanced(${_ember_mkl_var})
     if(${_ember_mkl_var})

@@ -14,4 +14,15 @@ inline bool cpu_has_avx512_bf16() {
 #endif
 }
 
+/// Whether the CPU is Intel's: oneMKL runs its fastest kernels there only
+/// (ops/matmul/gemm_cpu.hpp).
+inline bool cpu_is_intel() {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  static const bool intel = __builtin_cpu_is("intel");
+  return intel;
+#else
+  return false;
+#endif
+}
+
 }  // namespace ember

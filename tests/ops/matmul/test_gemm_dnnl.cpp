@@ -77,7 +77,7 @@ TEMPLATE_TEST_CASE("gemm on oneDNN: against float64 over layouts, alpha and beta
     const bool b_transposed = std::is_same_v<T, float> && c.tb;
     const std::uint64_t on_onednn =
         ember::ops::onednn::gemm_enabled() &&
-        (native_bf16 || !ember::ops::cpu::mkl_takes(c.M, c.N, b_transposed));
+        (native_bf16 || !ember::ops::cpu::mkl_takes(c.M, c.N, c.K, b_transposed));
     const auto before = ember::ops::onednn::gemm_calls();
     const auto before_bf16 = ember::ops::onednn::bf16_gemm_calls();
     ember::ops::cpu::gemm<T>(A, B, MatrixView<T>{out.data(), c.M, c.N, ldc, 1}, T(c.alpha),
