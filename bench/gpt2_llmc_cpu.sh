@@ -20,7 +20,7 @@
 # evaluation within the run; PyTorch's the mean of its steps after two.
 #
 # Environment: LLMC_DIR (required), BUILD_DIR (default build/cpu, a CPU-only build made there if
-# missing), DATA (a folder with train.bin and val.bin; default: tokenize the GPL's text),
+# missing), DATA (a folder with train.bin and val.bin; default: tokenize the King James Bible),
 # STEPS (6), CASES (default "124M:4:64 124M:4:256 mini:16:64"), PRECISIONS ("float bf16"),
 # OMP_NUM_THREADS (default: all cores, for every program).
 set -euo pipefail
@@ -43,10 +43,13 @@ commit=$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- include examples 
 out=bench/results/cpu-gpt2-llmc-$(date -u +%Y%m%d-%H%M%S)-$commit.json
 work=$(mktemp -d "${TMPDIR:-/tmp}/ember-gpt2-llmc.XXXXXX")
 
-# The data: a folder of token files (ember's, which llm.c reads too).
+# The data: a folder of token files (ember's, which llm.c reads too): by default the King James
+# Bible as scripts/run-gpt2.sh writes it (its validation split holds a batch of 16 x 256).
 data=${DATA:-}
 if [[ -z "$data" ]]; then
-  "$build/examples/gpt2_train" --text /usr/share/common-licenses/GPL-3 --steps 1 --batch-size 1 \
+  source "$root/scripts/common.sh"
+  ember_write_kjv "$root/runs/gpt2/kjv.txt"
+  "$build/examples/gpt2_train" --text "$root/runs/gpt2/kjv.txt" --steps 1 --batch-size 1 \
     --seq-len 8 --eval-batches 1 --sample-tokens 0 --out "$work/tokenize" >/dev/null
   data=$work/tokenize/data
 fi

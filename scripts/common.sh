@@ -99,6 +99,20 @@ ember_ninja_args() {
   echo "-G Ninja"
 }
 
+# ember_write_kjv PATH: the King James Bible as plain text at PATH (Debian's bible-kjv, installed
+# if missing; `bible` prints it verse by verse), unless PATH already holds it.
+ember_write_kjv() {
+  local text="$1"
+  [ -s "$text" ] && return 0
+  ember_apt_install bible-kjv
+  ember_log "writing the King James Bible to $text"
+  mkdir -p "$(dirname "$text")"
+  # "Ge1:1 In the beginning..." -> "In the beginning...": the reference is the first word.
+  bible -f Gen1:1-Rev22:21 </dev/null | sed -n 's/^[1-3]\{0,1\}[A-Za-z]*[0-9]*:[0-9]* //p' \
+    >"$text.tmp"
+  mv "$text.tmp" "$text"
+}
+
 # ember_configure BUILD_DIR [cmake args...]: configures a Release build; EMBER_CUDA (AUTO by
 # default) and EMBER_CMAKE_ARGS from the environment are passed on. When ccache is installed
 # (and EMBER_CCACHE is not 0) every compile goes through it: a rebuild after a small change, or

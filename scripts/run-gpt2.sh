@@ -21,14 +21,7 @@ ember_pip_install --no-deps openai-whisper "${EMBER_MKL_PIP_PACKAGES[@]}"
 ember_build_example "$build" gpt2_train "GPT-2 trainer"
 
 text="$EMBER_ROOT/runs/gpt2/kjv.txt"
-if [ ! -s "$text" ]; then
-  ember_log "writing the King James Bible to $text"
-  mkdir -p "$(dirname "$text")"
-  # "Ge1:1 In the beginning..." -> "In the beginning...": the reference is the first word.
-  bible -f Gen1:1-Rev22:21 </dev/null | sed -n 's/^[1-3]\{0,1\}[A-Za-z]*[0-9]*:[0-9]* //p' \
-    >"$text.tmp"
-  mv "$text.tmp" "$text"
-fi
+ember_write_kjv "$text"
 ember_log "training"
 cd "$EMBER_ROOT"
 exec "$build/examples/gpt2_train" --text "$text" "$@"
