@@ -158,7 +158,7 @@ inline void gemm_bf16(const MatrixView<const bf16>& A, const MatrixView<const bf
 /// 1.3x, 1024 x 128: 1.1x) and, at 256 rows, a transposed B wider than 8,192 columns (GPT-2's LM
 /// head: 1.1x; a tie at 1,024 rows). On other vendors' CPUs MKL is slower: on a 2-core Zen 4 EPYC,
 /// MKL 2026.2 ran 21 of the 22 shapes at 0.56-0.90x oneDNN's speed; the exception, K = 50,304
-/// (the LM head's input gradient), at 1.2-1.6x, so there MKL takes only K > 16,384. False without
+/// (the LM head's input gradient), at 1.1-1.6x, so there MKL takes only K > 16,384. False without
 /// MKL or with EMBER_CPU_GEMM=onednn.
 inline bool mkl_takes([[maybe_unused]] std::int64_t M, [[maybe_unused]] std::int64_t N,
                       [[maybe_unused]] std::int64_t K, [[maybe_unused]] bool b_transposed) {
