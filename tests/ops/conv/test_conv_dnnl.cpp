@@ -171,19 +171,20 @@ TEST_CASE("conv2d on oneDNN: the input gradient as a forward convolution", "[ops
   }
 }
 
-TEST_CASE("conv2d on oneDNN: 1x1 convolutions of small maps as matrix products",
+TEST_CASE("conv2d on oneDNN: 1x1 convolutions of few pixels as matrix products",
           "[ops][conv][onednn]") {
   if (!ember::ops::kHaveOnednn) return;
-  // Channels-last, 1x1, stride 1, no padding: outputs of 8x8 and smaller run as oneDNN matmuls
-  // over the pixels (ops/conv/conv_dnnl.hpp, pointwise_as_matmul), larger ones as convolutions.
+  // Channels-last, 1x1, stride 1, no padding: up to 1,024 output pixels (N * OH * OW) run as
+  // oneDNN matmuls over the pixels (ops/conv/conv_dnnl.hpp, pointwise_as_matmul), more as
+  // convolutions.
   struct Case {
     Shape x, w;
     bool products;
   };
-  const std::vector<Case> cases = {{{3, 48, 2, 2}, {80, 48, 1, 1}, true},
-                                   {{2, 64, 8, 8}, {16, 64, 1, 1}, true},
-                                   {{1, 24, 5, 3}, {40, 24, 1, 1}, true},
-                                   {{2, 16, 9, 9}, {32, 16, 1, 1}, false}};
+  const std::vector<Case> cases = {
+      {{3, 48, 2, 2}, {80, 48, 1, 1}, true}, {{2, 64, 8, 8}, {16, 64, 1, 1}, true},
+      {{1, 24, 5, 3}, {40, 24, 1, 1}, true}, {{2, 16, 9, 9}, {32, 16, 1, 1}, true},
+      {{4, 8, 16, 16}, {24, 8, 1, 1}, true}, {{1, 8, 25, 41}, {24, 8, 1, 1}, false}};
   std::uint32_t seed = 501;
   for (const Case& c : cases) {
     INFO("x " << c.x.str() << " w " << c.w.str());

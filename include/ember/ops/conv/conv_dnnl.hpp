@@ -403,15 +403,16 @@ void flip_taps(const T* w, T* out, std::int64_t kernels, std::int64_t taps) {
 /// Whether a convolution runs as matrix products over its pixels: a 1x1, stride-1, unpadded,
 /// ungrouped channels-last one is y [N*H*W, O] = x [N*H*W, C] w^T, its input gradient dy w and
 /// its weight gradient dy^T x. oneDNN's matmul reads the plain weight where its 1x1 convolution
-/// kernels want it reordered into and out of a blocked layout, each pass of each step. Measured
-/// on AVX-512 (docs/benchmarks.md), the three passes run 1.3-4.5x faster as products on outputs
-/// of 4x4 and smaller (ResNet-50's last stages, where the weights outweigh the pixels: 2048 -> 512
-/// channels at 2x2, batch 8, 5.0 -> 1.1 ms), 0.97-1.2x at 8x8 and 0.94-1.1x at 16x16; so outputs
-/// of up to 8x8 take them.
+/// kernels want it reordered into and out of a blocked layout, each pass of each step, so the
+/// products win where the weight outweighs the pixels. Measured (docs/benchmarks.md, the three
+/// passes with their reorders): at up to 784 pixels (N*OH*OW) the products are 1.0-2.3x faster
+/// (2048 -> 512 channels on 128 pixels: 5.0 -> 1.1 ms), at 2,048 0.9-1.1x, from 3,136 up the
+/// convolution is as fast or faster (0.65-1.0x for the weight gradient). So up to 1,024 pixels
+/// take them.
 inline bool pointwise_as_matmul(const ConvGeometry& g) {
   return g.channels_last && g.groups == 1 && g.KH == 1 && g.KW == 1 && g.opt.stride[0] == 1 &&
          g.opt.stride[1] == 1 && g.opt.padding[0] == 0 && g.opt.padding[1] == 0 &&
-         g.OH * g.OW <= 64;
+         g.N * g.OH * g.OW <= 1024;
 }
 
 /// A dense channels-last activation of a pointwise convolution (whose input and output have
