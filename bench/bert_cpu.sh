@@ -9,7 +9,8 @@
 # (PRECISION=bf16: ember's --precision bf16 against autocast to bf16 in PyTorch and libtorch). Each row also says how far from the machine's limit
 # ember is: the model's matrix-product GFLOP a sequence (forward and backward, the masked
 # positions' head), ember's GFLOP/s and its share of the best float GEMM measured here (the
-# newest bench/results/cpu-gemm-*.json, bench/gemm_cpu.sh; float only: bf16's products run on AMX).
+# newest bench/results/cpu-gemm-*.json, bench/gemm_cpu.sh; float only: bf16's products run on AMX)
+# and of the arithmetic limit measured in the same run (bench_peak_cpu).
 #
 #   bench/bert_cpu.sh                                # writes bench/results/cpu-bert-<date>-<commit>.json
 #   CONFIGS=tiny BATCHES=16 STEPS=30 bench/bert_cpu.sh
@@ -30,6 +31,7 @@ steps=${STEPS:-40}
 precision=${PRECISION:-float}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(nproc)}
 [[ -x "$build/examples/bert_pretrain" ]] || cmake --build "$build" --target bert_pretrain -j"$(nproc)"
+[[ -x "$build/bench/bench_peak_cpu" ]] || cmake --build "$build" --target bench_peak_cpu -j"$(nproc)"
 commit=$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- include examples bench || echo -dirty)
 out=bench/results/cpu-bert-$(date -u +%Y%m%d-%H%M%S)-$commit.json
 work=$(mktemp -d "${TMPDIR:-/tmp}/ember-bert-cpu.XXXXXX")
@@ -38,6 +40,9 @@ if [[ "${NO_LIBTORCH:-0}" != 1 ]]; then
   build_libtorch_project bench/libtorch_peer "$work/libtorch"
   libtorch="$work/libtorch/libtorch_peer"
 fi
+echo "==> the arithmetic limit (bench_peak_cpu)"
+"$build/bench/bench_peak_cpu" --benchmark_repetitions=3 --benchmark_out="$work/peak.json" \
+  --benchmark_out_format=json
 rows=()
 for config in $configs; do
   for seq in $seq_lens; do
@@ -57,11 +62,11 @@ for config in $configs; do
           "$([[ $precision == bf16 ]] && echo 1 || echo 0)" >"$work/libtorch.json"
       fi
       row=$(python3 - "$config" "$batch" "$seq" "${sps:-0}" "$work/torch.json" "$precision" \
-        "$work/libtorch.json" <<'PY'
+        "$work/libtorch.json" "$work/peak.json" <<'PY'
 import json, sys
 sys.path[:0] = ["bench/gpu", "bench"]
 from bert_peer import CONFIGS
-from resnet_compare import best_gemm_gflops
+from resnet_compare import best_gemm_gflops, hardware_peaks
 config, batch, seq, ember = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
 c = CONFIGS[config]
 L, d, f, P, V = (c["num_hidden_layers"], c["hidden_size"], c["intermediate_size"], 20, 30522)
@@ -90,6 +95,11 @@ for name, rate in peers.items():
     row[f"ratio_over_{name}"] = ember / rate
 best = max(peers, key=peers.get)
 row.update(best_peer=best, ratio_over_best_peer=ember / peers[best])
+# The arithmetic limit measured in this run (FMAs; bf16 dot products on a CPU without AMX).
+limit = hardware_peaks(sys.argv[8]).get(sys.argv[6])
+if limit:
+    row.update(hardware_peak_gflops=limit, ember_percent_of_hardware_peak=100 * ember * gflop / limit,
+               best_peer_percent_of_hardware_peak=100 * peers[best] * gflop / limit)
 print(json.dumps(row))
 PY
 )

@@ -72,6 +72,25 @@ def best_gemm_gflops():
     return max(statistics.median(v) for v in rates.values()), os.path.relpath(files[-1])
 
 
+def hardware_peaks(path):
+    """The arithmetic limit measured in this run by bench_peak_cpu (its Google Benchmark JSON):
+    {"float": GFLOP/s of FMAs, "bf16": GFLOP/s of AVX512-BF16 dot products}, the median of the
+    repetitions, each where measured. bf16 is left out on a CPU with AMX, whose tiles run bf16
+    products at a rate that benchmark does not measure."""
+    if not path:
+        return {}
+    rates = {}
+    for b in json.load(open(path))["benchmarks"]:
+        if b.get("run_type") == "iteration" and not b.get("error_occurred"):
+            kind = {"peak/f32_fma": "float", "peak/bf16_dot": "bf16"}.get(
+                b["run_name"].removesuffix("/real_time"))
+            if kind:
+                rates.setdefault(kind, []).append(b["flops"] / 1e9)
+    if "amx_bf16" in open("/proc/cpuinfo").read():
+        rates.pop("bf16", None)
+    return {kind: statistics.median(v) for kind, v in rates.items()}
+
+
 def gflop_per_image(case):
     """A training step's floating-point work per image for a case of resnet_cpu_peer.CASES
     (forward and backward, counted by torch.utils.flop_counter on the PyTorch model)."""
@@ -102,6 +121,7 @@ def main():
     ap.add_argument("--note", default="")
     ap.add_argument("--out", required=True)
     ap.add_argument("--commit", help="the commit ember was built from (default: HEAD)")
+    ap.add_argument("--peak", help="bench_peak_cpu's JSON from the same run (the FMA limit)")
     a = ap.parse_args()
     ember_runs = [ember_rates(path) for path in a.ember]
     peers = [json.load(open(path)) for path in a.torch]
@@ -112,6 +132,7 @@ def main():
     commit = a.commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"],
                                         capture_output=True, text=True).stdout.strip()
     peak, peak_from = best_gemm_gflops()
+    hardware = hardware_peaks(a.peak)
     results = {}
     for case, rate in sorted(ember.items()):
         if case not in torch:
@@ -155,10 +176,17 @@ def main():
                 row.update(peak_gemm_gflops=peak, peak_from=peak_from,
                            ember_percent_of_peak=100 * rate * gflop / peak)
                 line += f"  {100 * rate * gflop / peak:.0f}% of peak"
+            limit = hardware.get("bf16" if "_bf16" in case else "float")
+            if limit:
+                row.update(hardware_peak_gflops=limit,
+                           ember_percent_of_hardware_peak=100 * rate * gflop / limit,
+                           best_peer_percent_of_hardware_peak=100 * peers[best] * gflop / limit)
+                line += (f"  {100 * rate * gflop / limit:.0f}% of the FMA limit"
+                         f" (best peer {100 * peers[best] * gflop / limit:.0f}%)")
         results[case] = row
         print(line)
     out = {"date": datetime.date.today().isoformat(), "commit": commit,
-           "machine": machine(),
+           "machine": machine(), "hardware_peak_gflops": hardware,
            "torch": peer.get("torch"), "torch_threads": peer.get("threads"), "note": a.note,
            "results": results,
            "runs": {"ember": ember_runs, "torch": torch_runs}}

@@ -5,7 +5,8 @@
 # package), float and bf16 (ember's model in bf16; PyTorch and libtorch under autocast), the same
 # thread count for all. ember runs before and after the peers (this VM drifts within minutes); the
 # joined file (bench/resnet_compare.py) gives each case's ratio over every peer and over the
-# strongest one.
+# strongest one, and ember's and the strongest peer's FLOP rate as a share of the arithmetic
+# limit measured in the same run (bench_peak_cpu: FMAs, or bf16 dot products without AMX).
 #
 #   bench/resnet_cpu.sh           # writes bench/results/cpu-resnet-<date>-<commit>.json
 #   FILTER=resnet50_128px SECONDS_PER_CASE=2 NO_COMPILE=1 bench/resnet_cpu.sh
@@ -21,8 +22,9 @@ build=${BUILD_DIR:-$root/build/test}
 filter=${FILTER:-resnet18_48px|resnet50_128px|resnet50_224px}
 seconds=${SECONDS_PER_CASE:-3}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(nproc)}
-[[ -x "$build/bench/bench_resnet_cpu" ]] ||
-  cmake --build "$build" --target bench_resnet_cpu -j"$(nproc)"
+for target in bench_resnet_cpu bench_peak_cpu; do
+  [[ -x "$build/bench/$target" ]] || cmake --build "$build" --target "$target" -j"$(nproc)"
+done
 commit=$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- include examples bench || echo -dirty)
 out=bench/results/cpu-resnet-$(date -u +%Y%m%d-%H%M%S)-$commit.json
 work=$(mktemp -d "${TMPDIR:-/tmp}/ember-resnet-cpu.XXXXXX")
@@ -40,6 +42,9 @@ run_ember() {
     --benchmark_report_aggregates_only=true --benchmark_out="$work/ember-$1.json" \
     --benchmark_out_format=json
 }
+echo "==> the arithmetic limit (bench_peak_cpu)"
+"$build/bench/bench_peak_cpu" --benchmark_repetitions=3 --benchmark_out="$work/peak.json" \
+  --benchmark_out_format=json
 run_ember before
 # The peer's filter is a substring: one run per model size, float then bf16.
 for size in ${filter//|/ }; do
@@ -54,6 +59,6 @@ run_ember after
 torch_flags=()
 for f in "$work"/torch-*.json; do torch_flags+=(--torch "$f"); done
 python3 bench/resnet_compare.py --ember "$work/ember-before.json" --ember "$work/ember-after.json" \
-  "${torch_flags[@]}" --commit "$commit" --out "$out" \
+  "${torch_flags[@]}" --commit "$commit" --peak "$work/peak.json" --out "$out" \
   --note "cases matching '$filter', ember before and after the peers, $seconds s a peer case"
 echo "==> wrote $out"
