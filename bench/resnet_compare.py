@@ -138,8 +138,9 @@ def main():
         if case not in torch:
             continue
         model, batch = case.rsplit("/", 1)
-        other = (model.removesuffix("_nhwc") if model.endswith("_nhwc") else model + "_nhwc")
-        other += "/" + batch
+        # The same model and precision in the other layout: resnet50_128px[_nhwc][_bf16].
+        other = (model.replace("px_nhwc", "px") if "px_nhwc" in model
+                 else model.replace("px", "px_nhwc", 1)) + "/" + batch
         best_torch = max(torch[case], torch.get(other, 0.0))
         row = {"ember_images_per_s": rate, "torch_images_per_s": torch[case],
                "ratio_ember_over_torch": rate / torch[case],
