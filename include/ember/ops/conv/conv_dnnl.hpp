@@ -405,10 +405,10 @@ void flip_taps(const T* w, T* out, std::int64_t kernels, std::int64_t taps) {
 /// its weight gradient dy^T x. oneDNN's matmul reads the plain weight where its 1x1 convolution
 /// kernels want it reordered into and out of a blocked layout, each pass of each step, so the
 /// products win where the weight outweighs the pixels. Measured (docs/benchmarks.md, the three
-/// passes with their reorders): at up to 784 pixels (N*OH*OW) the products are 1.0-2.3x faster
-/// (2048 -> 512 channels on 128 pixels: 5.0 -> 1.1 ms), at 2,048 0.9-1.1x, from 3,136 up the
-/// convolution is as fast or faster (0.65-1.0x for the weight gradient). So up to 1,024 pixels
-/// take them.
+/// passes with their reorders): at up to 784 pixels (N*OH*OW) the products are 1.05-4.5x faster
+/// (2048 -> 512 channels on 128 pixels: 5.0 -> 1.1 ms); at 2,048 and 3,136 the two are within
+/// 10% either way; at 12,544 the convolution wins (its weight gradient by 1.1-1.5x). So up to
+/// 1,024 pixels take them.
 inline bool pointwise_as_matmul(const ConvGeometry& g) {
   return g.channels_last && g.groups == 1 && g.KH == 1 && g.KW == 1 && g.opt.stride[0] == 1 &&
          g.opt.stride[1] == 1 && g.opt.padding[0] == 0 && g.opt.padding[1] == 0 &&
