@@ -291,6 +291,37 @@ TEST_CASE("fast::exp is within 2 ulp for all floats", "[fast_math][exhaustive]")
       });
 }
 
+TEST_CASE("fast::exp_nonpositive is within 2 ulp for x <= 0, exp's bits above -87, 0 below",
+          "[fast_math][exhaustive]") {
+  // Its domain: the negative half of the bit patterns (-0 to -inf and the negative NaNs).
+  const Sweep s = sweep(
+      FAST(exp_nonpositive), [](float x) { return std::exp(double(x)); },
+      [](float amin, float amax, bool) {
+        if (amax < 0x1p-25f) return constant(1.0);  // as for exp
+        // -87 is a chunk boundary (0xc2ae0000): from there down the result is flushed to 0.
+        if (amin >= 87.0f) return constant(0.0);
+        return libm();
+      },
+      uint64_t{1} << 31, uint64_t{1} << 32);
+  INFO("fast::exp_nonpositive: worst input " << from_bits(s.worst) << ", max " << s.max_ulp
+                                             << " ulp");
+  CHECK(s.max_ulp <= 2);
+  // Where it computes, it is exp itself: every float in (-87, 0].
+  int64_t differ = 0;
+#pragma omp parallel for reduction(+ : differ)
+  for (int64_t b = 0x80000000; b < 0xc2ae0000; ++b) {
+    const float x = from_bits(static_cast<uint32_t>(b));
+    differ += to_bits(fast::exp_nonpositive(x)) != to_bits(fast::exp(x));
+  }
+  CHECK(differ == 0);
+  CHECK(to_bits(fast::exp_nonpositive(0.0f)) == to_bits(1.0f));
+  CHECK(fast::exp_nonpositive(-87.0f) == 0.0f);
+  CHECK(fast::exp_nonpositive(std::nextafter(-87.0f, 0.0f)) > 0x1p-126f);
+  CHECK(to_bits(fast::exp_nonpositive(-kInf)) == 0u);
+  CHECK(std::isnan(fast::exp_nonpositive(kNaN)));
+  CHECK(std::isnan(fast::exp_nonpositive(-kNaN)));
+}
+
 TEST_CASE("fast::exp2 is within 2 ulp for all floats", "[fast_math][exhaustive]") {
   check_all_floats(
       "exp2", FAST(exp2), [](float x) { return std::exp2(double(x)); },

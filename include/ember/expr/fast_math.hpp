@@ -1,5 +1,6 @@
 // Vectorizable float transcendentals for the host: ember::fast::exp, exp2, expm1, log, log2,
-// log1p, tanh, sigmoid, erf, sin, cos, tan, sqrt, rsqrt.
+// log1p, tanh, sigmoid, erf, sin, cos, tan, sqrt, rsqrt; and exp_nonpositive, softmax's
+// exponential (exp's bits where the result is a normal float, else 0).
 //
 // The C library's expf, tanhf, ... are opaque calls, so a loop over them never becomes SIMD
 // code. These functions are written so that GCC vectorizes a plain loop over them (and the
@@ -235,6 +236,22 @@ EMBER_FORCEINLINE float exp(float x) {
   const float r = detail::reduce_ln2(xc, k);
   const float p = 1.0f + (r + detail::expm1_tail4(r));
   return detail::select(zero, 0.0f, detail::scale2(p, k));
+}
+
+/// e^x for x <= 0, as a softmax takes it (differences from a row's maximum): the bits of exp(x)
+/// on (-87, 0], +0 at -87 and below (e^-87 = 1.6e-38, just above the smallest normal float: a
+/// softmax's sum is at least 1, so what is dropped is below 2^-125 of it), NaN for NaN. Cheaper
+/// than exp by the overflow clamp and the two-step scaling that subnormal results need: every
+/// result it computes is normal, so one multiply by 2^k is exact. Positive x up to 88 gives
+/// exp's bits too (a recomputed score may pass its row's maximum by a rounding); above 88 is
+/// outside its domain.
+EMBER_FORCEINLINE float exp_nonpositive(float x) {
+  const bool zero = x <= -87.0f;  // false for NaN
+  const float xc = detail::select(zero, 0.0f, x);
+  std::int32_t k;  // in [-126, 0]
+  const float r = detail::reduce_ln2(xc, k);
+  const float p = 1.0f + (r + detail::expm1_tail4(r));
+  return detail::select(zero, 0.0f, p * detail::pow2i(k));
 }
 
 /// 2^x. Max error 1 ulp.

@@ -49,6 +49,18 @@ inline constexpr std::int64_t kFlashQueryTile = 32;
 inline constexpr std::int64_t kFlashKeyTile = 128;
 inline constexpr std::int64_t kFlashBackwardKeyTile = 64;
 
+/// e^x for the softmax's x <= 0 (differences from a running maximum or from the log-sum-exp):
+/// in float fast::exp_nonpositive (exp's bits, but 0 from -87 down, without exp's overflow
+/// clamp and subnormal scaling), in double math::exp.
+template <class A>
+EMBER_FORCEINLINE A softmax_exp(A x) {
+  if constexpr (std::is_same_v<A, float>) {
+    return fast::exp_nonpositive(x);
+  } else {
+    return math::exp(x);
+  }
+}
+
 /// The element offset of every batch entry of an operand whose batch extents `sizes` (strides
 /// `strides`) broadcast to `batch`, the entries in row-major order.
 inline std::vector<std::int64_t> batch_offsets(const Shape& sizes, const Shape& strides,
@@ -163,12 +175,12 @@ EMBER_WIDE_VECTORS void flash_forward_task(const FlashProblem<T>& p, std::int64_
 #pragma omp simd
     for (std::int64_t i = 0; i < Bq; ++i) {
       base[i] = top[i] == -inf ? A(0) : top[i];  // nothing allowed yet: exp(-inf - 0) = 0
-      alpha[i] = math::exp(m[i] - base[i]);
+      alpha[i] = softmax_exp(m[i] - base[i]);
     }
     for (std::int64_t j = 0; j < nk; ++j) {
 #pragma omp simd
       for (std::int64_t i = 0; i < Bq; ++i) {
-        const A e = math::exp(st[j * Bq + i] - base[i]);
+        const A e = softmax_exp(st[j * Bq + i] - base[i]);
         st[j * Bq + i] = e;
         sum[i] += e;
       }
@@ -303,7 +315,7 @@ EMBER_AMX_TARGET EMBER_WIDE_VECTORS void flash_forward_task_bf16(const FlashProb
         top = x > top ? x : top;
       }
       const float base = top == -inf ? 0.0f : top;
-      const float alpha = math::exp(m[i] - base);
+      const float alpha = softmax_exp(m[i] - base);
       std::uint16_t* prow = pb + i * Bk;
       float sum = 0;
       if (p.dropout.active() && i < nq) {  // the sum before dropout, P after
@@ -312,14 +324,14 @@ EMBER_AMX_TARGET EMBER_WIDE_VECTORS void flash_forward_task_bf16(const FlashProb
         philox_uniforms(p.dropout.options.seed, p.dropout.options.offset,
                         static_cast<std::uint64_t>(first), nk, u);
         for (std::int64_t j = 0; j < nkp; ++j) {
-          const float e = math::exp(row[j] - base);
+          const float e = softmax_exp(row[j] - base);
           sum += e;
           row[j] = p.dropout.apply(u[j], e);
         }
       } else {
 #pragma omp simd reduction(+ : sum)
         for (std::int64_t j = 0; j < nkp; ++j) {
-          const float e = math::exp(row[j] - base);
+          const float e = softmax_exp(row[j] - base);
           sum += e;
           row[j] = e;
         }
@@ -512,7 +524,7 @@ EMBER_WIDE_VECTORS void flash_backward_task(const FlashProblem<T>& p, std::int64
       for (std::int64_t j = 0; j < nk; ++j) {
 #pragma omp simd
         for (std::int64_t i = 0; i < Bq; ++i)
-          st[j * Bq + i] = math::exp(st[j * Bq + i] - lsev[q0 + i]);
+          st[j * Bq + i] = softmax_exp(st[j * Bq + i] - lsev[q0 + i]);
       }
       const bool drop = p.dropout.active();
       if (drop) {
@@ -640,7 +652,7 @@ EMBER_AMX_TARGET EMBER_WIDE_VECTORS void flash_backward_task_bf16(
       for (std::int64_t j = 0; j < nk; ++j) {
 #pragma omp simd
         for (std::int64_t i = 0; i < Bq; ++i)
-          st[j * Bq + i] = math::exp(st[j * Bq + i] * scale - lsev[q0 + i]);
+          st[j * Bq + i] = softmax_exp(st[j * Bq + i] * scale - lsev[q0 + i]);
       }
       std::fill(st + nk * Bq, st + nkp * Bq, 0.0f);
       if (drop) p.dropout_tile(b, q0, nq, j0, nk, keep);
