@@ -27,8 +27,9 @@ cmake --build "$work/build" -j"$(nproc)" >"$work/build.txt"
 build_seconds=$((SECONDS - start))
 libtorch=""
 if [[ "${NO_LIBTORCH:-0}" != 1 ]]; then
-  build_libtorch_project bench/user_gpt/libtorch "$work/libtorch"
-  libtorch="$work/libtorch/gpt_libtorch"
+  libtorch_build=$(libtorch_build_dir bench/user_gpt/libtorch)
+  build_libtorch_project bench/user_gpt/libtorch "$libtorch_build"
+  libtorch="$libtorch_build/gpt_libtorch"
 fi
 
 runs=()
