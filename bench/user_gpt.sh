@@ -6,7 +6,9 @@
 # (bench/user_gpt/gpt_torch.py) and in libtorch's C++ frontend (bench/user_gpt/libtorch, built
 # against the torch wheel's CMake package), with PyTorch's default thread count. The runs
 # alternate (ember, eager, compiled, libtorch, ember, ...) ROUNDS times; each figure is the median
-# step time of a run, and the file keeps every run.
+# step time of a run, and the file keeps every run, with each side's GFLOP/s of the products and
+# their share of the arithmetic limit (bench_peak_cpu, run from BUILD_DIR, default build/test,
+# where that build exists).
 #
 #   bench/user_gpt.sh            # writes bench/results/cpu-user-gpt-<date>-<commit>.json
 #   ROUNDS=2 STEPS=20 NO_COMPILE=1 NO_LIBTORCH=1 bench/user_gpt.sh
@@ -32,6 +34,15 @@ if [[ "${NO_LIBTORCH:-0}" != 1 ]]; then
   libtorch="$libtorch_build/gpt_libtorch"
 fi
 
+# The arithmetic limit (bench_peak_cpu), where a build of ember's benchmarks is at hand.
+peak=""
+build=${BUILD_DIR:-$root/build/test}
+if [[ -f "$build/CMakeCache.txt" ]] && cmake --build "$build" --target bench_peak_cpu >/dev/null; then
+  "$build/bench/bench_peak_cpu" --benchmark_repetitions=3 --benchmark_out="$work/peak.json" \
+    --benchmark_out_format=json >/dev/null 2>&1
+  peak="$work/peak.json"
+fi
+
 runs=()
 for ((i = 0; i < rounds; ++i)); do
   runs+=("{\"side\": \"ember\", \"result\": $(env -u OMP_NUM_THREADS "$work/build/gpt" "$steps" --json)}")
@@ -49,12 +60,13 @@ for ((i = 0; i < rounds; ++i)); do
   fi
 done
 
-python3 - "$out" "$commit" "$build_seconds" "$work/configure.txt" "${runs[@]}" <<'PY'
+python3 - "$out" "$commit" "$build_seconds" "$work/configure.txt" "$peak" "${runs[@]}" <<'PY'
 import datetime, json, statistics, sys
 sys.path.insert(0, "bench")
-from resnet_compare import machine
-out, commit, build_seconds, configure = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-runs = [json.loads(r) for r in sys.argv[5:]]
+from resnet_compare import hardware_peaks, machine
+out, commit, build_seconds, configure, peak = sys.argv[1:6]
+build_seconds, peaks = int(build_seconds), hardware_peaks(peak)
+runs = [json.loads(r) for r in sys.argv[6:]]
 summary = next((l.strip("- \n") for l in open(configure) if "ember 0." in l), "")
 median = {}
 for side in ("ember", "torch_eager", "torch_compile", "libtorch"):
@@ -69,8 +81,9 @@ gflop = 3 * tokens * (L * (24 * E * E + 4 * T * E) + 2 * E * V) / 1e9
 doc = {"date": datetime.date.today().isoformat(), "commit": commit, "machine": machine(),
        "gflop_per_step": round(gflop, 3),
        "achieved_gflops": {k: round(gflop / (v / 1e3), 1) for k, v in median.items()},
-       "peak_gflops_note": "this machine's best float GEMM: MKL about 390 GFLOP/s on 2 threads "
-                           "(bench/results/cpu-gemm-*.json)",
+       "hardware_peak_gflops": peaks,
+       "percent_of_hardware_peak": {k: round(100 * gflop / (v / 1e3) / peaks["float"], 1)
+                                    for k, v in median.items()} if "float" in peaks else {},
        "model": "GPT, 4 layers, d_model 128, 4 heads, context 64, batch 16, vocab 256, AdamW",
        "ember_configure": summary, "ember_build_seconds": build_seconds,
        "median_ms_per_step": median,
