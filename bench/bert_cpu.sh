@@ -37,8 +37,7 @@ out=bench/results/cpu-bert-$(date -u +%Y%m%d-%H%M%S)-$commit.json
 work=$(mktemp -d "${TMPDIR:-/tmp}/ember-bert-cpu.XXXXXX")
 libtorch=""
 if [[ "${NO_LIBTORCH:-0}" != 1 ]]; then
-  libtorch_build=$(libtorch_build_dir bench/libtorch_peer)
-  build_libtorch_project bench/libtorch_peer "$libtorch_build"
+  libtorch_build=$(build_libtorch_project bench/libtorch_peer)
   libtorch="$libtorch_build/libtorch_peer"
 fi
 echo "==> the arithmetic limit (bench_peak_cpu)"

@@ -32,8 +32,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/ember-resnet-cpu.XXXXXX")
 peer_flags=(--seconds "$seconds")
 [[ "${NO_COMPILE:-0}" == 1 ]] || peer_flags+=(--compile)
 if [[ "${NO_LIBTORCH:-0}" != 1 ]]; then
-  libtorch_build=$(libtorch_build_dir bench/libtorch_peer)
-  build_libtorch_project bench/libtorch_peer "$libtorch_build"
+  libtorch_build=$(build_libtorch_project bench/libtorch_peer)
   peer_flags+=(--libtorch "$libtorch_build/libtorch_peer")
 fi
 

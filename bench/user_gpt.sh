@@ -29,8 +29,7 @@ cmake --build "$work/build" -j"$(nproc)" >"$work/build.txt"
 build_seconds=$((SECONDS - start))
 libtorch=""
 if [[ "${NO_LIBTORCH:-0}" != 1 ]]; then
-  libtorch_build=$(libtorch_build_dir bench/user_gpt/libtorch)
-  build_libtorch_project bench/user_gpt/libtorch "$libtorch_build"
+  libtorch_build=$(build_libtorch_project bench/user_gpt/libtorch)
   libtorch="$libtorch_build/gpt_libtorch"
 fi
 
