@@ -47,59 +47,52 @@ float sum(V v) {
   return s;
 }
 
-#if defined(__AVX512F__) || defined(__FMA__)
-/// kRounds x kChains FMAs on each thread; their sum, so that nothing is optimised away.
-float fma_chains() {
+/// kRounds x kChains applications of `step` (one instruction: acc = step(acc)) to independent
+/// accumulators, on each thread; their sum, so that nothing is optimised away.
+template <class V, class Step>
+float chains(V first, Step step) {
   float total = 0;
 #pragma omp parallel reduction(+ : total)
   {
-    Vec acc[kChains];
-    for (int i = 0; i < kChains; ++i) acc[i] = broadcast(1.0f + static_cast<float>(i) * 1e-7f);
-    const Vec a = broadcast(0.9999999f), b = broadcast(1e-7f);
+    V acc[kChains];  // chain i starts i steps ahead: no two chains hold the same value
+    for (int i = 0; i < kChains; ++i) acc[i] = i == 0 ? first : step(acc[i - 1]);
     for (std::int64_t r = 0; r < kRounds; ++r) {
 #pragma GCC unroll 12
-      for (int i = 0; i < kChains; ++i) acc[i] = fma(acc[i], a, b);
+      for (int i = 0; i < kChains; ++i) acc[i] = step(acc[i]);
     }
     for (int i = 0; i < kChains; ++i) total += sum(acc[i]);
   }
   return total;
 }
 
-void f32_fma(benchmark::State& state) {
-  for (auto _ : state) benchmark::DoNotOptimize(fma_chains());
+/// Times `chains(first, step)` and reports its rate as the counter "flops", `flops_per_step`
+/// for each application of `step`.
+template <class V, class Step>
+void run(benchmark::State& state, V first, Step step, double flops_per_step) {
+  for (auto _ : state) benchmark::DoNotOptimize(chains(first, step));
   state.counters["flops"] = benchmark::Counter(
-      2.0 * kLanes * kChains * static_cast<double>(kRounds) * omp_get_max_threads(),
+      flops_per_step * kChains * static_cast<double>(kRounds) * omp_get_max_threads(),
       benchmark::Counter::kIsIterationInvariantRate);
+}
+
+#if defined(__AVX512F__) || defined(__FMA__)
+void f32_fma(benchmark::State& state) {
+  const Vec a = broadcast(0.9999999f), b = broadcast(1e-7f);
+  const auto step = [&](Vec x) { return fma(x, a, b); };
+  run(state, broadcast(1.0f), step, 2.0 * kLanes);
 }
 BENCHMARK(f32_fma)->Name("peak/f32_fma")->Unit(benchmark::kMillisecond)->UseRealTime();
 #endif
 
 #if defined(__AVX512BF16__)
-float bf16_dot_chains() {
-  float total = 0;
-#pragma omp parallel reduction(+ : total)
-  {
-    __m512 acc[kChains];
-    for (int i = 0; i < kChains; ++i) acc[i] = _mm512_setzero_ps();
-    const __m512bh one = (__m512bh)_mm512_set1_epi16(0x3f80);  // bf16 1.0 in every half
-    for (std::int64_t r = 0; r < kRounds; ++r) {
-#pragma GCC unroll 12
-      for (int i = 0; i < kChains; ++i) acc[i] = _mm512_dpbf16_ps(acc[i], one, one);
-    }
-    for (int i = 0; i < kChains; ++i) total += sum(acc[i]);
-  }
-  return total;
-}
-
 void bf16_dot(benchmark::State& state) {
   if (!ember::cpu_has_avx512_bf16()) {
     state.SkipWithError("this CPU lacks AVX512-BF16");
     return;
   }
-  for (auto _ : state) benchmark::DoNotOptimize(bf16_dot_chains());
-  state.counters["flops"] =
-      benchmark::Counter(2.0 * 32 * kChains * static_cast<double>(kRounds) * omp_get_max_threads(),
-                         benchmark::Counter::kIsIterationInvariantRate);
+  const __m512bh one = (__m512bh)_mm512_set1_epi16(0x3f80);  // bf16 1.0 in every half
+  const auto step = [&](__m512 x) { return _mm512_dpbf16_ps(x, one, one); };
+  run(state, _mm512_setzero_ps(), step, 2.0 * 32);
 }
 BENCHMARK(bf16_dot)->Name("peak/bf16_dot")->Unit(benchmark::kMillisecond)->UseRealTime();
 #endif
