@@ -14,8 +14,9 @@
 //
 // Only function templates defined outside a class (not inline) are listed: GCC instantiates an
 // inline function for inlining even when it is declared extern, and with it everything it calls.
-// Each instance names `exec::mode`, so a host-compiler translation unit declares the host
-// library's copies and an nvcc one the CUDA library's (src/kernels/*.cu); see core/config.hpp.
+// Each instance is in the kind's namespace (or, for a shared type's member, names `exec::mode`),
+// so a host-compiler translation unit declares the host library's copies and an nvcc one the CUDA
+// library's (src/kernels/*.cu); see core/config.hpp.
 #pragma once
 
 #include "ember.hpp"
@@ -25,179 +26,155 @@
 #define EMBER_KERNEL_INSTANCES(EXPLICIT, T)                                                        \
   EMBER_KERNEL_COPIES(EXPLICIT, T)                                                                 \
   namespace ember {                                                                                \
-  EXPLICIT Tensor<T> rand<T, exec::mode>(const Shape&, std::uint64_t, Device, double, double,      \
-                                         std::uint64_t);                                           \
-  EXPLICIT Tensor<T> randn<T, exec::mode>(const Shape&, std::uint64_t, Device, double, double,     \
-                                          std::uint64_t);                                          \
-  EXPLICIT Tensor<T> conv2d<T, exec::mode>(const Tensor<T>&, const Tensor<T>&, const Tensor<T>&,   \
-                                           const Conv2dOptions&);                                  \
-  EXPLICIT Tensor<T> conv2d<T, exec::mode>(const Tensor<T>&, const Tensor<T>&,                     \
-                                           const Conv2dOptions&);                                  \
-  EXPLICIT Var<T> conv2d<T, exec::mode>(const Var<T>&, const autograd::ParamArg<T>&,               \
-                                        const autograd::ParamArg<T>&, const Conv2dOptions&);       \
-  EXPLICIT Var<T> conv2d<T, exec::mode>(const Var<T>&, const autograd::ParamArg<T>&,               \
-                                        const Conv2dOptions&);                                     \
-  EXPLICIT Tensor<T> batch_norm<T, exec::mode>(const Tensor<T>&, const Tensor<T>&,                 \
-                                               const Tensor<T>&, const Tensor<T>&,                 \
-                                               const Tensor<T>&, bool, double, double);            \
-  EXPLICIT Tensor<T> batch_norm_add_relu<T, exec::mode>(const Tensor<T>&, const Tensor<T>&,        \
-                                                        const Tensor<T>&, const Tensor<T>&,        \
-                                                        const Tensor<T>&, const Tensor<T>&, bool,  \
-                                                        double, double);                           \
-  EXPLICIT Var<T> batch_norm<T, exec::mode>(const Var<T>&, const autograd::ParamArg<T>&,           \
-                                            const autograd::ParamArg<T>&, const Tensor<T>&,        \
-                                            const Tensor<T>&, bool, double, double,                \
-                                            ops::StatisticsGroupPtr);                              \
-  EXPLICIT Var<T> batch_norm_add_relu<T, exec::mode>(const Var<T>&, const autograd::ParamArg<T>&,  \
-                                                     const autograd::ParamArg<T>&,                 \
-                                                     const autograd::ParamArg<T>&,                 \
-                                                     const Tensor<T>&, const Tensor<T>&, bool,     \
-                                                     double, double, ops::StatisticsGroupPtr);     \
-  EXPLICIT Tensor<T> layer_norm<T, exec::mode>(const Tensor<T>&, const Shape&, const Tensor<T>&,   \
-                                               const Tensor<T>&, double);                          \
-  EXPLICIT Var<T> layer_norm<T, exec::mode>(const Var<T>&, const Shape&,                           \
+  EXPLICIT Tensor<T> rand<T>(const Shape&, std::uint64_t, Device, double, double, std::uint64_t);  \
+  EXPLICIT Tensor<T> randn<T>(const Shape&, std::uint64_t, Device, double, double, std::uint64_t); \
+  EXPLICIT Tensor<T> conv2d<T>(const Tensor<T>&, const Tensor<T>&, const Tensor<T>&,               \
+                               const Conv2dOptions&);                                              \
+  EXPLICIT Tensor<T> conv2d<T>(const Tensor<T>&, const Tensor<T>&, const Conv2dOptions&);          \
+  EXPLICIT Var<T> conv2d<T>(const Var<T>&, const autograd::ParamArg<T>&,                           \
+                            const autograd::ParamArg<T>&, const Conv2dOptions&);                   \
+  EXPLICIT Var<T> conv2d<T>(const Var<T>&, const autograd::ParamArg<T>&, const Conv2dOptions&);    \
+  EXPLICIT Tensor<T> batch_norm<T>(const Tensor<T>&, const Tensor<T>&, const Tensor<T>&,           \
+                                   const Tensor<T>&, const Tensor<T>&, bool, double, double);      \
+  EXPLICIT Tensor<T> batch_norm_add_relu<T>(const Tensor<T>&, const Tensor<T>&, const Tensor<T>&,  \
+                                            const Tensor<T>&, const Tensor<T>&, const Tensor<T>&,  \
+                                            bool, double, double);                                 \
+  EXPLICIT Var<T> batch_norm<T>(const Var<T>&, const autograd::ParamArg<T>&,                       \
+                                const autograd::ParamArg<T>&, const Tensor<T>&, const Tensor<T>&,  \
+                                bool, double, double, ops::StatisticsGroupPtr);                    \
+  EXPLICIT Var<T> batch_norm_add_relu<T>(const Var<T>&, const autograd::ParamArg<T>&,              \
+                                         const autograd::ParamArg<T>&,                             \
+                                         const autograd::ParamArg<T>&, const Tensor<T>&,           \
+                                         const Tensor<T>&, bool, double, double,                   \
+                                         ops::StatisticsGroupPtr);                                 \
+  EXPLICIT Tensor<T> layer_norm<T>(const Tensor<T>&, const Shape&, const Tensor<T>&,               \
+                                   const Tensor<T>&, double);                                      \
+  EXPLICIT Var<T> layer_norm<T>(const Var<T>&, const Shape&, const autograd::ParamArg<T>&,         \
+                                const autograd::ParamArg<T>&, double);                             \
+  EXPLICIT Tensor<T> dropout_add_layer_norm<T>(const Tensor<T>&, const Tensor<T>&,                 \
+                                               const Tensor<T>&, const Tensor<T>&, double,         \
+                                               const DropoutOptions&);                             \
+  EXPLICIT Var<T> dropout_add_layer_norm<T>(const Var<T>&, const autograd::ParamArg<T>&,           \
                                             const autograd::ParamArg<T>&,                          \
-                                            const autograd::ParamArg<T>&, double);                 \
-  EXPLICIT Tensor<T> dropout_add_layer_norm<T, exec::mode>(const Tensor<T>&, const Tensor<T>&,     \
-                                                           const Tensor<T>&, const Tensor<T>&,     \
-                                                           double, const DropoutOptions&);         \
-  EXPLICIT Var<T> dropout_add_layer_norm<T, exec::mode>(const Var<T>&,                             \
-                                                        const autograd::ParamArg<T>&,              \
-                                                        const autograd::ParamArg<T>&,              \
-                                                        const autograd::ParamArg<T>&, double,      \
-                                                        const DropoutOptions&);                    \
-  EXPLICIT Tensor<T> dropout<T, exec::mode>(const Tensor<T>&, double, bool, std::uint64_t,         \
-                                            std::uint64_t);                                        \
-  EXPLICIT Var<T> dropout<T, exec::mode>(const Var<T>&, double, bool, std::uint64_t,               \
-                                         std::uint64_t);                                           \
-  EXPLICIT Tensor<T> max_pool2d<T, exec::mode>(const Tensor<T>&, const Pool2dOptions&);            \
-  EXPLICIT Tensor<T> avg_pool2d<T, exec::mode>(const Tensor<T>&, const Pool2dOptions&);            \
-  EXPLICIT Tensor<T> adaptive_avg_pool2d<T, exec::mode>(const Tensor<T>&,                          \
-                                                        std::array<std::int64_t, 2>);              \
-  EXPLICIT Var<T> max_pool2d<T, exec::mode>(const Var<T>&, const Pool2dOptions&);                  \
-  EXPLICIT Var<T> avg_pool2d<T, exec::mode>(const Var<T>&, const Pool2dOptions&);                  \
-  EXPLICIT Var<T> adaptive_avg_pool2d<T, exec::mode>(const Var<T>&, std::array<std::int64_t, 2>);  \
-  EXPLICIT Tensor<T> softmax<T, exec::mode>(const Tensor<T>&, int);                                \
-  EXPLICIT Tensor<T> log_softmax<T, exec::mode>(const Tensor<T>&, int);                            \
-  EXPLICIT Var<T> softmax<T, exec::mode>(const Var<T>&, int);                                      \
-  EXPLICIT Var<T> log_softmax<T, exec::mode>(const Var<T>&, int);                                  \
-  EXPLICIT Tensor<T> cross_entropy<T, exec::mode>(const Tensor<T>&, const Tensor<std::int64_t>&,   \
-                                                  const CrossEntropyOptions&);                     \
-  EXPLICIT Var<T> cross_entropy<T, exec::mode>(const Var<T>&, const Tensor<std::int64_t>&,         \
-                                               const CrossEntropyOptions&);                        \
-  EXPLICIT Tensor<T> nll_loss<T, exec::mode>(const Tensor<T>&, const Tensor<std::int64_t>&,        \
-                                             Reduction, std::int64_t);                             \
-  EXPLICIT Var<T> nll_loss<T, exec::mode>(const Var<T>&, const Tensor<std::int64_t>&, Reduction,   \
-                                          std::int64_t);                                           \
-  EXPLICIT Tensor<T> mse_loss<T, exec::mode>(const Tensor<T>&, const Tensor<T>&, Reduction);       \
-  EXPLICIT Tensor<T> matmul<T, exec::mode>(const Tensor<T>&, const Tensor<T>&);                    \
-  EXPLICIT Tensor<T> linear<T, exec::mode>(const Tensor<T>&, const Tensor<T>&, const Tensor<T>&,   \
-                                           Activation);                                            \
-  EXPLICIT Var<T> matmul<Var<T>, Var<T>, exec::mode>(const Var<T>&, const Var<T>&);                \
-  EXPLICIT Var<T> linear<Var<T>, Var<T>, Var<T>, exec::mode>(const Var<T>&, const Var<T>&,         \
-                                                             const Var<T>&, Activation);           \
-  EXPLICIT Var<T> linear<Var<T>, Var<T>, Tensor<T>, exec::mode>(const Var<T>&, const Var<T>&,      \
-                                                                const Tensor<T>&, Activation);     \
-  EXPLICIT Tensor<T> feed_forward<T, exec::mode>(const Tensor<T>&, const Tensor<T>&,               \
-                                                 const Tensor<T>&, const Tensor<T>&,               \
-                                                 const Tensor<T>&, Activation);                    \
-  EXPLICIT Var<T> feed_forward<Var<T>, Var<T>, Var<T>, Var<T>, Var<T>, exec::mode>(                \
+                                            const autograd::ParamArg<T>&, double,                  \
+                                            const DropoutOptions&);                                \
+  EXPLICIT Tensor<T> dropout<T>(const Tensor<T>&, double, bool, std::uint64_t, std::uint64_t);     \
+  EXPLICIT Var<T> dropout<T>(const Var<T>&, double, bool, std::uint64_t, std::uint64_t);           \
+  EXPLICIT Tensor<T> max_pool2d<T>(const Tensor<T>&, const Pool2dOptions&);                        \
+  EXPLICIT Tensor<T> avg_pool2d<T>(const Tensor<T>&, const Pool2dOptions&);                        \
+  EXPLICIT Tensor<T> adaptive_avg_pool2d<T>(const Tensor<T>&, std::array<std::int64_t, 2>);        \
+  EXPLICIT Var<T> max_pool2d<T>(const Var<T>&, const Pool2dOptions&);                              \
+  EXPLICIT Var<T> avg_pool2d<T>(const Var<T>&, const Pool2dOptions&);                              \
+  EXPLICIT Var<T> adaptive_avg_pool2d<T>(const Var<T>&, std::array<std::int64_t, 2>);              \
+  EXPLICIT Tensor<T> softmax<T>(const Tensor<T>&, int);                                            \
+  EXPLICIT Tensor<T> log_softmax<T>(const Tensor<T>&, int);                                        \
+  EXPLICIT Var<T> softmax<T>(const Var<T>&, int);                                                  \
+  EXPLICIT Var<T> log_softmax<T>(const Var<T>&, int);                                              \
+  EXPLICIT Tensor<T> cross_entropy<T>(const Tensor<T>&, const Tensor<std::int64_t>&,               \
+                                      const CrossEntropyOptions&);                                 \
+  EXPLICIT Var<T> cross_entropy<T>(const Var<T>&, const Tensor<std::int64_t>&,                     \
+                                   const CrossEntropyOptions&);                                    \
+  EXPLICIT Tensor<T> nll_loss<T>(const Tensor<T>&, const Tensor<std::int64_t>&, Reduction,         \
+                                 std::int64_t);                                                    \
+  EXPLICIT Var<T> nll_loss<T>(const Var<T>&, const Tensor<std::int64_t>&, Reduction,               \
+                              std::int64_t);                                                       \
+  EXPLICIT Tensor<T> mse_loss<T>(const Tensor<T>&, const Tensor<T>&, Reduction);                   \
+  EXPLICIT Tensor<T> matmul<T>(const Tensor<T>&, const Tensor<T>&);                                \
+  EXPLICIT Tensor<T> linear<T>(const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, Activation);  \
+  EXPLICIT Var<T> matmul<Var<T>, Var<T>>(const Var<T>&, const Var<T>&);                            \
+  EXPLICIT Var<T> linear<Var<T>, Var<T>, Var<T>>(const Var<T>&, const Var<T>&, const Var<T>&,      \
+                                                 Activation);                                      \
+  EXPLICIT Var<T> linear<Var<T>, Var<T>, Tensor<T>>(const Var<T>&, const Var<T>&,                  \
+                                                    const Tensor<T>&, Activation);                 \
+  EXPLICIT Tensor<T> feed_forward<T>(const Tensor<T>&, const Tensor<T>&, const Tensor<T>&,         \
+                                     const Tensor<T>&, const Tensor<T>&, Activation);              \
+  EXPLICIT Var<T> feed_forward<Var<T>, Var<T>, Var<T>, Var<T>, Var<T>>(                            \
       const Var<T>&, const Var<T>&, const Var<T>&, const Var<T>&, const Var<T>&, Activation);      \
-  EXPLICIT Tensor<T> scaled_dot_product_attention<T, exec::mode>(const Tensor<T>&,                 \
-                                                                 const Tensor<T>&,                 \
-                                                                 const Tensor<T>&,                 \
-                                                                 const Tensor<bool>&,              \
-                                                                 const AttentionOptions&);         \
-  EXPLICIT Var<T> scaled_dot_product_attention<T, exec::mode>(const Var<T>&,                       \
-                                                              const autograd::ParamArg<T>&,        \
-                                                              const autograd::ParamArg<T>&,        \
-                                                              const Tensor<bool>&,                 \
-                                                              const AttentionOptions&);            \
-  EXPLICIT Tensor<T> embedding<T, exec::mode>(const Tensor<T>&, const Tensor<std::int64_t>&,       \
-                                              std::optional<std::int64_t>, std::optional<double>,  \
-                                              double);                                             \
-  EXPLICIT Var<T> embedding<T, exec::mode>(const Var<T>&, const Tensor<std::int64_t>&,             \
-                                           std::optional<std::int64_t>, std::optional<double>,     \
-                                           double);                                                \
+  EXPLICIT Tensor<T> scaled_dot_product_attention<T>(const Tensor<T>&, const Tensor<T>&,           \
+                                                     const Tensor<T>&, const Tensor<bool>&,        \
+                                                     const AttentionOptions&);                     \
+  EXPLICIT Var<T> scaled_dot_product_attention<T>(const Var<T>&, const autograd::ParamArg<T>&,     \
+                                                  const autograd::ParamArg<T>&,                    \
+                                                  const Tensor<bool>&, const AttentionOptions&);   \
+  EXPLICIT Tensor<T> embedding<T>(const Tensor<T>&, const Tensor<std::int64_t>&,                   \
+                                  std::optional<std::int64_t>, std::optional<double>, double);     \
+  EXPLICIT Var<T> embedding<T>(const Var<T>&, const Tensor<std::int64_t>&,                         \
+                               std::optional<std::int64_t>, std::optional<double>, double);        \
   }                                                                                                \
   namespace ember::ops {                                                                           \
-  EXPLICIT std::pair<Tensor<T>, Tensor<T>> conv2d_backward<T, exec::mode>(                         \
-      const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, const Conv2dOptions&, bool, bool);     \
-  EXPLICIT NormStats<acc_t<T>> norm_stats<T, exec::mode>(const Tensor<T>&, const Dims&, double,    \
-                                                         const char*);                             \
-  EXPLICIT Tensor<T> normalize<T, exec::mode>(const Tensor<T>&, const NormStats<acc_t<T>>&,        \
-                                              const Tensor<T>&, const Tensor<T>&);                 \
-  EXPLICIT std::tuple<Tensor<T>, Tensor<T>, Tensor<T>> normalize_backward<T, exec::mode>(          \
+  EXPLICIT std::pair<Tensor<T>, Tensor<T>> conv2d_backward<T>(const Tensor<T>&, const Tensor<T>&,  \
+                                                              const Tensor<T>&,                    \
+                                                              const Conv2dOptions&, bool, bool);   \
+  EXPLICIT NormStats<acc_t<T>> norm_stats<T>(const Tensor<T>&, const Dims&, double, const char*);  \
+  EXPLICIT Tensor<T> normalize<T>(const Tensor<T>&, const NormStats<acc_t<T>>&, const Tensor<T>&,  \
+                                  const Tensor<T>&);                                               \
+  EXPLICIT std::tuple<Tensor<T>, Tensor<T>, Tensor<T>> normalize_backward<T>(                      \
       const Tensor<T>&, const NormStats<acc_t<T>>&, const Tensor<T>&, const Tensor<T>&,            \
       const Tensor<T>&, const Dims&, bool);                                                        \
-  EXPLICIT BatchNormSetup<T> batch_norm_setup<T, exec::mode>(const Tensor<T>&, const Tensor<T>&,   \
-                                                             const Tensor<T>&, const Tensor<T>&,   \
-                                                             const Tensor<T>&, bool, double,       \
-                                                             double, StatisticsGroupPtr);          \
-  EXPLICIT std::tuple<Tensor<T>, Tensor<T>, Tensor<T>, Tensor<T>>                                  \
-  channel_batch_norm_backward<T, exec::mode>(const Tensor<T>&, const BatchNormSetup<T>&,           \
-                                             const Tensor<T>&, const Tensor<T>&, bool);            \
-  EXPLICIT std::tuple<Tensor<T>, Tensor<T>, Tensor<T>> batch_norm_backward<T, exec::mode>(         \
+  EXPLICIT BatchNormSetup<T> batch_norm_setup<T>(const Tensor<T>&, const Tensor<T>&,               \
+                                                 const Tensor<T>&, const Tensor<T>&,               \
+                                                 const Tensor<T>&, bool, double, double,           \
+                                                 StatisticsGroupPtr);                              \
+  EXPLICIT std::tuple<Tensor<T>, Tensor<T>, Tensor<T>, Tensor<T>> channel_batch_norm_backward<T>(  \
+      const Tensor<T>&, const BatchNormSetup<T>&, const Tensor<T>&, const Tensor<T>&, bool);       \
+  EXPLICIT std::tuple<Tensor<T>, Tensor<T>, Tensor<T>> batch_norm_backward<T>(                     \
       const Tensor<T>&, const BatchNormSetup<T>&, const Tensor<T>&, bool);                         \
-  EXPLICIT Tensor<T> batch_norm_output<T, exec::mode>(const Tensor<T>&, const BatchNormSetup<T>&); \
-  EXPLICIT Tensor<T> normalize_add_relu<T, exec::mode>(const Tensor<T>&, const BatchNormSetup<T>&, \
-                                                       const Tensor<T>&);                          \
-  EXPLICIT std::pair<Tensor<T>, Tensor<std::int32_t>> max_pool2d_forward<T, exec::mode>(           \
-      const Tensor<T>&, const Pool2dGeometry&, bool);                                              \
-  EXPLICIT Tensor<T> avg_pool2d_forward<T, exec::mode>(const Tensor<T>&, const Pool2dGeometry&,    \
-                                                       bool);                                      \
-  EXPLICIT Tensor<T> max_pool2d_backward<T, exec::mode>(const Tensor<T>&,                          \
-                                                        const Tensor<std::int32_t>&,               \
-                                                        const Pool2dGeometry&, MemoryFormat);      \
-  EXPLICIT Tensor<T> avg_pool2d_backward<T, exec::mode>(const Tensor<T>&, const Pool2dGeometry&,   \
-                                                        bool, MemoryFormat);                       \
-  EXPLICIT Tensor<T> softmax_backward<T, exec::mode>(const Tensor<T>&, const Tensor<T>&, int);     \
-  EXPLICIT Tensor<T> log_softmax_backward<T, exec::mode>(const Tensor<T>&, const Tensor<T>&, int); \
-  EXPLICIT CrossEntropyTerms<acc_t<T>> cross_entropy_terms<T, exec::mode>(                         \
-      const Tensor<T>&, const Tensor<std::int64_t>&, const CrossEntropyOptions&);                  \
-  EXPLICIT Tensor<T> cross_entropy_backward<T, exec::mode>(const Tensor<T>&,                       \
-                                                           const Tensor<std::int64_t>&,            \
-                                                           const Tensor<acc_t<T>>&,                \
-                                                           const Tensor<T>&,                       \
-                                                           const CrossEntropyOptions&, double);    \
-  EXPLICIT std::pair<Tensor<T>, double> nll_loss_forward<T, exec::mode>(                           \
-      const Tensor<T>&, const Tensor<std::int64_t>&, Reduction, std::int64_t);                     \
-  EXPLICIT std::pair<Tensor<T>, AttentionSaved<T>> attention_forward<T, exec::mode>(               \
-      const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, const Tensor<bool>&,                   \
-      const AttentionOptions&);                                                                    \
-  EXPLICIT std::tuple<Tensor<T>, Tensor<T>, Tensor<T>> attention_backward<T, exec::mode>(          \
+  EXPLICIT Tensor<T> batch_norm_output<T>(const Tensor<T>&, const BatchNormSetup<T>&);             \
+  EXPLICIT Tensor<T> normalize_add_relu<T>(const Tensor<T>&, const BatchNormSetup<T>&,             \
+                                           const Tensor<T>&);                                      \
+  EXPLICIT std::pair<Tensor<T>, Tensor<std::int32_t>> max_pool2d_forward<T>(const Tensor<T>&,      \
+                                                                            const Pool2dGeometry&, \
+                                                                            bool);                 \
+  EXPLICIT Tensor<T> avg_pool2d_forward<T>(const Tensor<T>&, const Pool2dGeometry&, bool);         \
+  EXPLICIT Tensor<T> max_pool2d_backward<T>(const Tensor<T>&, const Tensor<std::int32_t>&,         \
+                                            const Pool2dGeometry&, MemoryFormat);                  \
+  EXPLICIT Tensor<T> avg_pool2d_backward<T>(const Tensor<T>&, const Pool2dGeometry&, bool,         \
+                                            MemoryFormat);                                         \
+  EXPLICIT Tensor<T> softmax_backward<T>(const Tensor<T>&, const Tensor<T>&, int);                 \
+  EXPLICIT Tensor<T> log_softmax_backward<T>(const Tensor<T>&, const Tensor<T>&, int);             \
+  EXPLICIT CrossEntropyTerms<acc_t<T>> cross_entropy_terms<T>(const Tensor<T>&,                    \
+                                                              const Tensor<std::int64_t>&,         \
+                                                              const CrossEntropyOptions&);         \
+  EXPLICIT Tensor<T> cross_entropy_backward<T>(const Tensor<T>&, const Tensor<std::int64_t>&,      \
+                                               const Tensor<acc_t<T>>&, const Tensor<T>&,          \
+                                               const CrossEntropyOptions&, double);                \
+  EXPLICIT std::pair<Tensor<T>, double> nll_loss_forward<T>(const Tensor<T>&,                      \
+                                                            const Tensor<std::int64_t>&,           \
+                                                            Reduction, std::int64_t);              \
+  EXPLICIT std::pair<Tensor<T>, AttentionSaved<T>> attention_forward<T>(const Tensor<T>&,          \
+                                                                        const Tensor<T>&,          \
+                                                                        const Tensor<T>&,          \
+                                                                        const Tensor<bool>&,       \
+                                                                        const AttentionOptions&);  \
+  EXPLICIT std::tuple<Tensor<T>, Tensor<T>, Tensor<T>> attention_backward<T>(                      \
       const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, const AttentionSaved<T>&,              \
       const AttentionOptions&, const Tensor<T>&);                                                  \
-  EXPLICIT std::tuple<Tensor<T>, RowNormSaved<T>> dropout_add_layer_norm_forward<T, exec::mode>(   \
+  EXPLICIT std::tuple<Tensor<T>, RowNormSaved<T>> dropout_add_layer_norm_forward<T>(               \
       const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, double,              \
       const DropoutOptions&);                                                                      \
-  EXPLICIT Tensor<T> embedding_backward<T, exec::mode>(const Tensor<T>&,                           \
-                                                       const Tensor<std::int64_t>&, std::int64_t,  \
-                                                       std::int64_t, std::int64_t);                \
-  EXPLICIT void embedding_backward_add<T, exec::mode>(const Tensor<T>&, const Tensor<T>&,          \
-                                                      const Tensor<std::int64_t>&, std::int64_t);  \
+  EXPLICIT Tensor<T> embedding_backward<T>(const Tensor<T>&, const Tensor<std::int64_t>&,          \
+                                           std::int64_t, std::int64_t, std::int64_t);              \
+  EXPLICIT void embedding_backward_add<T>(const Tensor<T>&, const Tensor<T>&,                      \
+                                          const Tensor<std::int64_t>&, std::int64_t);              \
   }                                                                                                \
   namespace ember::autograd {                                                                      \
-  EXPLICIT void accumulate_grad<T, T, exec::mode>(VarNode<T>&, const Tensor<T>&, bool);            \
-  EXPLICIT LinearSaved<T> linear_saving<T, exec::mode>(const Tensor<T>&, const Tensor<T>&,         \
-                                                       const Tensor<T>&, Activation, bool);        \
-  EXPLICIT Tensor<T> activation_grad<T, exec::mode>(const Tensor<T>&, const LinearSaved<T>&,       \
-                                                    Activation);                                   \
-  EXPLICIT std::pair<Tensor<T>, Tensor<T>> linear_param_grads<T, exec::mode>(const Tensor<T>&,     \
-                                                                             const Tensor<T>&,     \
-                                                                             bool);                \
+  EXPLICIT void accumulate_grad<T, T>(VarNode<T>&, const Tensor<T>&, bool);                        \
+  EXPLICIT LinearSaved<T> linear_saving<T>(const Tensor<T>&, const Tensor<T>&, const Tensor<T>&,   \
+                                           Activation, bool);                                      \
+  EXPLICIT Tensor<T> activation_grad<T>(const Tensor<T>&, const LinearSaved<T>&, Activation);      \
+  EXPLICIT std::pair<Tensor<T>, Tensor<T>> linear_param_grads<T>(const Tensor<T>&,                 \
+                                                                 const Tensor<T>&, bool);          \
   }                                                                                                \
   namespace ember::nn {                                                                            \
-  EXPLICIT Var<T> dropout_add_layer_norm<T, exec::mode>(const Var<T>&, const Var<T>&,              \
-                                                        const Dropout<T>&, const LayerNorm<T>&);   \
+  EXPLICIT Var<T> dropout_add_layer_norm<T>(const Var<T>&, const Var<T>&, const Dropout<T>&,       \
+                                            const LayerNorm<T>&);                                  \
   }                                                                                                \
   namespace ember::nn::init {                                                                      \
-  EXPLICIT Tensor<T> uniform<T, exec::mode>(const Shape&, double, double, Device);                 \
-  EXPLICIT Tensor<T> normal<T, exec::mode>(const Shape&, double, double, Device);                  \
-  EXPLICIT Tensor<T> trunc_normal<T, exec::mode>(const Shape&, double, double, double, double,     \
-                                                 Device);                                          \
-  EXPLICIT Tensor<T> kaiming_uniform<T, exec::mode>(const Shape&, double, Device);                 \
-  EXPLICIT Tensor<T> kaiming_normal<T, exec::mode>(const Shape&, double, Device);                  \
+  EXPLICIT Tensor<T> uniform<T>(const Shape&, double, double, Device);                             \
+  EXPLICIT Tensor<T> normal<T>(const Shape&, double, double, Device);                              \
+  EXPLICIT Tensor<T> trunc_normal<T>(const Shape&, double, double, double, double, Device);        \
+  EXPLICIT Tensor<T> kaiming_uniform<T>(const Shape&, double, Device);                             \
+  EXPLICIT Tensor<T> kaiming_normal<T>(const Shape&, double, Device);                              \
   }
 
 /// Evaluating `__VA_ARGS__` (an expression type) into a Tensor<T> with store `Op`, as a tensor's
@@ -217,19 +194,20 @@
 
 /// A Tensor<T>'s copying members, as every program calls them: contiguous, clone, to, pin_memory,
 /// to_vector, copy_ from its own type, and the gather to the host that `to` makes of a view.
-#define EMBER_KERNEL_TENSOR_COPIES(EXPLICIT, T)                               \
-  namespace ember {                                                           \
-  EXPLICIT Tensor<T> Tensor<T>::contiguous<exec::mode>(MemoryFormat) const;   \
-  EXPLICIT Tensor<T> Tensor<T>::clone<exec::mode>() const;                    \
-  EXPLICIT Tensor<T> Tensor<T>::to<exec::mode>(Device, bool) const;           \
-  EXPLICIT Tensor<T> Tensor<T>::pin_memory<exec::mode>() const;               \
-  EXPLICIT std::vector<T> Tensor<T>::to_vector<exec::mode>() const;           \
-  EXPLICIT Tensor<T>& Tensor<T>::copy_<T, exec::mode>(const Tensor<T>&);      \
-  EXPLICIT Tensor<T> detail::gather_to_host<T, exec::mode>(const Tensor<T>&); \
+#define EMBER_KERNEL_TENSOR_COPIES(EXPLICIT, T)                             \
+  namespace ember {                                                         \
+  EXPLICIT Tensor<T> Tensor<T>::contiguous<exec::mode>(MemoryFormat) const; \
+  EXPLICIT Tensor<T> Tensor<T>::clone<exec::mode>() const;                  \
+  EXPLICIT Tensor<T> Tensor<T>::to<exec::mode>(Device, bool) const;         \
+  EXPLICIT Tensor<T> Tensor<T>::pin_memory<exec::mode>() const;             \
+  EXPLICIT std::vector<T> Tensor<T>::to_vector<exec::mode>() const;         \
+  EXPLICIT Tensor<T>& Tensor<T>::copy_<T, exec::mode>(const Tensor<T>&);    \
+  EXPLICIT Tensor<T> detail::gather_to_host<T>(const Tensor<T>&);           \
   }
 
-/// `empty<T>`, which takes no Mode: declared extern in every unit, compiled by the host units only
-/// (src/kernels/copies.cpp), since one instance serves both kinds.
+/// `empty<T>`, which does not evaluate (it is outside the kind's namespace): declared extern in
+/// every unit, compiled by the host units only (src/kernels/copies.cpp), since one instance serves
+/// both kinds.
 #define EMBER_KERNEL_EMPTY(EXPLICIT, T)                            \
   namespace ember {                                                \
   EXPLICIT Tensor<T> empty<T>(const Shape&, Device, MemoryFormat); \
@@ -263,7 +241,7 @@
   EMBER_KERNEL_EVALUATION(EXPLICIT, set, T, expr::Cast<T, expr::Leaf<T>>)
 
 /// The passes of optimizer `Opt` (options `Opt##Options`), prefixed by `EXPLICIT` as above: its
-/// fused step, gradient norm and state. (The constructor stays inline: it takes no Mode.)
+/// fused step, gradient norm and state. (The constructors stay inline.)
 #define EMBER_KERNEL_OPTIMIZER(EXPLICIT, Opt)                                                   \
   namespace ember::optim {                                                                      \
   EXPLICIT void FusedOptimizer<Opt, Opt##Options>::update_all<exec::mode>();                    \

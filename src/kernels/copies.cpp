@@ -8,5 +8,5 @@ EMBER_KERNEL_INTEGER_COPIES_ALL(template)
 #if defined(EMBER_CUDA_KERNELS)
 EMBER_KERNEL_INSTANCES_DOUBLE(template)
 #else
-EMBER_KERNEL_EMPTY_ALL(template)  // no Mode: one instance for both kinds of unit
+EMBER_KERNEL_EMPTY_ALL(template)  // outside the kinds' namespaces: one instance for both
 #endif

@@ -1,5 +1,5 @@
-// The instances of half.cpp compiled by nvcc: there exec::mode names the CUDA translation units'
-// executor, so nvcc-compiled programs that link ember::kernels find their copies here. The CPU
-// loops they call are the ones the library's host units compile (exec/cpu_executor.hpp).
+// The instances of half.cpp compiled by nvcc: here they fall in the CUDA kind's namespace
+// (core/config.hpp), so nvcc-compiled programs that link ember::kernels find their copies here. The
+// CPU loops they call are the ones the library's host units compile (exec/cpu_executor.hpp).
 #define EMBER_CPU_LOOPS_ELSEWHERE 1
 #include "half.cpp"

@@ -44,7 +44,9 @@ class detect_anomaly {
   bool previous_;
 };
 
-namespace autograd::detail {
+}  // namespace ember
+
+namespace ember::autograd::detail::inline EMBER_UNIT_KIND {
 
 /// When anomaly detection is on: throws when `value`, the output of the recorded operation
 /// `node`, holds a value that is not finite. Off, it reads one thread-local flag.
@@ -77,5 +79,4 @@ void check_anomaly(const Tensor<T>& value, const TapeNode& node) {
   }
 }
 
-}  // namespace autograd::detail
-}  // namespace ember
+}  // namespace ember::autograd::detail::inline EMBER_UNIT_KIND

@@ -9,21 +9,20 @@
 #include "op_node.hpp"
 #include "var.hpp"
 
-namespace ember {
+namespace ember::inline EMBER_UNIT_KIND {
 
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Var<T> scaled_dot_product_attention(const Var<T>& q, const autograd::param_arg_t<T>& k,
                                     const autograd::param_arg_t<T>& v,
                                     const Tensor<bool>& mask = {},
                                     const AttentionOptions& opt = {}) {
   const Tensor<T> qv = q.value(), kv = k.value, vv = v.value;
-  auto [out, saved] = ops::attention_forward<T, Mode>(qv, kv, vv, mask, opt);
+  auto [out, saved] = ops::attention_forward<T>(qv, kv, vv, mask, opt);
   return Var<T>::from_node(autograd::record_op<T>(
       "scaled_dot_product_attention", out, {q.node(), k.node, v.node}, {qv, kv, vv},
       [qv, kv, vv, saved = std::move(saved), opt](const Tensor<T>& g) {
-        auto [dq, dk, dv] = ops::attention_backward<T, Mode>(qv, kv, vv, saved, opt, g);
+        auto [dq, dk, dv] = ops::attention_backward<T>(qv, kv, vv, saved, opt, g);
         return std::vector<Tensor<T>>{dq, dk, dv};
       }));
 }
-
-}  // namespace ember
+}  // namespace ember::inline EMBER_UNIT_KIND

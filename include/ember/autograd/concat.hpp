@@ -15,9 +15,9 @@
 #include "var.hpp"
 #include "views.hpp"
 
-namespace ember {
+namespace ember::inline EMBER_UNIT_KIND {
 
-template <Storable T, class Mode = exec::mode>
+template <Storable T>
 Var<T> cat(const std::vector<Var<T>>& list, std::int64_t dim = 0) {
   std::vector<Tensor<T>> values;
   std::vector<std::shared_ptr<autograd::VarNode<T>>> nodes;
@@ -39,7 +39,7 @@ Var<T> cat(const std::vector<Var<T>>& list, std::int64_t dim = 0) {
   }
   const int d = layout.dim;
   return Var<T>::from_node(autograd::record_op<T>(
-      "cat", cat<T, Mode>(values, d), std::move(nodes), {},
+      "cat", cat<T>(values, d), std::move(nodes), {},
       [d, starts = std::move(starts), extents = std::move(extents)](const Tensor<T>& g) {
         std::vector<Tensor<T>> grads;
         for (std::size_t i = 0; i < starts.size(); ++i)
@@ -47,25 +47,25 @@ Var<T> cat(const std::vector<Var<T>>& list, std::int64_t dim = 0) {
         return grads;
       }));
 }
-template <Storable T, class Mode = exec::mode>
+template <Storable T>
 Var<T> cat(std::initializer_list<Var<T>> list, std::int64_t dim = 0) {
-  return cat<T, Mode>(std::vector<Var<T>>(list), dim);
+  return cat<T>(std::vector<Var<T>>(list), dim);
 }
 
-template <Storable T, class Mode = exec::mode>
+template <Storable T>
 Var<T> stack(const std::vector<Var<T>>& list, std::int64_t dim = 0) {
   const int d = ops::stack_dim(list, dim);
   std::vector<Var<T>> parts;
   parts.reserve(list.size());
-  for (const Var<T>& v : list) parts.push_back(v.template unsqueeze<Mode>(d));
-  return cat<T, Mode>(parts, d);
+  for (const Var<T>& v : list) parts.push_back(v.unsqueeze(d));
+  return cat<T>(parts, d);
 }
-template <Storable T, class Mode = exec::mode>
+template <Storable T>
 Var<T> stack(std::initializer_list<Var<T>> list, std::int64_t dim = 0) {
-  return stack<T, Mode>(std::vector<Var<T>>(list), dim);
+  return stack<T>(std::vector<Var<T>>(list), dim);
 }
 
-template <Storable T, class Mode = exec::mode>
+template <Storable T>
 std::vector<Var<T>> split(const Var<T>& x, const std::vector<std::int64_t>& sizes,
                           std::int64_t dim = 0) {
   EMBER_CHECK(x.defined() && x.shape().rank() > 0, "ember: split: needs a Var of rank 1 or more");
@@ -73,23 +73,22 @@ std::vector<Var<T>> split(const Var<T>& x, const std::vector<std::int64_t>& size
   std::vector<Var<T>> out;
   std::int64_t at = 0;
   for (const std::int64_t s : ops::split_sizes(x.shape()[d], sizes, "split")) {
-    out.push_back(x.template narrow<Mode>(d, at, s));
+    out.push_back(x.narrow(d, at, s));
     at += s;
   }
   return out;
 }
-template <Storable T, class Mode = exec::mode>
+template <Storable T>
 std::vector<Var<T>> split(const Var<T>& x, std::int64_t size, std::int64_t dim = 0) {
   EMBER_CHECK(x.defined() && x.shape().rank() > 0, "ember: split: needs a Var of rank 1 or more");
   const int d = normalize_axis(dim, x.shape().rank(), "split");
-  return split<T, Mode>(x, ops::split_even(x.shape()[d], size, "split"), d);
+  return split<T>(x, ops::split_even(x.shape()[d], size, "split"), d);
 }
 
-template <Storable T, class Mode = exec::mode>
+template <Storable T>
 std::vector<Var<T>> chunk(const Var<T>& x, std::int64_t chunks, std::int64_t dim = 0) {
   EMBER_CHECK(x.defined() && x.shape().rank() > 0, "ember: chunk: needs a Var of rank 1 or more");
   const int d = normalize_axis(dim, x.shape().rank(), "chunk");
-  return split<T, Mode>(x, ops::chunk_size(x.shape()[d], chunks), d);
+  return split<T>(x, ops::chunk_size(x.shape()[d], chunks), d);
 }
-
-}  // namespace ember
+}  // namespace ember::inline EMBER_UNIT_KIND

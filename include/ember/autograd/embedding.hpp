@@ -11,29 +11,28 @@
 #include "op_node.hpp"
 #include "var.hpp"
 
-namespace ember {
+namespace ember::inline EMBER_UNIT_KIND {
 
 /// embedding of a Var table, recorded (see ops/indexing/embedding.hpp). With max_norm the table's
 /// value is renormalised in place first (no gradient flows through that: PyTorch's rule).
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Var<T> embedding(const Var<T>& weight, const Tensor<std::int64_t>& ids,
                  std::optional<std::int64_t> padding_idx = std::nullopt,
                  std::optional<double> max_norm = std::nullopt, double norm_type = 2.0) {
-  const Tensor<T> y = embedding<T, Mode>(weight.value(), ids, padding_idx, max_norm, norm_type);
+  const Tensor<T> y = embedding<T>(weight.value(), ids, padding_idx, max_norm, norm_type);
   const std::int64_t V = weight.value().size(0), D = weight.value().size(1);
   const std::int64_t padding = ops::padding_row(padding_idx, V);
   auto node = autograd::record_op<T>(
       "embedding", y, {weight.node()}, {}, [ids, V, D, padding](const Tensor<T>& g) {
-        return std::vector<Tensor<T>>{ops::embedding_backward<T, Mode>(g, ids, V, D, padding)};
+        return std::vector<Tensor<T>>{ops::embedding_backward<T>(g, ids, V, D, padding)};
       });
   // A table that already has a gradient (tied to an output projection) gets the rows named.
   // That gradient is dense: accumulate_grad keeps a 2-D gradient contiguous.
   if (auto* op = dynamic_cast<autograd::OpNode<T>*>(node->grad_fn.get())) {
     op->add_into_with([ids, padding](const Tensor<T>& table_grad, const Tensor<T>& g) {
-      ops::embedding_backward_add<T, Mode>(table_grad, g, ids, padding);
+      ops::embedding_backward_add<T>(table_grad, g, ids, padding);
     });
   }
   return Var<T>::from_node(std::move(node));
 }
-
-}  // namespace ember
+}  // namespace ember::inline EMBER_UNIT_KIND

@@ -24,7 +24,7 @@
 #include "../ops/matmul/feed_forward.hpp"
 #include "matmul.hpp"
 
-namespace ember {
+namespace ember::inline EMBER_UNIT_KIND {
 
 /// feed_forward's arguments: each a Var (recorded) or a Tensor (a constant), one Var at least,
 /// all of one element type.
@@ -39,7 +39,7 @@ concept FeedForwardOperands = autograd::product_arg<X>::value &&
 
 /// feed_forward of Vars, recorded for backward (see the top of this header). b1 and b2 may be
 /// undefined Tensors (no bias).
-template <class X, class W1, class B1, class W2, class B2, class Mode = exec::mode>
+template <class X, class W1, class B1, class W2, class B2>
 requires FeedForwardOperands<X, W1, B1, W2, B2> Var<typename autograd::product_arg<X>::type>
 feed_forward(const X& x, const W1& w1, const B1& b1, const W2& w2, const B2& b2, Activation act) {
   using T = typename autograd::product_arg<X>::type;
@@ -50,17 +50,17 @@ feed_forward(const X& x, const W1& w1, const B1& b1, const W2& w2, const B2& b2,
   ops::check_feed_forward_args(xv, w1v, b1v, w2v, b2v);
   // The hidden activation keeps what dP needs: on CUDA the aux of the epilogue that will read it.
   const autograd::LinearSaved<T> hidden =
-      autograd::linear_saving<T, Mode>(xv, w1v, b1v, act, /*keep_relu_mask=*/true);
-  const Tensor<T> y = linear<T, Mode>(hidden.y, w2v, b2v, Activation::none);
+      autograd::linear_saving<T>(xv, w1v, b1v, act, /*keep_relu_mask=*/true);
+  const Tensor<T> y = linear<T>(hidden.y, w2v, b2v, Activation::none);
   const std::int64_t K = w1v.size(1), F = w1v.size(0), N = w2v.size(0);
   const std::int64_t rows = xv.numel() / std::max<std::int64_t>(K, 1);
   return Var<T>::from_node(autograd::record_op<T>(
       "feed_forward", y, {arg_node(x), arg_node(w1), arg_node(b1), arg_node(w2), arg_node(b2)},
       {xv, w1v, b1v, w2v, b2v, hidden.y, hidden.pre},
       [xv, w1v, b1v, w2v, b2v, hidden, act, K, F, N, rows](const Tensor<T>& g) {
-        const Tensor<T> gy = g.template reshape<Mode>(Shape{rows, N});
-        const Tensor<T> h = hidden.y.template reshape<Mode>(Shape{rows, F});
-        auto [gw2, gb2] = autograd::linear_param_grads<T, Mode>(gy, h, b2v.defined());
+        const Tensor<T> gy = g.reshape(Shape{rows, N});
+        const Tensor<T> h = hidden.y.reshape(Shape{rows, F});
+        auto [gw2, gb2] = autograd::linear_param_grads<T>(gy, h, b2v.defined());
         Tensor<T> gp, gb1;
 #if defined(EMBER_WITH_CUDA)
         if (gy.device().is_cuda() && ops::cuda::activation_aux_supported(act, F) &&
@@ -76,15 +76,13 @@ feed_forward(const X& x, const W1& w1, const B1& b1, const W2& w2, const B2& b2,
         }
 #endif
         if (!gp.defined()) {
-          gp = autograd::activation_grad<T, Mode>(matmul<T, Mode>(gy, w2v), hidden, act);
+          gp = autograd::activation_grad<T>(matmul<T>(gy, w2v), hidden, act);
         }
-        const Tensor<T> x2 = xv.template reshape<Mode>(Shape{rows, K});
+        const Tensor<T> x2 = xv.reshape(Shape{rows, K});
         auto [gw1, gb1_apart] =
-            autograd::linear_param_grads<T, Mode>(gp, x2, b1v.defined() && !gb1.defined());
+            autograd::linear_param_grads<T>(gp, x2, b1v.defined() && !gb1.defined());
         if (!gb1.defined()) gb1 = gb1_apart;
-        return std::vector<Tensor<T>>{matmul<T, Mode>(gp, w1v).template reshape<Mode>(xv.shape()),
-                                      gw1, gb1, gw2, gb2};
+        return std::vector<Tensor<T>>{matmul<T>(gp, w1v).reshape(xv.shape()), gw1, gb1, gw2, gb2};
       }));
 }
-
-}  // namespace ember
+}  // namespace ember::inline EMBER_UNIT_KIND

@@ -146,7 +146,7 @@ std::vector<std::shared_ptr<VarNodeBase>> tensor_arg_nodes(const Args&... args) 
 }
 
 // In the translation unit's executor namespace, like every evaluating part (core/config.hpp).
-inline namespace EMBER_EXEC_NS {
+inline namespace EMBER_UNIT_KIND {
 
 template <class F, Storable U, class... Args>
 class FunctionNode final : public TapeNode {
@@ -214,9 +214,12 @@ class FunctionNode final : public TapeNode {
   std::vector<std::shared_ptr<VarNodeBase>> in_;
 };
 
-}  // namespace EMBER_EXEC_NS
+}  // namespace EMBER_UNIT_KIND
 }  // namespace autograd
 
+}  // namespace ember
+
+namespace ember::inline EMBER_UNIT_KIND {
 /// Runs F::forward on the arguments (Vars as their values) and records F::backward for the
 /// result. See the top of this header for what F provides.
 template <class F, class... Args>
@@ -253,4 +256,4 @@ auto apply(const Args&... args) {
   return Var<U>::from_node(std::move(n));
 }
 
-}  // namespace ember
+}  // namespace ember::inline EMBER_UNIT_KIND

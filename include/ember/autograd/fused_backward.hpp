@@ -158,7 +158,7 @@ std::vector<const Storage*> rule_storages(const Rule& rule) {
 
 // The evaluating parts live in the translation unit's executor namespace (core/config.hpp), so
 // that .cpp and .cu instantiations of the same node never collide at link time.
-inline namespace EMBER_EXEC_NS {
+inline namespace EMBER_UNIT_KIND {
 
 /// Points `slot` at where Var `vn`'s adjoint goes in a backward over `shape`: its gradient when
 /// it has that shape (added to, or written fresh), else a temporary of that shape, reduced into
@@ -168,7 +168,7 @@ template <Storable T>
 void gradient_target(SlotOut<T>& slot, VarNode<T>* vn, const Shape& shape, Device device,
                      std::vector<std::function<void()>>& reductions) {
   if (vn->value.shape() == shape) {
-    vn->template own_grad<exec::mode>();
+    vn->own_grad();
     slot.add = vn->grad.defined();  // else the launch writes a fresh gradient
     if (!slot.add) vn->grad = empty<T>(shape, device);
     EMBER_CHECK(vn->grad.is_contiguous(), "ember: internal: non-contiguous gradient");
@@ -182,7 +182,7 @@ void gradient_target(SlotOut<T>& slot, VarNode<T>* vn, const Shape& shape, Devic
     Tensor<T> r = exec::reduce_expression<T>(expr::Leaf<acc_t<T>>(temp),
                                              reduce::Bound<reduce::Sum<acc_t<T>>>{}, "sum",
                                              broadcast_axes(leaf, shape), true, true);
-    accumulate_grad<T, T, exec::mode>(*vn, r.reshape(leaf), true);
+    accumulate_grad<T, T>(*vn, r.reshape(leaf), true);
   });
 }
 
@@ -404,6 +404,6 @@ class FusedNode final : public TapeNode {
   SavedStorages saved_;
 };
 
-}  // namespace EMBER_EXEC_NS
+}  // namespace EMBER_UNIT_KIND
 }  // namespace autograd
 }  // namespace ember

@@ -13,48 +13,47 @@
 #include "reductions.hpp"
 #include "var.hpp"
 
-namespace ember {
+namespace ember::inline EMBER_UNIT_KIND {
 
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Var<T> softmax(const Var<T>& x, int axis) {
-  const Tensor<T> y = softmax<T, Mode>(x.value(), axis);
+  const Tensor<T> y = softmax<T>(x.value(), axis);
   return Var<T>::from_node(
       autograd::record_op<T>("softmax", y, {x.node()}, {y}, [y, axis](const Tensor<T>& g) {
-        return std::vector<Tensor<T>>{ops::softmax_backward<T, Mode>(y, g, axis)};
+        return std::vector<Tensor<T>>{ops::softmax_backward<T>(y, g, axis)};
       }));
 }
 
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Var<T> log_softmax(const Var<T>& x, int axis) {
-  const Tensor<T> y = log_softmax<T, Mode>(x.value(), axis);
+  const Tensor<T> y = log_softmax<T>(x.value(), axis);
   return Var<T>::from_node(
       autograd::record_op<T>("log_softmax", y, {x.node()}, {y}, [y, axis](const Tensor<T>& g) {
-        return std::vector<Tensor<T>>{ops::log_softmax_backward<T, Mode>(y, g, axis)};
+        return std::vector<Tensor<T>>{ops::log_softmax_backward<T>(y, g, axis)};
       }));
 }
 
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Var<T> cross_entropy(const Var<T>& logits, const Tensor<std::int64_t>& targets,
                      const CrossEntropyOptions& opt = {}) {
   using A = acc_t<T>;
   const Tensor<T> x = logits.value();
-  const auto terms = ops::cross_entropy_terms<T, Mode>(x, targets, opt);
+  const auto terms = ops::cross_entropy_terms<T>(x, targets, opt);
   const double count = ops::loss_divisor(terms.kept, opt.reduction);
-  const Tensor<T> out = ops::reduce_loss<T, A, Mode>(terms.loss, opt.reduction, count);
+  const Tensor<T> out = ops::reduce_loss<T, A>(terms.loss, opt.reduction, count);
   const Tensor<A> lse = terms.lse;
   return Var<T>::from_node(
       autograd::record_op<T>("cross_entropy", out, {logits.node()}, {x},
                              [x, targets, lse, opt, count](const Tensor<T>& g) {
-                               return std::vector<Tensor<T>>{ops::cross_entropy_backward<T, Mode>(
-                                   x, targets, lse, g, opt, count)};
+                               return std::vector<Tensor<T>>{
+                                   ops::cross_entropy_backward<T>(x, targets, lse, g, opt, count)};
                              }));
 }
 
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Var<T> nll_loss(const Var<T>& logp, const Tensor<std::int64_t>& targets,
                 Reduction reduction = Reduction::mean, std::int64_t ignore_index = -100) {
-  const auto forward =
-      ops::nll_loss_forward<T, Mode>(logp.value(), targets, reduction, ignore_index);
+  const auto forward = ops::nll_loss_forward<T>(logp.value(), targets, reduction, ignore_index);
   const Tensor<T> out = forward.first;
   const double count = forward.second;
   const ops::ClassLayout l = ops::class_layout(logp.value(), targets, "nll_loss");
@@ -74,15 +73,14 @@ Var<T> nll_loss(const Var<T>& logp, const Tensor<std::int64_t>& targets,
 }
 
 /// Mean (or sum, or none) of (a - b)^2 where a or b is a Var: a fused expression reduction.
-template <class A, class B, class Mode = exec::mode>
+template <class A, class B>
 requires(autograd::is_var<A>::value ||
          autograd::is_var<B>::value) auto mse_loss(const A& a, const B& b,
                                                    Reduction reduction = Reduction::mean) {
   using T = std::conditional_t<autograd::is_var<A>::value, typename A::value_type,
                                typename B::value_type>;
   if (reduction == Reduction::none) return Var<T>(square(a - b));
-  if (reduction == Reduction::sum) return sum<decltype(square(a - b)), Mode>(square(a - b));
-  return mean<decltype(square(a - b)), Mode>(square(a - b));
+  if (reduction == Reduction::sum) return sum<decltype(square(a - b))>(square(a - b));
+  return mean<decltype(square(a - b))>(square(a - b));
 }
-
-}  // namespace ember
+}  // namespace ember::inline EMBER_UNIT_KIND

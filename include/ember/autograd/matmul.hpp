@@ -22,9 +22,7 @@
 #include "op_node.hpp"
 #include "var.hpp"
 
-namespace ember {
-
-namespace autograd {
+namespace ember::autograd::inline EMBER_UNIT_KIND {
 
 /// A matmul or linear argument: a Var (recorded) or a Tensor (a constant).
 template <class X>
@@ -69,7 +67,7 @@ struct LinearSaved {
 /// linear(x, w, bias, act), keeping what its backward reads. On CUDA cuBLASLt writes the
 /// tanh-form GELU's pre-activation (and, with `keep_relu_mask`, ReLU's sign bits) in the same
 /// call, where its layout rules allow.
-template <FloatingElement T, class Mode>
+template <FloatingElement T>
 LinearSaved<T> linear_saving(const Tensor<T>& x, const Tensor<T>& w, const Tensor<T>& bias,
                              Activation act, [[maybe_unused]] bool keep_relu_mask) {
   ops::check_linear_args(x, w, bias);
@@ -91,24 +89,24 @@ LinearSaved<T> linear_saving(const Tensor<T>& x, const Tensor<T>& w, const Tenso
   }
 #endif
   if (act == Activation::gelu || act == Activation::gelu_tanh) {
-    s.pre = linear<T, Mode>(x, w, bias, Activation::none);
+    s.pre = linear<T>(x, w, bias, Activation::none);
     s.y = act == Activation::gelu ? Tensor<T>(gelu(s.pre)) : Tensor<T>(gelu_tanh(s.pre));
-    s.pre = s.pre.template reshape<Mode>(Shape{rows, N});
+    s.pre = s.pre.reshape(Shape{rows, N});
   } else {
-    s.y = linear<T, Mode>(x, w, bias, act);
+    s.y = linear<T>(x, w, bias, act);
   }
   return s;
 }
 
 /// dP = dY act'(P) for dY [rows, N] (one fused pass; ReLU reads its output back).
-template <FloatingElement T, class Mode>
+template <FloatingElement T>
 Tensor<T> activation_grad(const Tensor<T>& gy, const LinearSaved<T>& s, Activation act) {
   const Shape shape = gy.shape();
   switch (act) {
     case Activation::none:
       return gy;
     case Activation::relu:
-      return Tensor<T>(where(s.y.template reshape<Mode>(shape) > 0.0, gy, 0.0));
+      return Tensor<T>(where(s.y.reshape(shape) > 0.0, gy, 0.0));
     case Activation::gelu:
       return Tensor<T>(gy * expr::make_map(fn::Derivative<fn::GeluErf>{}, s.pre));
     case Activation::gelu_tanh:
@@ -120,7 +118,7 @@ Tensor<T> activation_grad(const Tensor<T>& gy, const LinearSaved<T>& s, Activati
 /// A linear's weight and bias gradients from its pre-activation gradient dP [rows, N] and input
 /// X [rows, K]: dW = dP^T X, and (with_bias) db = the column sums of dP, on CUDA from dW's GEMM
 /// (cuBLASLt's BGRADB epilogue) where cuBLASLt has it.
-template <FloatingElement T, class Mode>
+template <FloatingElement T>
 std::pair<Tensor<T>, Tensor<T>> linear_param_grads(const Tensor<T>& gp, const Tensor<T>& x2,
                                                    bool with_bias) {
   Tensor<T> gw, gb;
@@ -131,12 +129,13 @@ std::pair<Tensor<T>, Tensor<T>> linear_param_grads(const Tensor<T>& gp, const Te
     if (ops::cuda::linear_weight_and_bias_grad(gp, x2, gw, gb)) return {gw, gb};
   }
 #endif
-  gw = matmul<T, Mode>(gp.t(), x2);
-  if (with_bias) gb = sum<expr::Leaf<T>, Mode>(expr::Leaf<T>(gp), Dims{0});
+  gw = matmul<T>(gp.t(), x2);
+  if (with_bias) gb = sum<expr::Leaf<T>>(expr::Leaf<T>(gp), Dims{0});
   return {gw, gb};
 }
+}  // namespace ember::autograd::inline EMBER_UNIT_KIND
 
-}  // namespace autograd
+namespace ember::inline EMBER_UNIT_KIND {
 
 /// Either operand a Var, the other a Var or a Tensor of the same element type.
 template <class A, class B>
@@ -146,12 +145,12 @@ concept ProductOperands = autograd::product_arg<A>::value && autograd::product_a
                                          typename autograd::product_arg<B>::type>;
 
 /// matmul of Vars (or a Var and a Tensor), recorded for backward.
-template <class A, class B, class Mode = exec::mode>
+template <class A, class B>
 requires ProductOperands<A, B> Var<typename autograd::product_arg<A>::type> matmul(const A& a,
                                                                                    const B& b) {
   using T = typename autograd::product_arg<A>::type;
   const Tensor<T> av = autograd::arg_value(a), bv = autograd::arg_value(b);
-  Tensor<T> out = matmul<T, Mode>(av, bv);
+  Tensor<T> out = matmul<T>(av, bv);
   return Var<T>::from_node(autograd::record_op<T>(
       "matmul", out, {autograd::arg_node(a), autograd::arg_node(b)}, {av, bv},
       [av, bv](const Tensor<T>& g) {
@@ -162,12 +161,11 @@ requires ProductOperands<A, B> Var<typename autograd::product_arg<A>::type> matm
         Shape full = m.batch;
         full.push_back(m.M);
         full.push_back(m.N);
-        const Tensor<T> g2 = g.template reshape<Mode>(full);
-        const Tensor<T> ga = matmul<T, Mode>(g2, b2.transpose(-1, -2));
-        const Tensor<T> gb = matmul<T, Mode>(a2.transpose(-1, -2), g2);
-        return std::vector<Tensor<T>>{
-            sum_to<T, Mode>(ga, a2.shape()).template reshape<Mode>(av.shape()),
-            sum_to<T, Mode>(gb, b2.shape()).template reshape<Mode>(bv.shape())};
+        const Tensor<T> g2 = g.reshape(full);
+        const Tensor<T> ga = matmul<T>(g2, b2.transpose(-1, -2));
+        const Tensor<T> gb = matmul<T>(a2.transpose(-1, -2), g2);
+        return std::vector<Tensor<T>>{sum_to<T>(ga, a2.shape()).reshape(av.shape()),
+                                      sum_to<T>(gb, b2.shape()).reshape(bv.shape())};
       }));
 }
 
@@ -182,19 +180,16 @@ requires ProductOperands<X, W> || ProductOperands<X, Bias> || ProductOperands<W,
   using T = typename autograd::product_arg<X>::type;
   const Tensor<T> xv = autograd::arg_value(x), wv = autograd::arg_value(w);
   const Tensor<T> bv = autograd::arg_value(bias);
-  const autograd::LinearSaved<T> s = autograd::linear_saving<T, Mode>(xv, wv, bv, act, false);
+  const autograd::LinearSaved<T> s = autograd::linear_saving<T>(xv, wv, bv, act, false);
   const std::int64_t N = wv.size(0), K = wv.size(1);
   return Var<T>::from_node(autograd::record_op<T>(
       "linear", s.y, {autograd::arg_node(x), autograd::arg_node(w), autograd::arg_node(bias)},
       {xv, wv, bv, s.pre}, [xv, wv, bv, s, act, N, K](const Tensor<T>& g) {
         const std::int64_t rows = g.numel() / std::max<std::int64_t>(N, 1);
-        const Tensor<T> gp =
-            autograd::activation_grad<T, Mode>(g.template reshape<Mode>(Shape{rows, N}), s, act);
-        const Tensor<T> x2 = xv.template reshape<Mode>(Shape{rows, K});
-        auto [gw, gb] = autograd::linear_param_grads<T, Mode>(gp, x2, bv.defined());
-        return std::vector<Tensor<T>>{matmul<T, Mode>(gp, wv).template reshape<Mode>(xv.shape()),
-                                      gw, gb};
+        const Tensor<T> gp = autograd::activation_grad<T>(g.reshape(Shape{rows, N}), s, act);
+        const Tensor<T> x2 = xv.reshape(Shape{rows, K});
+        auto [gw, gb] = autograd::linear_param_grads<T>(gp, x2, bv.defined());
+        return std::vector<Tensor<T>>{matmul<T>(gp, wv).reshape(xv.shape()), gw, gb};
       }));
 }
-
-}  // namespace ember
+}  // namespace ember::inline EMBER_UNIT_KIND

@@ -16,9 +16,8 @@
 #include "op_node.hpp"
 #include "var.hpp"
 
-namespace ember {
+namespace ember::autograd::inline EMBER_UNIT_KIND {
 
-namespace autograd {
 /// A weight or bias argument: a Var, a Tensor (constant), or an undefined Tensor (none).
 template <FloatingElement T>
 struct ParamArg {
@@ -34,73 +33,74 @@ using param_arg_t = std::type_identity_t<ParamArg<T>>;
 
 /// The recorded normalisation with statistics of x itself (layer_norm where its rows do not
 /// apply): y = normalize(x; st, w, b) with the backward of ops/.
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Var<T> record_normalize(const char* name, const Var<T>& x, const ops::NormStats<acc_t<T>>& st,
                         const ParamArg<T>& w, const ParamArg<T>& b, const Tensor<T>& wv,
                         const Tensor<T>& bv, const Dims& axes) {
   const Tensor<T> xv = x.value();
-  const Tensor<T> y = ops::normalize<T, Mode>(xv, st, wv, bv);
-  return Var<T>::from_node(record_op<T>(
-      name, y, {x.node(), w.node, b.node}, {xv, w.value, b.value},
-      [xv, st, wv, bv, axes, wshape = w.value.defined() ? w.value.shape() : Shape(),
-       bshape = b.value.defined() ? b.value.shape() : Shape()](const Tensor<T>& g) {
-        auto [gx, gw, gb] = ops::normalize_backward<T, Mode>(xv, st, wv, bv, g, axes, true);
-        return std::vector<Tensor<T>>{gx, gw.defined() ? gw.reshape(wshape) : gw,
-                                      gb.defined() ? gb.reshape(bshape) : gb};
-      }));
+  const Tensor<T> y = ops::normalize<T>(xv, st, wv, bv);
+  return Var<T>::from_node(
+      record_op<T>(name, y, {x.node(), w.node, b.node}, {xv, w.value, b.value},
+                   [xv, st, wv, bv, axes, wshape = w.value.defined() ? w.value.shape() : Shape(),
+                    bshape = b.value.defined() ? b.value.shape() : Shape()](const Tensor<T>& g) {
+                     auto [gx, gw, gb] = ops::normalize_backward<T>(xv, st, wv, bv, g, axes, true);
+                     return std::vector<Tensor<T>>{gx, gw.defined() ? gw.reshape(wshape) : gw,
+                                                   gb.defined() ? gb.reshape(bshape) : gb};
+                   }));
 }
-}  // namespace autograd
+}  // namespace ember::autograd::inline EMBER_UNIT_KIND
+
+namespace ember::inline EMBER_UNIT_KIND {
 
 /// PyTorch's F.layer_norm(x, normalized_shape, weight, bias, eps) of Vars: over the trailing
 /// dims `normalized`; weight and bias may be undefined (no affine), else of that shape.
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Var<T> layer_norm(const Var<T>& x, const Shape& normalized, const autograd::param_arg_t<T>& weight,
                   const autograd::param_arg_t<T>& bias, double eps = 1e-5) {
   ops::check_layer_norm_params(normalized, weight.value, bias.value);
   const Dims axes = ops::layer_norm_axes(x.value(), normalized);
   const std::int64_t cols = normalized.numel();
   if (ops::row_norm_applies(x.value(), cols)) {
-    const Tensor<T> w = ops::as_row_param<T, Mode>(weight.value, cols);
-    auto forward = ops::row_norm_forward<T, Mode>(
-        x.value(), Tensor<T>(), w, ops::as_row_param<T, Mode>(bias.value, cols), cols, eps, {});
+    const Tensor<T> w = ops::as_row_param<T>(weight.value, cols);
+    auto forward = ops::row_norm_forward<T>(x.value(), Tensor<T>(), w,
+                                            ops::as_row_param<T>(bias.value, cols), cols, eps, {});
     return Var<T>::from_node(autograd::record_op<T>(
         "layer_norm", std::get<0>(forward), {x.node(), weight.node, bias.node},
         {x.value(), weight.value, bias.value},
         [saved = std::move(std::get<1>(forward)), w, has_bias = bias.value.defined(),
          wshape = weight.value.defined() ? weight.value.shape() : Shape(),
          bshape = bias.value.defined() ? bias.value.shape() : Shape()](const Tensor<T>& g) {
-          auto [gx, gres, gw, gb] = ops::row_norm_backward<T, Mode>(g, saved, w, has_bias, false);
+          auto [gx, gres, gw, gb] = ops::row_norm_backward<T>(g, saved, w, has_bias, false);
           return std::vector<Tensor<T>>{gx, gw.defined() ? gw.reshape(wshape) : gw,
                                         gb.defined() ? gb.reshape(bshape) : gb};
         }));
   }
-  const auto st = ops::norm_stats<T, Mode>(x.value(), axes, eps, "layer_norm");
-  return autograd::record_normalize<T, Mode>("layer_norm", x, st, weight, bias, weight.value,
-                                             bias.value, axes);
+  const auto st = ops::norm_stats<T>(x.value(), axes, eps, "layer_norm");
+  return autograd::record_normalize<T>("layer_norm", x, st, weight, bias, weight.value, bias.value,
+                                       axes);
 }
 /// layer_norm over the trailing dims of weight's shape (bias's when there is no weight).
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Var<T> layer_norm(const Var<T>& x, const autograd::param_arg_t<T>& weight,
                   const autograd::param_arg_t<T>& bias, double eps = 1e-5) {
-  return layer_norm<T, Mode>(x, ops::layer_norm_shape(weight.value, bias.value), weight, bias, eps);
+  return layer_norm<T>(x, ops::layer_norm_shape(weight.value, bias.value), weight, bias, eps);
 }
 
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Var<T> batch_norm(const Var<T>& x, const autograd::param_arg_t<T>& weight,
                   const autograd::param_arg_t<T>& bias,
                   const std::type_identity_t<Tensor<T>>& running_mean,
                   const std::type_identity_t<Tensor<T>>& running_var, bool training,
                   double momentum = 0.1, double eps = 1e-5, ops::StatisticsGroupPtr group = {}) {
   const Tensor<T> xv = x.value();
-  const auto s =
-      ops::batch_norm_setup<T, Mode>(xv, weight.value, bias.value, running_mean, running_var,
-                                     training, momentum, eps, std::move(group));
+  const auto s = ops::batch_norm_setup<T>(xv, weight.value, bias.value, running_mean, running_var,
+                                          training, momentum, eps, std::move(group));
   return Var<T>::from_node(autograd::record_op<T>(
-      "batch_norm", ops::batch_norm_output<T, Mode>(xv, s), {x.node(), weight.node, bias.node},
+      "batch_norm", ops::batch_norm_output<T>(xv, s), {x.node(), weight.node, bias.node},
       {xv, weight.value, bias.value},
       [xv, s, training, wshape = weight.value.defined() ? weight.value.shape() : Shape(),
        bshape = bias.value.defined() ? bias.value.shape() : Shape()](const Tensor<T>& g) {
-        auto [gx, gw, gb] = ops::batch_norm_backward<T, Mode>(xv, s, g, training);
+        auto [gx, gw, gb] = ops::batch_norm_backward<T>(xv, s, g, training);
         return std::vector<Tensor<T>>{gx, gw.defined() ? gw.reshape(wshape) : gw,
                                       gb.defined() ? gb.reshape(bshape) : gb};
       }));
@@ -109,7 +109,7 @@ Var<T> batch_norm(const Var<T>& x, const autograd::param_arg_t<T>& weight,
 /// relu(batch_norm(x) + residual) of Vars, in one pass after the statistics (ResNet's block
 /// ending); residual may be a Var, a Tensor or undefined. Backward: the ReLU's mask in one pass,
 /// then batch_norm's backward; the residual's gradient is the masked gradient itself.
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Var<T> batch_norm_add_relu(const Var<T>& x, const autograd::param_arg_t<T>& residual,
                            const autograd::param_arg_t<T>& weight,
                            const autograd::param_arg_t<T>& bias,
@@ -118,10 +118,9 @@ Var<T> batch_norm_add_relu(const Var<T>& x, const autograd::param_arg_t<T>& resi
                            double momentum = 0.1, double eps = 1e-5,
                            ops::StatisticsGroupPtr group = {}) {
   const Tensor<T> xv = x.value();
-  const auto s =
-      ops::batch_norm_setup<T, Mode>(xv, weight.value, bias.value, running_mean, running_var,
-                                     training, momentum, eps, std::move(group));
-  const Tensor<T> y = ops::normalize_add_relu<T, Mode>(xv, s, residual.value);
+  const auto s = ops::batch_norm_setup<T>(xv, weight.value, bias.value, running_mean, running_var,
+                                          training, momentum, eps, std::move(group));
+  const Tensor<T> y = ops::normalize_add_relu<T>(xv, s, residual.value);
   return Var<T>::from_node(autograd::record_op<T>(
       "batch_norm_add_relu", y, {x.node(), residual.node, weight.node, bias.node},
       {xv, residual.value, weight.value, bias.value},
@@ -129,14 +128,13 @@ Var<T> batch_norm_add_relu(const Var<T>& x, const autograd::param_arg_t<T>& resi
        residual = residual.value.defined()](const Tensor<T>& g) {
         if (training) {
           // The ReLU's mask inside batch norm's channel loops, where they serve these tensors.
-          auto [gx, gw, gb, gpre] =
-              ops::channel_batch_norm_backward<T, Mode>(xv, s, g, y, residual);
+          auto [gx, gw, gb, gpre] = ops::channel_batch_norm_backward<T>(xv, s, g, y, residual);
           if (gx.defined()) {
             return std::vector<Tensor<T>>{gx, gpre, gw.reshape(wshape), gb.reshape(wshape)};
           }
         }
         const Tensor<T> gpre = Tensor<T>(cast<T>(where(y > 0.0, g, 0.0)));
-        auto [gx, gw, gb] = ops::batch_norm_backward<T, Mode>(xv, s, gpre, training);
+        auto [gx, gw, gb] = ops::batch_norm_backward<T>(xv, s, gpre, training);
         return std::vector<Tensor<T>>{gx, gpre, gw.reshape(wshape), gb.reshape(wshape)};
       }));
 }
@@ -144,34 +142,33 @@ Var<T> batch_norm_add_relu(const Var<T>& x, const autograd::param_arg_t<T>& resi
 /// layer_norm(dropout(x) + residual) over the last dimension of Vars, in one row pass each way
 /// (ops/rows/dropout_add_layer_norm.hpp); residual, weight and bias may be Vars, Tensors or (weight
 /// and bias) undefined.
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Var<T> dropout_add_layer_norm(const Var<T>& x, const autograd::param_arg_t<T>& residual,
                               const autograd::param_arg_t<T>& weight,
                               const autograd::param_arg_t<T>& bias, double eps = 1e-5,
                               const DropoutOptions& dropout = {}) {
-  auto forward = ops::dropout_add_layer_norm_forward<T, Mode>(
-      x.value(), residual.value, weight.value, bias.value, eps, dropout);
+  auto forward = ops::dropout_add_layer_norm_forward<T>(x.value(), residual.value, weight.value,
+                                                        bias.value, eps, dropout);
   return Var<T>::from_node(autograd::record_op<T>(
       "dropout_add_layer_norm", std::get<0>(forward),
       {x.node(), residual.node, weight.node, bias.node}, {weight.value},
       [saved = std::move(std::get<1>(forward)), w = weight.value,
        has_bias = bias.value.defined()](const Tensor<T>& g) {
-        auto [gx, gres, gw, gb] = ops::row_norm_backward<T, Mode>(g, saved, w, has_bias, true);
+        auto [gx, gres, gw, gb] = ops::row_norm_backward<T>(g, saved, w, has_bias, true);
         return std::vector<Tensor<T>>{gx, gres, gw, gb};
       }));
 }
 
 /// Dropout of a Var: the backward applies the same mask (recomputed from seed and offset).
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Var<T> dropout(const Var<T>& x, double p, bool training, std::uint64_t seed,
                std::uint64_t offset = 0) {
   EMBER_CHECK(p >= 0 && p <= 1, "ember: dropout: p must be in [0, 1], got ", p);
   if (!training || p == 0) return x;
-  const Tensor<T> y = ops::apply_dropout_mask<T, Mode>(x.value(), p, seed, offset);
+  const Tensor<T> y = ops::apply_dropout_mask<T>(x.value(), p, seed, offset);
   return Var<T>::from_node(
       autograd::record_op<T>("dropout", y, {x.node()}, {}, [p, seed, offset](const Tensor<T>& g) {
-        return std::vector<Tensor<T>>{ops::apply_dropout_mask<T, Mode>(g, p, seed, offset)};
+        return std::vector<Tensor<T>>{ops::apply_dropout_mask<T>(g, p, seed, offset)};
       }));
 }
-
-}  // namespace ember
+}  // namespace ember::inline EMBER_UNIT_KIND

@@ -24,7 +24,7 @@
 
 namespace ember::autograd {
 // In the translation unit's executor namespace, like every evaluating part (core/config.hpp).
-inline namespace EMBER_EXEC_NS {
+inline namespace EMBER_UNIT_KIND {
 
 template <Storable T>
 class OpNode final : public TapeNode {
@@ -122,5 +122,5 @@ std::shared_ptr<VarNode<T>> record_op(std::string name, Tensor<T> value,
   return n;
 }
 
-}  // namespace EMBER_EXEC_NS
+}  // namespace EMBER_UNIT_KIND
 }  // namespace ember::autograd

@@ -15,40 +15,38 @@
 #include "op_node.hpp"
 #include "var.hpp"
 
-namespace ember {
+namespace ember::inline EMBER_UNIT_KIND {
 
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Var<T> max_pool2d(const Var<T>& x, const Pool2dOptions& opt) {
   const ops::Pool2dGeometry g = ops::pool2d_geometry(x.value(), opt, "max_pool2d");
   const bool record = grad_enabled() && x.requires_grad();
-  auto [y, argmax] = ops::max_pool2d_forward<T, Mode>(x.value(), g, record);
+  auto [y, argmax] = ops::max_pool2d_forward<T>(x.value(), g, record);
   return Var<T>::from_node(autograd::record_op<T>(
       "max_pool2d", y, {x.node()}, {}, [argmax = argmax, g](const Tensor<T>& gy) {
-        return std::vector<Tensor<T>>{ops::max_pool2d_backward<T, Mode>(gy, argmax, g, g.format())};
+        return std::vector<Tensor<T>>{ops::max_pool2d_backward<T>(gy, argmax, g, g.format())};
       }));
 }
 
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Var<T> avg_pool2d(const Var<T>& x, const Pool2dOptions& opt) {
   const ops::Pool2dGeometry g = ops::avg_pool2d_geometry(x.value(), opt);
   const bool include_pad = opt.count_include_pad;
-  const Tensor<T> y = ops::avg_pool2d_forward<T, Mode>(x.value(), g, include_pad);
+  const Tensor<T> y = ops::avg_pool2d_forward<T>(x.value(), g, include_pad);
   return Var<T>::from_node(autograd::record_op<T>(
       "avg_pool2d", y, {x.node()}, {}, [g, include_pad](const Tensor<T>& gy) {
-        return std::vector<Tensor<T>>{
-            ops::avg_pool2d_backward<T, Mode>(gy, g, include_pad, g.format())};
+        return std::vector<Tensor<T>>{ops::avg_pool2d_backward<T>(gy, g, include_pad, g.format())};
       }));
 }
 
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Var<T> adaptive_avg_pool2d(const Var<T>& x, std::array<std::int64_t, 2> out) {
   const ops::Pool2dGeometry g =
       ops::adaptive_pool2d_geometry(x.value(), out, "adaptive_avg_pool2d");
-  const Tensor<T> y = ops::avg_pool2d_forward<T, Mode>(x.value(), g, true);
+  const Tensor<T> y = ops::avg_pool2d_forward<T>(x.value(), g, true);
   return Var<T>::from_node(
       autograd::record_op<T>("adaptive_avg_pool2d", y, {x.node()}, {}, [g](const Tensor<T>& gy) {
-        return std::vector<Tensor<T>>{ops::avg_pool2d_backward<T, Mode>(gy, g, true, g.format())};
+        return std::vector<Tensor<T>>{ops::avg_pool2d_backward<T>(gy, g, true, g.format())};
       }));
 }
-
-}  // namespace ember
+}  // namespace ember::inline EMBER_UNIT_KIND

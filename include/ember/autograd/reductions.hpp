@@ -28,7 +28,7 @@ concept VarOperand = ArrayOperand<X> && autograd::contains_var_v<expr::node_t<X>
 
 namespace autograd {
 // In the translation unit's executor namespace, like every evaluating part (core/config.hpp).
-inline namespace EMBER_EXEC_NS {
+inline namespace EMBER_UNIT_KIND {
 
 /// Wraps the reduction's result `r` of expression `e` as a Var and records its backward.
 template <class E, Storable V, class MakeRule>
@@ -75,17 +75,20 @@ inline std::int64_t reduced_count(const Shape& shape, const Dims& axes, const ch
   return n;
 }
 
-}  // namespace EMBER_EXEC_NS
+}  // namespace EMBER_UNIT_KIND
 }  // namespace autograd
 
-#define EMBER_VAR_REDUCTION_OVERLOADS(fname)       \
-  template <VarOperand X, class Mode = exec::mode> \
-  auto fname(const X& x) {                         \
-    return fname<X, Mode>(x, Dims{}, false);       \
+}  // namespace ember
+
+namespace ember::inline EMBER_UNIT_KIND {
+#define EMBER_VAR_REDUCTION_OVERLOADS(fname) \
+  template <VarOperand X>                    \
+  auto fname(const X& x) {                   \
+    return fname<X>(x, Dims{}, false);       \
   }
 
 /// Sum over `axes` (all when empty) of an expression over Vars.
-template <VarOperand X, class Mode = exec::mode>
+template <VarOperand X>
 auto sum(const X& x, const Dims& axes, bool keepdim = false) {
   const auto e = expr::as_node(x);
   using V = typename decltype(e)::value_type;
@@ -99,7 +102,7 @@ auto sum(const X& x, const Dims& axes, bool keepdim = false) {
 EMBER_VAR_REDUCTION_OVERLOADS(sum)
 
 /// Mean over `axes` (all when empty) of an expression over Vars.
-template <VarOperand X, class Mode = exec::mode>
+template <VarOperand X>
 auto mean(const X& x, const Dims& axes, bool keepdim = false) {
   const auto e = expr::as_node(x);
   using V = typename decltype(e)::value_type;
@@ -116,7 +119,7 @@ EMBER_VAR_REDUCTION_OVERLOADS(mean)
 
 #define EMBER_VAR_EXTREMUM(fname, Reducer)                                                     \
   /** fname over `axes` of an expression over Vars; ties share the gradient evenly. */         \
-  template <VarOperand X, class Mode = exec::mode>                                             \
+  template <VarOperand X>                                                                      \
   auto fname(const X& x, const Dims& axes, bool keepdim = false) {                             \
     const auto e = expr::as_node(x);                                                           \
     using V = typename decltype(e)::value_type;                                                \
@@ -133,7 +136,7 @@ EMBER_VAR_EXTREMUM(min, Min)
 #undef EMBER_VAR_EXTREMUM
 
 /// Product over `axes` of an expression over Vars; exact with zeros in the slice.
-template <VarOperand X, class Mode = exec::mode>
+template <VarOperand X>
 auto prod(const X& x, const Dims& axes, bool keepdim = false) {
   const auto e = expr::as_node(x);
   using V = typename decltype(e)::value_type;
@@ -146,7 +149,7 @@ auto prod(const X& x, const Dims& axes, bool keepdim = false) {
 EMBER_VAR_REDUCTION_OVERLOADS(prod)
 
 /// log(sum(exp(x))) over `axes` of an expression over Vars.
-template <VarOperand X, class Mode = exec::mode>
+template <VarOperand X>
 auto logsumexp(const X& x, const Dims& axes, bool keepdim = false) {
   const auto e = expr::as_node(x);
   using V = typename decltype(e)::value_type;
@@ -162,7 +165,7 @@ EMBER_VAR_REDUCTION_OVERLOADS(logsumexp)
 #undef EMBER_VAR_REDUCTION_OVERLOADS
 
 /// Variance over `axes` of an expression over Vars (correction 1: unbiased).
-template <VarOperand X, class Mode = exec::mode>
+template <VarOperand X>
 auto var(const X& x, const Dims& axes, bool keepdim = false, double correction = 1.0) {
   const auto e = expr::as_node(x);
   using V = typename decltype(e)::value_type;
@@ -176,13 +179,13 @@ auto var(const X& x, const Dims& axes, bool keepdim = false, double correction =
     return autograd::VarianceRule<V>{axes, 2.0 / (n - correction)};
   });
 }
-template <VarOperand X, class Mode = exec::mode>
+template <VarOperand X>
 auto var(const X& x) {
-  return var<X, Mode>(x, Dims{}, false, 1.0);
+  return var<X>(x, Dims{}, false, 1.0);
 }
 
 /// p-norm over `axes` of an expression over Vars (p = infinity: max |x|).
-template <VarOperand X, class Mode = exec::mode>
+template <VarOperand X>
 auto norm(const X& x, const Dims& axes, bool keepdim = false, double p = 2.0) {
   const auto e = expr::as_node(x);
   using V = typename decltype(e)::value_type;
@@ -199,12 +202,12 @@ auto norm(const X& x, const Dims& axes, bool keepdim = false, double p = 2.0) {
 }
 /// The p-norm of all of x. p is a template parameter so that a braced list cannot become it:
 /// norm(x, {1}) means the 2-norm over dim 1 (the overload above), not p = 1.
-template <VarOperand X, class Mode = exec::mode, class P>
+template <VarOperand X, class P>
 requires std::integral<P> || std::floating_point<P>
-auto norm(const X& x, P p) { return norm<X, Mode>(x, Dims{}, false, static_cast<double>(p)); }
-template <VarOperand X, class Mode = exec::mode>
+auto norm(const X& x, P p) { return norm<X>(x, Dims{}, false, static_cast<double>(p)); }
+template <VarOperand X>
 auto norm(const X& x) {
-  return norm<X, Mode>(x, Dims{}, false, 2.0);
+  return norm<X>(x, Dims{}, false, 2.0);
 }
 
-}  // namespace ember
+}  // namespace ember::inline EMBER_UNIT_KIND

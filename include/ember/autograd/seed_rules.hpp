@@ -221,7 +221,7 @@ inline Shape kept_shape(const Shape& s, const Dims& axes, const char* name) {
 
 // The host rules evaluate (operands() reduces), so they live in the translation unit's executor
 // namespace (core/config.hpp), as the tape nodes that hold them do.
-inline namespace EMBER_EXEC_NS {
+inline namespace EMBER_UNIT_KIND {
 
 /// The plain rules: the root itself (scale 1), sum, mean (scale 1/n).
 struct ScaledRule {
@@ -351,5 +351,5 @@ struct ProdRule {
   void saved(std::vector<const Storage*>&) const {}
 };
 
-}  // namespace EMBER_EXEC_NS
+}  // namespace EMBER_UNIT_KIND
 }  // namespace ember::autograd

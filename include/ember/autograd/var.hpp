@@ -49,7 +49,7 @@ class Var {
   template <Expression E, class Mode = exec::mode>
   requires(!std::is_same_v<std::remove_cvref_t<E>, Var>)
       Var(const E& e)        // NOLINT(google-explicit-constructor): `Var<float> y = a * b;`
-      : Var(Tensor<T>(e)) {  // evaluated with this translation unit's executor (Mode)
+      : Var(Tensor<T>(e)) {  // evaluated by this unit's kind (core/config.hpp)
     if (grad_enabled() && autograd::any_requires_grad(e)) {
       n_->record(std::make_shared<autograd::FusedNode<E, T, autograd::ScaledRule>>(
           e, n_.get(), autograd::ScaledRule{""}));
@@ -87,7 +87,7 @@ class Var {
     if (!n.is_leaf() && !n.has_grad()) {
       n.unit_grad = true;
     } else {
-      autograd::accumulate_grad<T, T, Mode>(n, ones<T, Mode>(shape(), value().device()), true);
+      autograd::accumulate_grad<T, T>(n, ones<T>(shape(), value().device()), true);
     }
     autograd::run_backward(n, retain_graph);
   }
@@ -99,7 +99,7 @@ class Var {
     check_can_backward();
     EMBER_CHECK(seed.shape() == shape(), "ember: backward: seed of shape ", seed.shape().str(),
                 " for a Var of shape ", shape().str());
-    autograd::accumulate_grad<T, T, Mode>(node_ref(), seed, false);
+    autograd::accumulate_grad<T, T>(node_ref(), seed, false);
     autograd::run_backward(node_ref(), retain_graph);
   }
   /// Forgets the accumulated gradient.
@@ -162,7 +162,7 @@ class Var {
   Var expand(const Shape& shape) const;
   template <class Mode = exec::mode>
   Var broadcast_to(const Shape& shape) const {
-    return expand<Mode>(shape);
+    return expand(shape);
   }
   template <class Mode = exec::mode>
   Var contiguous(MemoryFormat format = MemoryFormat::contiguous) const;

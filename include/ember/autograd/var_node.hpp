@@ -27,7 +27,8 @@ struct VarNode final : VarNodeBase {
   bool grad_shared = false;  // `grad` aliases a tensor this node does not own
   /// Records `fn` as the operation that made `value`: the value now requires grad and, with
   /// anomaly detection on, is checked for NaN and infinity (naming `fn`). Every kind of tape
-  /// node is recorded through here.
+  /// node is recorded through here. (It evaluates, for the check: it takes the kind's tag.)
+  template <class Mode = exec::mode>
   void record(std::shared_ptr<TapeNode> fn) {
     requires_grad = true;
     grad_fn = std::move(fn);
@@ -44,21 +45,24 @@ struct VarNode final : VarNodeBase {
   template <class Mode = exec::mode>
   Tensor<T> grad_or_ones() const {
     if (grad.defined()) return grad;
-    return ones<T, Mode>(value.shape(), value.device());
+    return ones<T>(value.shape(), value.device());
   }
   /// A gradient this node may write into: the shared one is copied first.
   template <class Mode = exec::mode>
   void own_grad() {
     if (grad.defined() && grad_shared) {
-      grad = grad.template clone<Mode>();
+      grad = grad.clone();
       grad_shared = false;
     }
   }
 };
 
+}  // namespace ember::autograd
+
+namespace ember::autograd::inline EMBER_UNIT_KIND {
 /// Adds `g` (the Var's shape, any layout) into v's gradient. `owned`: nobody else holds g, so
 /// it may become the gradient as it is.
-template <Storable T, Storable G, class Mode = exec::mode>
+template <Storable T, Storable G>
 void accumulate_grad(VarNode<T>& v, const Tensor<G>& g, bool owned) {
   if (!v.grad.defined()) {
     if constexpr (std::is_same_v<T, G>) {
@@ -70,14 +74,14 @@ void accumulate_grad(VarNode<T>& v, const Tensor<G>& g, bool owned) {
           (v.value.defined() && v.value.memory_format() == MemoryFormat::channels_last &&
            g.is_contiguous(MemoryFormat::channels_last));
       if (!dense) {
-        v.grad = g.template clone<Mode>();
+        v.grad = g.clone();
         v.grad_shared = false;
       } else if (owned || !v.is_leaf()) {
         // An intermediate's gradient is read once by its node and dropped: an alias is safe.
         v.grad = g;
         v.grad_shared = !owned;
       } else {
-        v.grad = g.template clone<Mode>();  // a leaf keeps its gradient: it must own it
+        v.grad = g.clone();  // a leaf keeps its gradient: it must own it
         v.grad_shared = false;
       }
     } else {
@@ -94,4 +98,4 @@ void accumulate_grad(VarNode<T>& v, const Tensor<G>& g, bool owned) {
   }
 }
 
-}  // namespace ember::autograd
+}  // namespace ember::autograd::inline EMBER_UNIT_KIND

@@ -26,7 +26,7 @@
 
 namespace ember::autograd {
 // In the translation unit's executor namespace, like every evaluating part (core/config.hpp).
-inline namespace EMBER_EXEC_NS {
+inline namespace EMBER_UNIT_KIND {
 
 /// Maps the gradient of a view (its shape) to the gradient of its input (the input's shape).
 template <Storable T>
@@ -68,7 +68,7 @@ Var<T> injective_view_of(const Var<T>& x, const char* name, Tensor<T> value, Vie
   return Var<T>::from_node(std::move(node));
 }
 
-}  // namespace EMBER_EXEC_NS
+}  // namespace EMBER_UNIT_KIND
 }  // namespace ember::autograd
 
 namespace ember {
@@ -78,19 +78,19 @@ template <class Mode>
 Var<T> Var<T>::view(const Shape& shape) const {
   const Shape in = this->shape();
   return autograd::view_of(*this, "view", value().view(shape),
-                           [in](const Tensor<T>& g) { return g.template reshape<Mode>(in); });
+                           [in](const Tensor<T>& g) { return g.reshape(in); });
 }
 template <Storable T>
 template <class Mode>
 Var<T> Var<T>::reshape(const Shape& shape) const {
   const Shape in = this->shape();
-  return autograd::view_of(*this, "reshape", value().template reshape<Mode>(shape),
-                           [in](const Tensor<T>& g) { return g.template reshape<Mode>(in); });
+  return autograd::view_of(*this, "reshape", value().reshape(shape),
+                           [in](const Tensor<T>& g) { return g.reshape(in); });
 }
 template <Storable T>
 template <class Mode>
 Var<T> Var<T>::flatten() const {
-  return reshape<Mode>(Shape{value().numel()});
+  return reshape(Shape{value().numel()});
 }
 template <Storable T>
 template <class Mode>
@@ -139,21 +139,21 @@ template <class Mode>
 Var<T> Var<T>::squeeze() const {
   const Shape in = shape();
   return autograd::view_of(*this, "squeeze", value().squeeze(),
-                           [in](const Tensor<T>& g) { return g.template reshape<Mode>(in); });
+                           [in](const Tensor<T>& g) { return g.reshape(in); });
 }
 template <Storable T>
 template <class Mode>
 Var<T> Var<T>::squeeze(int dim) const {
   const Shape in = shape();
   return autograd::view_of(*this, "squeeze", value().squeeze(dim),
-                           [in](const Tensor<T>& g) { return g.template reshape<Mode>(in); });
+                           [in](const Tensor<T>& g) { return g.reshape(in); });
 }
 template <Storable T>
 template <class Mode>
 Var<T> Var<T>::unsqueeze(int dim) const {
   const Shape in = shape();
   return autograd::view_of(*this, "unsqueeze", value().unsqueeze(dim),
-                           [in](const Tensor<T>& g) { return g.template reshape<Mode>(in); });
+                           [in](const Tensor<T>& g) { return g.reshape(in); });
 }
 template <Storable T>
 template <class Mode>
@@ -161,12 +161,12 @@ Var<T> Var<T>::expand(const Shape& shape) const {
   const Shape in = this->shape();
   Tensor<T> v = value().expand(shape);
   return autograd::view_of(*this, "expand", v,
-                           [in](const Tensor<T>& g) { return sum_to<T, Mode>(g, in); });
+                           [in](const Tensor<T>& g) { return sum_to<T>(g, in); });
 }
 template <Storable T>
 template <class Mode>
 Var<T> Var<T>::contiguous(MemoryFormat format) const {
-  return autograd::view_of(*this, "contiguous", value().template contiguous<Mode>(format),
+  return autograd::view_of(*this, "contiguous", value().contiguous(format),
                            [](const Tensor<T>& g) { return g; });
 }
 
@@ -175,8 +175,8 @@ template <class Mode>
 Var<T> Var<T>::to(Device device) const {
   if (value().device() == device) return *this;
   const Device from = value().device();
-  return autograd::view_of(*this, "to", value().template to<Mode>(device),
-                           [from](const Tensor<T>& g) { return g.template to<Mode>(from); });
+  return autograd::view_of(*this, "to", value().to(device),
+                           [from](const Tensor<T>& g) { return g.to(from); });
 }
 
 }  // namespace ember

@@ -73,13 +73,22 @@
 #define EMBER_WIDE_VECTORS
 #endif
 
-// Expression evaluation differs between nvcc and host-compiler translation units (one can
-// launch kernels, the other cannot). The executor lives in an inline namespace named after
-// the mode so both kinds of translation unit link into one program without ODR clashes.
+// The two kinds of translation unit. One program may hold both: nvcc's units, which can launch
+// CUDA kernels, and the host compiler's, which cannot. A function that evaluates expressions is
+// compiled differently in each, so it must never be one symbol to the linker. The rule, stated
+// once (docs/design.md, "Two kinds of translation unit"):
+//   - every function of ember's that evaluates lives in an inline namespace named after the kind,
+//     innermost: `namespace ember::ops::inline EMBER_UNIT_KIND { ... }`. Callers never name it;
+//     `ember::ops::conv2d` is, in each unit, its own kind's copy;
+//   - the types a user's code shares between kinds (Tensor, Var, modules, optimizers, options)
+//     live outside it; their member templates that evaluate take `class Mode = exec::mode`
+//     (below), which puts the kind into the member's symbol instead.
+// tests/two_kinds checks both, and scripts/check_unit_kinds.py fails the test build where a
+// function outside the namespace calls into it (a forgotten rule the linker would merge).
 #if defined(EMBER_CUDA_KERNELS)
-#define EMBER_EXEC_NS exec_cuda_tu
+#define EMBER_UNIT_KIND cuda_units
 #else
-#define EMBER_EXEC_NS exec_host_tu
+#define EMBER_UNIT_KIND host_units
 #endif
 
 namespace ember {
@@ -88,10 +97,10 @@ inline constexpr int kMaxRank = 8;
 }  // namespace ember
 
 namespace ember::exec {
-inline namespace EMBER_EXEC_NS {
-/// Tag naming the kind of translation unit. Every template that can evaluate an expression
-/// takes it as a defaulted template argument, so an nvcc and a host-compiler instantiation
-/// of the same function get different symbols and never replace each other at link time.
+inline namespace EMBER_UNIT_KIND {
+/// The kind of translation unit as a type, for the member templates of shared types that
+/// evaluate (`template <class Mode = exec::mode>`): an nvcc and a host-compiler instantiation of
+/// such a member get different symbols and never replace each other at link time.
 struct mode {};
-}  // namespace EMBER_EXEC_NS
+}  // namespace EMBER_UNIT_KIND
 }  // namespace ember::exec

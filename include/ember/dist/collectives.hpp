@@ -44,6 +44,9 @@
 namespace ember::dist {
 
 enum class ReduceOp { sum, avg, max, min };
+}  // namespace ember::dist
+
+namespace ember::dist::inline EMBER_UNIT_KIND {
 
 inline const char* name_of(ReduceOp op) {
   switch (op) {
@@ -63,6 +66,9 @@ inline const char* name_of(ReduceOp op) {
 template <class T>
 concept Communicable = std::same_as<T, float> || std::same_as<T, double> || std::same_as<T, bf16> ||
     std::same_as<T, half> || std::same_as<T, std::int32_t> || std::same_as<T, std::int64_t>;
+}  // namespace ember::dist::inline EMBER_UNIT_KIND
+
+namespace ember::dist {
 
 /// A collective started by an *_async call and not yet completed. wait() blocks until it is
 /// (bounded by the World's timeout) and writes the result into the tensor; it is idempotent. A
@@ -152,8 +158,9 @@ class Work {
   std::function<void()> finish_;  // after completion: scale, convert, copy back
   Label label_;
 };
+}  // namespace ember::dist
 
-namespace detail {
+namespace ember::dist::detail::inline EMBER_UNIT_KIND {
 
 // The type a reduction runs in: bf16 and half in float, rounded once afterwards.
 template <class T>
@@ -185,26 +192,26 @@ void check_op(ReduceOp op, const char* what) {
 }
 
 // A contiguous tensor of element type W holding t's values: t itself when it already is one.
-template <class W, class Mode, class T>
+template <class W, class T>
 Tensor<W> contiguous_as(const Tensor<T>& t) {
   if constexpr (std::is_same_v<W, T>) {
     if (t.is_contiguous()) return t;
-    return t.template contiguous<Mode>();
+    return t.contiguous();
   } else {
     Tensor<W> out = empty<W>(t.shape(), t.device());
-    out.template copy_<T, Mode>(t);
+    out.template copy_<T>(t);
     return out;
   }
 }
 
 // Writes `buf` back into `t` unless it is t's own storage (rounding once for bf16 and half).
-template <class Mode, class T, class W>
+template <class T, class W>
 void write_back(const Tensor<T>& t, const Tensor<W>& buf) {
   if constexpr (std::is_same_v<W, T>) {
     if (buf.storage() == t.storage() && buf.offset() == t.offset()) return;
   }
   Tensor<T> dst = t;
-  dst.template copy_<W, Mode>(buf);
+  dst.template copy_<W>(buf);
 }
 
 inline std::string describe(Collective c, std::string_view dtype, std::int64_t numel) {
@@ -353,11 +360,12 @@ void on_nccl(const Tensor<T>& t, const char* what, Call&& call) {
                 ": a CUDA tensor, but this build of ember has no NCCL (CMake finds it next to " \
                 "the CUDA toolkit; without CMake, define EMBER_WITH_NCCL and link -lnccl)")
 #endif
+}  // namespace ember::dist::detail::inline EMBER_UNIT_KIND
 
-}  // namespace detail
+namespace ember::dist::inline EMBER_UNIT_KIND {
 
 /// Starts reducing `t` (in place) across the ranks; the result is in `t` after wait().
-template <Communicable T, class Mode = exec::mode>
+template <Communicable T>
 Work all_reduce_async(const Tensor<T>& t, ReduceOp op = ReduceOp::sum) {
   const detail::WorldState& s = detail::active_state("all_reduce");
   EMBER_CHECK(t.defined(), "ember::dist::all_reduce: an undefined tensor");
@@ -374,7 +382,7 @@ Work all_reduce_async(const Tensor<T>& t, ReduceOp op = ReduceOp::sum) {
 #if EMBER_WITH_MPI
   detail::check_signature(detail::Collective::all_reduce, dtype_of<T>, t.numel(), -1);
   using W = detail::reduce_t<T>;
-  Tensor<W> buf = detail::contiguous_as<W, Mode>(t);
+  Tensor<W> buf = detail::contiguous_as<W>(t);
   // Chunks of at most 2^30 elements: MPI's counts are int.
   constexpr std::int64_t kChunk = std::int64_t{1} << 30;
   for (std::int64_t at = 0; at < buf.numel(); at += kChunk) {
@@ -390,20 +398,20 @@ Work all_reduce_async(const Tensor<T>& t, ReduceOp op = ReduceOp::sum) {
     if constexpr (FloatingElement<W>) {  // avg of integers is refused up front
       if (op == ReduceOp::avg) buf = expr::Leaf<W>(buf) / static_cast<double>(size);
     }
-    detail::write_back<Mode>(t, buf);
+    detail::write_back(t, buf);
   });
 #endif
   return work;
 }
 
 /// Reduces `t` across the ranks, in place: every rank ends with the same values.
-template <Communicable T, class Mode = exec::mode>
+template <Communicable T>
 void all_reduce(const Tensor<T>& t, ReduceOp op = ReduceOp::sum) {
-  all_reduce_async<T, Mode>(t, op).wait();
+  all_reduce_async<T>(t, op).wait();
 }
 
 /// Starts copying rank `root`'s `t` into every rank's `t`.
-template <Communicable T, class Mode = exec::mode>
+template <Communicable T>
 Work broadcast_async(const Tensor<T>& t, int root = 0) {
   const detail::WorldState& s = detail::active_state("broadcast");
   EMBER_CHECK(t.defined(), "ember::dist::broadcast: an undefined tensor");
@@ -420,7 +428,7 @@ Work broadcast_async(const Tensor<T>& t, int root = 0) {
   if (!s.mpi || t.numel() == 0) return work;
 #if EMBER_WITH_MPI
   detail::check_signature(detail::Collective::broadcast, dtype_of<T>, t.numel(), root);
-  Tensor<T> buf = detail::contiguous_as<T, Mode>(t);
+  Tensor<T> buf = detail::contiguous_as<T>(t);
   constexpr std::int64_t kChunk = std::int64_t{1} << 30;
   for (std::int64_t at = 0; at < buf.numel(); at += kChunk) {
     MPI_Request r = MPI_REQUEST_NULL;
@@ -432,21 +440,21 @@ Work broadcast_async(const Tensor<T>& t, int root = 0) {
   }
   const bool receives = s.rank != root;
   work.then({"broadcast", nullptr, t.numel(), dtype_name<T>, root}, [t, buf, receives] {
-    if (receives) detail::write_back<Mode>(t, buf);
+    if (receives) detail::write_back(t, buf);
   });
 #endif
   return work;
 }
 
 /// Copies rank `root`'s `t` into every rank's `t`.
-template <Communicable T, class Mode = exec::mode>
+template <Communicable T>
 void broadcast(const Tensor<T>& t, int root = 0) {
-  broadcast_async<T, Mode>(t, root).wait();
+  broadcast_async<T>(t, root).wait();
 }
 
 /// Starts gathering every rank's `in` into every rank's `out`, in rank order: `out` has size()
 /// times in's elements, shaped [size() * in.size(0), ...] or [size(), in's shape...].
-template <Communicable T, class Mode = exec::mode>
+template <Communicable T>
 Work all_gather_async(const Tensor<T>& out, const Tensor<T>& in) {
   const detail::WorldState& s = detail::active_state("all_gather");
   EMBER_CHECK(out.defined(), "ember::dist::all_gather: an undefined tensor");
@@ -471,13 +479,13 @@ Work all_gather_async(const Tensor<T>& out, const Tensor<T>& in) {
   }
   if (!s.mpi) {
     Tensor<T> dst = out.reshape(in.shape());
-    dst.template copy_<T, Mode>(in);
+    dst.template copy_<T>(in);
     return work;
   }
 #if EMBER_WITH_MPI
   detail::check_signature(detail::Collective::all_gather, dtype_of<T>, in.numel(), -1);
-  const Tensor<T> src = detail::contiguous_as<T, Mode>(in);
-  Tensor<T> buf = detail::contiguous_as<T, Mode>(out);
+  const Tensor<T> src = detail::contiguous_as<T>(in);
+  Tensor<T> buf = detail::contiguous_as<T>(out);
   const int n = detail::mpi_count(in.numel(), "all_gather");
   MPI_Request r = MPI_REQUEST_NULL;
   detail::check_mpi(MPI_Iallgather(src.data(), n, detail::mpi_type<T>(), buf.data(), n,
@@ -486,20 +494,20 @@ Work all_gather_async(const Tensor<T>& out, const Tensor<T>& in) {
   work.add_request(r);
   // `src` is captured so that it lives until MPI is done reading it.
   work.then({"all_gather", nullptr, in.numel(), dtype_name<T>},
-            [out, buf, src] { detail::write_back<Mode>(out, buf); });
+            [out, buf, src] { detail::write_back(out, buf); });
 #endif
   return work;
 }
 
 /// Gathers every rank's `in` into every rank's `out`, in rank order (see all_gather_async).
-template <Communicable T, class Mode = exec::mode>
+template <Communicable T>
 void all_gather(const Tensor<T>& out, const Tensor<T>& in) {
-  all_gather_async<T, Mode>(out, in).wait();
+  all_gather_async<T>(out, in).wait();
 }
 
 /// Starts reducing `in` across the ranks and leaving rank r the r-th of size() equal parts of
 /// the result in `out` (in has size() times out's elements, split along its flattened order).
-template <Communicable T, class Mode = exec::mode>
+template <Communicable T>
 Work reduce_scatter_async(const Tensor<T>& out, const Tensor<T>& in, ReduceOp op = ReduceOp::sum) {
   const detail::WorldState& s = detail::active_state("reduce_scatter");
   EMBER_CHECK(out.defined(), "ember::dist::reduce_scatter: an undefined tensor");
@@ -522,13 +530,13 @@ Work reduce_scatter_async(const Tensor<T>& out, const Tensor<T>& in, ReduceOp op
   }
   if (!s.mpi) {
     Tensor<T> dst = out;
-    dst.template copy_<T, Mode>(in.reshape(out.shape()));
+    dst.template copy_<T>(in.reshape(out.shape()));
     return work;
   }
 #if EMBER_WITH_MPI
   detail::check_signature(detail::Collective::reduce_scatter, dtype_of<T>, in.numel(), -1);
   using W = detail::reduce_t<T>;
-  const Tensor<W> src = detail::contiguous_as<W, Mode>(in);
+  const Tensor<W> src = detail::contiguous_as<W>(in);
   Tensor<W> buf = [&] {
     if constexpr (std::is_same_v<W, T>) {
       if (out.is_contiguous()) return out;
@@ -547,16 +555,16 @@ Work reduce_scatter_async(const Tensor<T>& out, const Tensor<T>& in, ReduceOp op
               if constexpr (FloatingElement<W>) {  // avg of integers is refused up front
                 if (op == ReduceOp::avg) buf = expr::Leaf<W>(buf) / static_cast<double>(size);
               }
-              detail::write_back<Mode>(out, buf);
+              detail::write_back(out, buf);
             });
 #endif
   return work;
 }
 
 /// Reduces `in` across the ranks; rank r gets the r-th part of the result in `out`.
-template <Communicable T, class Mode = exec::mode>
+template <Communicable T>
 void reduce_scatter(const Tensor<T>& out, const Tensor<T>& in, ReduceOp op = ReduceOp::sum) {
-  reduce_scatter_async<T, Mode>(out, in, op).wait();
+  reduce_scatter_async<T>(out, in, op).wait();
 }
 
 /// Returns once every rank has called barrier() (bounded by the World's timeout).
@@ -569,5 +577,4 @@ inline void barrier() {
   detail::wait(r, "barrier");
 #endif
 }
-
-}  // namespace ember::dist
+}  // namespace ember::dist::inline EMBER_UNIT_KIND

@@ -62,7 +62,7 @@ struct DDPStats {
 };
 
 // In the translation unit's executor namespace: packing the buckets evaluates expressions.
-inline namespace EMBER_EXEC_NS {
+inline namespace EMBER_UNIT_KIND {
 
 class DistributedDataParallel {
 #if defined(EMBER_WITH_CUDA)
@@ -347,5 +347,5 @@ class DistributedDataParallel {
   std::vector<autograd::HookHandle> hooks_;
 };
 
-}  // namespace EMBER_EXEC_NS
+}  // namespace EMBER_UNIT_KIND
 }  // namespace ember::dist

@@ -34,7 +34,7 @@
 namespace ember::dist {
 
 // In the translation unit's executor namespace: their bodies evaluate expressions.
-inline namespace EMBER_EXEC_NS {
+inline namespace EMBER_UNIT_KIND {
 
 /// The all-reduce (sum) of a Var as an autograd function.
 template <FloatingElement T>
@@ -105,5 +105,5 @@ inline std::size_t sync_batch_norm(nn::Module& model) {
   return count;
 }
 
-}  // namespace EMBER_EXEC_NS
+}  // namespace EMBER_UNIT_KIND
 }  // namespace ember::dist

@@ -39,7 +39,7 @@
 namespace ember::dist {
 
 // In the translation unit's executor namespace: the step evaluates expressions.
-inline namespace EMBER_EXEC_NS {
+inline namespace EMBER_UNIT_KIND {
 
 template <class Opt>
 class ZeroRedundancyOptimizer {
@@ -78,10 +78,10 @@ class ZeroRedundancyOptimizer {
   /// all were finite.
   template <class Mode = exec::mode>
   optim::GradNorm grad_norm() {
-    const optim::GradNorm mine = inner_.template grad_norm<Mode>();
+    const optim::GradNorm mine = inner_.grad_norm();
     const Tensor<double> sums =
         from_vector<double>({mine.norm * mine.norm, mine.finite ? 0.0 : 1.0});
-    all_reduce<double, Mode>(sums);
+    all_reduce<double>(sums);
     return {std::sqrt(sums.data()[0]), sums.data()[1] == 0 && std::isfinite(sums.data()[0])};
   }
 
@@ -90,7 +90,7 @@ class ZeroRedundancyOptimizer {
   double clip_grad_norm(double max_norm) {
     EMBER_CHECK(max_norm > 0, "ember: dist::ZeroRedundancyOptimizer.clip_grad_norm: max_norm ",
                 "must be positive, got ", max_norm);
-    const optim::GradNorm n = grad_norm<Mode>();
+    const optim::GradNorm n = grad_norm();
     EMBER_CHECK(n.finite, "ember: dist::ZeroRedundancyOptimizer.clip_grad_norm: the gradients' ",
                 "norm is ", n.norm, " (an inf or NaN gradient)");
     const double coef = max_norm / (n.norm + 1e-6);
@@ -103,7 +103,7 @@ class ZeroRedundancyOptimizer {
   /// Updates this rank's parameters, then gives every rank every parameter's new value.
   template <class Mode = exec::mode>
   void step() {
-    inner_.template step<Mode>();
+    inner_.step();
     if (world_size() == 1) return;
     std::vector<Work> pending;
     pending.reserve(params_.size());
@@ -111,8 +111,8 @@ class ZeroRedundancyOptimizer {
       std::visit(
           [&](const auto& p) {
             pending.push_back(
-                broadcast_async<typename std::remove_cvref_t<decltype(p)>::value_type, Mode>(
-                    p.value(), owner_[i]));
+                broadcast_async<typename std::remove_cvref_t<decltype(p)>::value_type>(p.value(),
+                                                                                       owner_[i]));
           },
           params_[i]);
     }
@@ -126,11 +126,11 @@ class ZeroRedundancyOptimizer {
   /// parameter i), on the CPU, on every rank.
   template <class Mode = exec::mode>
   optim::OptimizerState state_dict() const {
-    optim::OptimizerState mine = inner_.template state_dict<Mode>();
+    optim::OptimizerState mine = inner_.state_dict();
     for (auto& [name, t] : mine) name = rename(name, global_index_);
     optim::OptimizerState all;
     for (int r = 0; r < world_size(); ++r) {
-      optim::OptimizerState part = broadcast_state<Mode>(mine, r);
+      optim::OptimizerState part = broadcast_state(mine, r);
       for (auto& entry : part) all.push_back(std::move(entry));
     }
     std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
@@ -156,7 +156,7 @@ class ZeroRedundancyOptimizer {
         mine.emplace_back(rename(name, local), t);
       }
     }
-    inner_.template load_state_dict<Mode>(mine, check_only);
+    inner_.load_state_dict(mine, check_only);
   }
 
  private:
@@ -205,7 +205,7 @@ class ZeroRedundancyOptimizer {
 
   /// `state` of rank `root` on every rank: a header (names, element types, shapes) as int64,
   /// then each tensor.
-  template <class Mode>
+  template <class Mode = exec::mode>
   static optim::OptimizerState broadcast_state(const optim::OptimizerState& state, int root) {
     const bool sending = rank() == root;
     std::vector<std::int64_t> header;
@@ -220,10 +220,10 @@ class ZeroRedundancyOptimizer {
       }
     }
     const Tensor<std::int64_t> size = from_vector<std::int64_t>({std::int64_t(header.size())});
-    broadcast<std::int64_t, Mode>(size, root);
+    broadcast<std::int64_t>(size, root);
     const Tensor<std::int64_t> head =
         sending ? from_vector<std::int64_t>(header) : empty<std::int64_t>(Shape{size.item()});
-    broadcast<std::int64_t, Mode>(head, root);
+    broadcast<std::int64_t>(head, root);
     const std::int64_t* h = head.data();
     optim::OptimizerState out;
     const std::int64_t count = *h++;
@@ -237,7 +237,7 @@ class ZeroRedundancyOptimizer {
       AnyTensor t = sending ? state[static_cast<std::size_t>(k)].second : empty_of(dtype, shape);
       t.visit([&]<class T>(const Tensor<T>& x) {
         if constexpr (Communicable<T>) {
-          broadcast<T, Mode>(x, root);
+          broadcast<T>(x, root);
         } else {
           fail("ember: dist::ZeroRedundancyOptimizer: cannot send optimizer state of type ",
                name_of(dtype));
@@ -270,5 +270,5 @@ class ZeroRedundancyOptimizer {
   Opt inner_;                               // over the owned parameters
 };
 
-}  // namespace EMBER_EXEC_NS
+}  // namespace EMBER_UNIT_KIND
 }  // namespace ember::dist

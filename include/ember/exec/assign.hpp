@@ -37,7 +37,7 @@ constexpr void check_assignable() {
                 "tensor; convert it explicitly with ember::cast<T>(expression)");
 }
 
-inline namespace EMBER_EXEC_NS {
+inline namespace EMBER_UNIT_KIND {
 
 namespace detail {
 /// An output as the checks see it, whatever its element type.
@@ -184,17 +184,23 @@ void evaluate_into(Tensor<T>& out, const E& e) {
   evaluate<Op>(std::tuple<Tensor<T>>(out), std::tuple<const E&>(e));  // no copy of the tree
 }
 
-}  // namespace EMBER_EXEC_NS
+}  // namespace EMBER_UNIT_KIND
 }  // namespace exec
 
+}  // namespace ember
+
+namespace ember::inline EMBER_UNIT_KIND {
 /// Evaluates several expressions into several outputs of one shape in a single launch:
 /// `ember::assign(std::tie(y1, y2), e1, e2)`.
-template <Storable... Ts, ArrayOperand... Es, class Mode = exec::mode>
+template <Storable... Ts, ArrayOperand... Es>
 requires(sizeof...(Ts) == sizeof...(Es)) void assign(std::tuple<Tensor<Ts>&...> outs,
                                                      const Es&... es) {
   auto copies = std::apply([](auto&... o) { return std::make_tuple(o...); }, outs);
   exec::evaluate<exec::StoreOp::set>(copies, std::make_tuple(expr::as_node(es)...));
 }
+}  // namespace ember::inline EMBER_UNIT_KIND
+
+namespace ember {
 
 // ---- Tensor members that evaluate ----
 
@@ -238,7 +244,7 @@ template <Storable T>
 template <Storable U, class Mode>
 Tensor<T>& Tensor<T>::copy_(const Tensor<U>& src) {
   require_defined("copy_");
-  const Tensor<U> here = src.template to<Mode>(device());
+  const Tensor<U> here = src.to(device());
   exec::evaluate_into<exec::StoreOp::set>(*this, expr::Cast<T, expr::Leaf<U>>(expr::Leaf<U>(here)));
   return *this;
 }
@@ -270,10 +276,12 @@ Tensor<T> Tensor<T>::clone() const {
   return out;
 }
 
-namespace detail {
+}  // namespace ember
+
+namespace ember::detail::inline EMBER_UNIT_KIND {
 // The host copy of a view of device memory: copies the span of storage the view covers, then
 // gathers on the CPU, so it works from any translation unit.
-template <Storable T, class Mode>
+template <Storable T>
 Tensor<T> gather_to_host(const Tensor<T>& t) {
   std::int64_t span = 1;
   for (int i = 0; i < t.rank(); ++i) span += (t.shape()[i] - 1) * t.strides()[i];
@@ -281,9 +289,11 @@ Tensor<T> gather_to_host(const Tensor<T>& t) {
   copy_bytes(raw.data(), Device::cpu(), t.data(), t.device(),
              static_cast<std::size_t>(span) * sizeof(T));
   Tensor<T> view(raw.storage(), 0, t.shape(), t.strides());
-  return view.template contiguous<Mode>();
+  return view.contiguous();
 }
-}  // namespace detail
+}  // namespace ember::detail::inline EMBER_UNIT_KIND
+
+namespace ember {
 
 template <Storable T>
 template <class Mode>
@@ -294,9 +304,9 @@ Tensor<T> Tensor<T>::to(Device target, bool non_blocking) const {
   const bool channels_last =
       rank() == 4 && !is_contiguous() && is_contiguous(MemoryFormat::channels_last);
   if (!is_contiguous() && !channels_last) {
-    if (device().is_cpu()) return contiguous<Mode>().template to<Mode>(target);
-    if (target.is_cpu()) return detail::gather_to_host<T, Mode>(*this);
-    return contiguous<Mode>().template to<Mode>(target);
+    if (device().is_cpu()) return contiguous().to(target);
+    if (target.is_cpu()) return detail::gather_to_host<T>(*this);
+    return contiguous().to(target);
   }
   // Dense either way: the bytes as they are, in the same memory format.
   Tensor<T> out = empty<T>(shape_, target,
@@ -327,7 +337,7 @@ template <class Mode>
 std::vector<T> Tensor<T>::to_vector() const {
   require_defined("to_vector");
   if (numel() == 0) return {};
-  const Tensor<T> host = to<Mode>(Device::cpu()).template contiguous<Mode>();
+  const Tensor<T> host = to(Device::cpu()).contiguous();
   return std::vector<T>(host.data(), host.data() + numel());  // std::vector<bool> too
 }
 

@@ -22,11 +22,12 @@ inline constexpr std::int64_t kParallelThreshold = 1 << 15;
 inline constexpr int kBlockBytes = 64;
 
 // The CPU loops' entry points, run() here and run_reduce() (reduce.hpp), are never inlined, so a
-// unit that instantiates one emits it. A loop does not depend on the kind of unit (it takes no
-// Mode): its symbol is the same from g++ and nvcc, and the linker keeps one copy. ember::kernels
-// compiles every operator twice, in its host units and its nvcc units; the nvcc units define
-// EMBER_CPU_LOOPS_ELSEWHERE and link to the host units' loops instead of compiling them again
-// (a quarter of each nvcc unit's compile time; the host units' loops have 512-bit vectors).
+// unit that instantiates one emits it. A loop does not depend on the kind of unit (it lives
+// outside the kind's namespace, core/config.hpp): its symbol is the same from g++ and nvcc, and the
+// linker keeps one copy. ember::kernels compiles every operator twice, in its host units and its
+// nvcc units; the nvcc units define EMBER_CPU_LOOPS_ELSEWHERE and link to the host units' loops
+// instead of compiling them again (a quarter of each nvcc unit's compile time; the host units'
+// loops have 512-bit vectors).
 template <int V, class Plan>
 EMBER_NOINLINE void run(const Plan& plan, const IterLayout& L);
 

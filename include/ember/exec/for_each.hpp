@@ -22,7 +22,7 @@ namespace ember::exec {
 
 #if defined(EMBER_CUDA_KERNELS)
 namespace gpu {
-inline namespace EMBER_EXEC_NS {
+inline namespace EMBER_UNIT_KIND {
 template <class F>
 __global__ void __launch_bounds__(kBlockThreads) for_each_kernel(F f, std::int64_t n) {
   const std::int64_t stride = std::int64_t{gridDim.x} * blockDim.x;
@@ -39,11 +39,11 @@ void launch_for_each(const F& f, std::int64_t n, int device) {
   launch_kernel("a for_each kernel", for_each_kernel<F>, grid_for(n, device), kBlockThreads, 0,
                 ember::cuda::current_stream(device), f, n);
 }
-}  // namespace EMBER_EXEC_NS
+}  // namespace EMBER_UNIT_KIND
 }  // namespace gpu
 #endif
 
-inline namespace EMBER_EXEC_NS {
+inline namespace EMBER_UNIT_KIND {
 
 /// for_each_index's work for launch(): f(i) for i in [0, n), `cost` a rough cost per element
 /// (the CPU's choice between one thread and the team). One pass or one launch, counted.
@@ -63,14 +63,13 @@ struct IndexPass {
 #endif
 };
 
-}  // namespace EMBER_EXEC_NS
-
 /// Runs f(i) for i in [0, n) on `device`. `work` is a rough cost per element, for the CPU's
 /// choice between one thread and the team.
-template <class F, class Mode = exec::mode>
+template <class F>
 void for_each_index(const F& f, std::int64_t n, std::int64_t work, Device device) {
   if (n == 0) return;
   launch(IndexPass<F>{f, n, work}, device);
 }
 
+}  // namespace EMBER_UNIT_KIND
 }  // namespace ember::exec

@@ -155,7 +155,7 @@ struct SingleLane {
 
 #if defined(EMBER_CUDA_KERNELS)
 namespace gpu {
-inline namespace EMBER_EXEC_NS {
+inline namespace EMBER_UNIT_KIND {
 inline constexpr int kWarpLanes = 32;
 
 /// How a warp's lanes combine: butterflies of shuffles, so every lane gets the same result
@@ -190,11 +190,11 @@ __global__ void __launch_bounds__(kBlockThreads) for_each_row_kernel(F f, std::i
   }
 }
 
-}  // namespace EMBER_EXEC_NS
+}  // namespace EMBER_UNIT_KIND
 }  // namespace gpu
 #endif
 
-inline namespace EMBER_EXEC_NS {
+inline namespace EMBER_UNIT_KIND {
 
 /// for_each_row's work for launch(): f.row for every row in [0, rows) of `cols` elements, a
 /// thread per row on the CPU, a warp per row on CUDA. One pass or one launch, counted.
@@ -226,14 +226,13 @@ struct RowPass {
 #endif
 };
 
-}  // namespace EMBER_EXEC_NS
-
 /// Runs f.row(r, ...) for r in [0, rows) on `device` (see the top of this header); `cols` is the
 /// row length, for the CPU's choice between one thread and the team.
-template <class F, class Mode = exec::mode>
+template <class F>
 void for_each_row(const F& f, std::int64_t rows, std::int64_t cols, Device device) {
   if (rows == 0) return;
   launch(RowPass<F>{f, rows, cols}, device);
 }
 
+}  // namespace EMBER_UNIT_KIND
 }  // namespace ember::exec

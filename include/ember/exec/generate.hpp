@@ -9,37 +9,37 @@
 #include "../expr/generator.hpp"
 #include "assign.hpp"
 
-namespace ember {
+namespace ember::inline EMBER_UNIT_KIND {
 
-template <Storable T, class Mode = exec::mode>
+template <Storable T>
 Tensor<T> full(const Shape& shape, double value, Device device = Device::cpu()) {
   Tensor<T> t = empty<T>(shape, device);
   t = value;
   return t;
 }
-template <Storable T, class Mode = exec::mode>
+template <Storable T>
 Tensor<T> zeros(const Shape& shape, Device device = Device::cpu()) {
-  return full<T, Mode>(shape, 0.0, device);
+  return full<T>(shape, 0.0, device);
 }
-template <Storable T, class Mode = exec::mode>
+template <Storable T>
 Tensor<T> ones(const Shape& shape, Device device = Device::cpu()) {
-  return full<T, Mode>(shape, 1.0, device);
+  return full<T>(shape, 1.0, device);
 }
-template <Storable T, Storable U, class Mode = exec::mode>
+template <Storable T, Storable U>
 Tensor<T> zeros_like(const Tensor<U>& like) {
-  return zeros<T, Mode>(like.shape(), like.device());
+  return zeros<T>(like.shape(), like.device());
 }
-template <Storable T, Storable U, class Mode = exec::mode>
+template <Storable T, Storable U>
 Tensor<T> ones_like(const Tensor<U>& like) {
-  return ones<T, Mode>(like.shape(), like.device());
+  return ones<T>(like.shape(), like.device());
 }
-template <Storable T, Storable U, class Mode = exec::mode>
+template <Storable T, Storable U>
 Tensor<T> full_like(const Tensor<U>& like, double value) {
-  return full<T, Mode>(like.shape(), value, like.device());
+  return full<T>(like.shape(), value, like.device());
 }
 
 /// start, start+step, ... below end (rank 1), as numpy.arange.
-template <Storable T, class Mode = exec::mode>
+template <Storable T>
 Tensor<T> arange(double start, double end, double step = 1.0, Device device = Device::cpu()) {
   EMBER_CHECK(step != 0 && std::isfinite(step) && std::isfinite(start) && std::isfinite(end),
               "ember: arange: start, end and step must be finite and step nonzero (got ", start,
@@ -49,13 +49,13 @@ Tensor<T> arange(double start, double end, double step = 1.0, Device device = De
   return Tensor<T>(expr::Generated<T, expr::ArangeGen>(Shape{n}, device, {start, step}));
 }
 /// 0, 1, ..., end-1.
-template <Storable T, class Mode = exec::mode>
+template <Storable T>
 Tensor<T> arange(double end, Device device = Device::cpu()) {
-  return arange<T, Mode>(0.0, end, 1.0, device);
+  return arange<T>(0.0, end, 1.0, device);
 }
 
 /// `steps` evenly spaced values from start to end inclusive.
-template <Storable T, class Mode = exec::mode>
+template <Storable T>
 Tensor<T> linspace(double start, double end, std::int64_t steps, Device device = Device::cpu()) {
   EMBER_CHECK(steps >= 0, "ember: linspace: steps must be non-negative, got ", steps);
   const double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
@@ -64,7 +64,7 @@ Tensor<T> linspace(double start, double end, std::int64_t steps, Device device =
 }
 
 /// Uniform values in [low, high): element i comes from Philox(seed, offset + i / 4).
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Tensor<T> rand(const Shape& shape, std::uint64_t seed, Device device = Device::cpu(),
                double low = 0.0, double high = 1.0, std::uint64_t offset = 0) {
   return Tensor<T>(expr::Generated<T, expr::UniformGen>(
@@ -72,11 +72,10 @@ Tensor<T> rand(const Shape& shape, std::uint64_t seed, Device device = Device::c
 }
 
 /// Normal values (Box-Muller on Philox words): the same on CPU and GPU for the same seed.
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Tensor<T> randn(const Shape& shape, std::uint64_t seed, Device device = Device::cpu(),
                 double mean = 0.0, double stddev = 1.0, std::uint64_t offset = 0) {
   return Tensor<T>(expr::Generated<T, expr::NormalGen>(
       shape, device, {seed, offset, static_cast<float>(mean), static_cast<float>(stddev)}));
 }
-
-}  // namespace ember
+}  // namespace ember::inline EMBER_UNIT_KIND

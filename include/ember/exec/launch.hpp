@@ -43,7 +43,7 @@ template <std::size_t Bytes>
 inline constexpr int gpu_width = lanes_in<Bytes, 16>;
 
 // Runs with the executor of this kind of translation unit (core/config.hpp).
-inline namespace EMBER_EXEC_NS {
+inline namespace EMBER_UNIT_KIND {
 
 /// Throws unless `device` can run a launch from this translation unit; with no CUDA compiler,
 /// explains how to get one. Its body depends on the kind of unit, so it lives in the unit kind's
@@ -187,5 +187,5 @@ void LaunchSpace::run(const Plan& plan) const {
   launch(PlanPass<VCpu, VGpu, Plan>{plan, *this}, device_);
 }
 
-}  // namespace EMBER_EXEC_NS
+}  // namespace EMBER_UNIT_KIND
 }  // namespace ember::exec

@@ -275,7 +275,7 @@ inline ReducedAxes reduced_axes(const Shape& shape, const char* name, const Dims
   return {std::move(is_reduced), std::move(out_shape)};
 }
 
-inline namespace EMBER_EXEC_NS {
+inline namespace EMBER_UNIT_KIND {
 
 /// A reduction's work for launch(): `plan` folded by `red` over layout L into `out`.
 template <class R, class Red, class Plan>
@@ -312,7 +312,7 @@ Tensor<R> reduce_expression(const E& e, const Red& red, const char* name, const 
   return out;
 }
 
-}  // namespace EMBER_EXEC_NS
+}  // namespace EMBER_UNIT_KIND
 }  // namespace exec
 
 namespace detail {
@@ -330,8 +330,11 @@ constexpr void require_floating(const char* /*name*/) {
 }
 }  // namespace detail
 
+}  // namespace ember
+
+namespace ember::inline EMBER_UNIT_KIND {
 #define EMBER_REDUCTION(fname, ResultT, AccT, ReducerT, empty_ok, check)                      \
-  template <ArrayOperand X, class Mode = exec::mode>                                          \
+  template <ArrayOperand X>                                                                   \
   auto fname(const X& x, const Dims& axes, bool keepdim = false) {                            \
     auto e = expr::as_node(x);                                                                \
     using V = typename decltype(e)::value_type;                                               \
@@ -339,9 +342,9 @@ constexpr void require_floating(const char* /*name*/) {
     return exec::reduce_expression<ResultT>(e, reduce::Bound<ReducerT<AccT>>{}, #fname, axes, \
                                             keepdim, empty_ok);                               \
   }                                                                                           \
-  template <ArrayOperand X, class Mode = exec::mode>                                          \
+  template <ArrayOperand X>                                                                   \
   auto fname(const X& x) {                                                                    \
-    return fname<X, Mode>(x, Dims{}, false);                                                  \
+    return fname<X>(x, Dims{}, false);                                                        \
   }
 
 EMBER_REDUCTION(sum, detail::sum_result_t<V>, detail::sum_acc_t<V>, reduce::Sum, true, (void)0)
@@ -355,7 +358,7 @@ EMBER_REDUCTION(logsumexp, V, acc_t<V>, reduce::LogSumExp, true,
 #undef EMBER_REDUCTION
 
 /// Variance over `axes` (all when empty), one pass (Welford). correction 1 is unbiased.
-template <ArrayOperand X, class Mode = exec::mode>
+template <ArrayOperand X>
 auto var(const X& x, const Dims& axes, bool keepdim = false, double correction = 1.0) {
   auto e = expr::as_node(x);
   using V = typename decltype(e)::value_type;
@@ -365,13 +368,13 @@ auto var(const X& x, const Dims& axes, bool keepdim = false, double correction =
   return exec::reduce_expression<V>(e, reduce::Bound<reduce::Var<acc_t<V>>>{r}, "var", axes,
                                     keepdim, true);
 }
-template <ArrayOperand X, class Mode = exec::mode>
+template <ArrayOperand X>
 auto var(const X& x) {
-  return var<X, Mode>(x, Dims{}, false, 1.0);
+  return var<X>(x, Dims{}, false, 1.0);
 }
 
 /// p-norm over `axes` (all when empty); p = 2 by default, p = infinity for max |x|.
-template <ArrayOperand X, class Mode = exec::mode>
+template <ArrayOperand X>
 auto norm(const X& x, const Dims& axes, bool keepdim = false, double p = 2.0) {
   auto e = expr::as_node(x);
   using V = typename decltype(e)::value_type;
@@ -384,30 +387,30 @@ auto norm(const X& x, const Dims& axes, bool keepdim = false, double p = 2.0) {
 }
 /// The p-norm of all of x. p is a template parameter so that a braced list cannot become it:
 /// norm(x, {1}) means the 2-norm over dim 1 (the overload above), not p = 1.
-template <ArrayOperand X, class Mode = exec::mode, class P>
+template <ArrayOperand X, class P>
 requires std::integral<P> || std::floating_point<P>
-auto norm(const X& x, P p) { return norm<X, Mode>(x, Dims{}, false, static_cast<double>(p)); }
-template <ArrayOperand X, class Mode = exec::mode>
+auto norm(const X& x, P p) { return norm<X>(x, Dims{}, false, static_cast<double>(p)); }
+template <ArrayOperand X>
 auto norm(const X& x) {
-  return norm<X, Mode>(x, Dims{}, false, 2.0);
+  return norm<X>(x, Dims{}, false, 2.0);
 }
 
 /// x summed down to `shape`, from which x's shape broadcasts: the adjoint of broadcasting.
-template <Storable T, class Mode = exec::mode>
+template <Storable T>
 Tensor<T> sum_to(const Tensor<T>& x, const Shape& shape) {
   EMBER_CHECK(broadcastable_to(shape, x.shape()), "ember: sum_to: shape ", shape.str(),
               " does not broadcast to ", x.shape().str());
   const Dims axes = broadcast_axes(shape, x.shape());
-  if (axes.rank() == 0) return x.template reshape<Mode>(shape);
+  if (axes.rank() == 0) return x.reshape(shape);
   using C = detail::sum_acc_t<T>;
   return exec::reduce_expression<T>(expr::Leaf<T>(x), reduce::Bound<reduce::Sum<C>>{}, "sum_to",
                                     axes, true, true)
-      .template reshape<Mode>(shape);
+      .reshape(shape);
 }
 
 #define EMBER_ARG_REDUCTION(fname, Largest)                                                    \
   /** Index of the best element along `axis` (first on ties). */                               \
-  template <ArrayOperand X, class Mode = exec::mode>                                           \
+  template <ArrayOperand X>                                                                    \
   Tensor<std::int64_t> fname(const X& x, int axis, bool keepdim = false) {                     \
     auto e = expr::as_node(x);                                                                 \
     using V = typename decltype(e)::value_type;                                                \
@@ -416,7 +419,7 @@ Tensor<T> sum_to(const Tensor<T>& x, const Shape& shape) {
         false);                                                                                \
   }                                                                                            \
   /** Index of the best element of the flattened input. */                                     \
-  template <ArrayOperand X, class Mode = exec::mode>                                           \
+  template <ArrayOperand X>                                                                    \
   Tensor<std::int64_t> fname(const X& x) {                                                     \
     auto e = expr::as_node(x);                                                                 \
     using V = typename decltype(e)::value_type;                                                \
@@ -426,6 +429,9 @@ Tensor<T> sum_to(const Tensor<T>& x, const Shape& shape) {
 EMBER_ARG_REDUCTION(argmax, true)
 EMBER_ARG_REDUCTION(argmin, false)
 #undef EMBER_ARG_REDUCTION
+}  // namespace ember::inline EMBER_UNIT_KIND
+
+namespace ember {
 
 namespace expr {
 // Reductions found by argument-dependent lookup on expressions, like the elementwise functions.

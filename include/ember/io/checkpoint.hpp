@@ -47,42 +47,40 @@ struct LoadOptions {
   bool convert_floating = false;
 };
 
-namespace detail {
+}  // namespace ember::io
+
+namespace ember::io::detail::inline EMBER_UNIT_KIND {
 inline bool holds_floating(const AnyTensor& t) {
   return t.visit([](const auto& x) {
     return FloatingElement<typename std::remove_cvref_t<decltype(x)>::value_type>;
   });
 }
-}  // namespace detail
+}  // namespace ember::io::detail::inline EMBER_UNIT_KIND
+
+namespace ember::io::inline EMBER_UNIT_KIND {
 
 /// The module's parameters then buffers, by dotted name, on the CPU (the same tensors when
 /// already there: no copy).
-template <class Mode = exec::mode>
-NamedTensors state_dict(const nn::Module& module, const std::string& prefix = {}) {
+inline NamedTensors state_dict(const nn::Module& module, const std::string& prefix = {}) {
   NamedTensors out;
   for (const auto& [name, p] : module.named_parameters()) {
     // `&name = name`: clang before 16 cannot capture a structured binding (C++20) otherwise.
-    std::visit(
-        [&, &name = name](auto* v) {
-          out.emplace_back(prefix + name, v->value().template to<Mode>(Device::cpu()));
-        },
-        p);
+    std::visit([&, &name = name](
+                   auto* v) { out.emplace_back(prefix + name, v->value().to(Device::cpu())); },
+               p);
   }
   for (const auto& [name, b] : module.named_buffers()) {
     std::visit(
-        [&, &name = name](auto* t) {
-          out.emplace_back(prefix + name, t->template to<Mode>(Device::cpu()));
-        },
-        b);
+        [&, &name = name](auto* t) { out.emplace_back(prefix + name, t->to(Device::cpu())); }, b);
   }
   return out;
 }
 
 /// Copies `tensors` into the module's parameters and buffers (their devices and layouts kept),
 /// after checking every one (see the file comment). `check_only`: only the checks.
-template <class Mode = exec::mode>
-void load_state_dict(nn::Module& module, const NamedTensors& tensors, const LoadOptions& opt = {},
-                     const std::string& what = "the state", bool check_only = false) {
+inline void load_state_dict(nn::Module& module, const NamedTensors& tensors,
+                            const LoadOptions& opt = {}, const std::string& what = "the state",
+                            bool check_only = false) {
   std::map<std::string, const AnyTensor*> by_name;
   for (const auto& [name, t] : tensors) {
     if (name.rfind(opt.prefix, 0) == 0) by_name.emplace(name.substr(opt.prefix.size()), &t);
@@ -138,7 +136,7 @@ void load_state_dict(nn::Module& module, const NamedTensors& tensors, const Load
           }
         });
     Tensor<T> target = dst;
-    target.template copy_<T, Mode>(src.template to<Mode>(dst.device()));
+    target.template copy_<T>(src.to(dst.device()));
   };
   for (const auto& [name, p] : params) {
     std::visit([&, &name = name](auto* v) { copy_into(name, v->value()); }, p);
@@ -149,18 +147,20 @@ void load_state_dict(nn::Module& module, const NamedTensors& tensors, const Load
 }
 
 /// Writes the module's parameters and buffers to `path` (atomically).
-template <class Mode = exec::mode>
-void save(const nn::Module& module, const std::filesystem::path& path,
-          const std::map<std::string, std::string>& metadata = {}) {
-  save_safetensors(state_dict<Mode>(module), path, metadata);
+inline void save(const nn::Module& module, const std::filesystem::path& path,
+                 const std::map<std::string, std::string>& metadata = {}) {
+  save_safetensors(state_dict(module), path, metadata);
 }
 
 /// Reads the module's parameters and buffers from `path` (see the file comment).
-template <class Mode = exec::mode>
-void load(nn::Module& module, const std::filesystem::path& path, const LoadOptions& opt = {}) {
-  load_state_dict<Mode>(module, load_safetensors(path), opt, "'" + path.string() + "'");
+inline void load(nn::Module& module, const std::filesystem::path& path,
+                 const LoadOptions& opt = {}) {
+  load_state_dict(module, load_safetensors(path), opt, "'" + path.string() + "'");
 }
 
+}  // namespace ember::io::inline EMBER_UNIT_KIND
+
+namespace ember::io {
 /// Where a run stands, saved beside the model and optimizer.
 struct TrainingProgress {
   std::int64_t step = 0;
@@ -175,7 +175,9 @@ struct TrainingProgress {
 /// .allow_unexpected = true}` reads the model alone (for evaluation) out of one.
 inline constexpr const char* kModelPrefix = "model.";
 
-namespace detail {
+}  // namespace ember::io
+
+namespace ember::io::detail::inline EMBER_UNIT_KIND {
 inline constexpr const char* kOptimizerPrefix = "optimizer.";
 inline constexpr const char* kFormatKey = "ember.checkpoint";
 inline constexpr const char* kFormat = "training/1";
@@ -195,15 +197,16 @@ inline std::int64_t parse_int(const std::map<std::string, std::string>& meta,
          "', not an integer");
   }
 }
-}  // namespace detail
+}  // namespace ember::io::detail::inline EMBER_UNIT_KIND
+
+namespace ember::io::inline EMBER_UNIT_KIND {
 
 /// Saves model, an optimizer's state (its state_dict()), the random stream and `progress` to
 /// `path`, atomically.
-template <class Mode = exec::mode>
-void save_training_checkpoint(const std::filesystem::path& path, const nn::Module& model,
-                              const NamedTensors& optimizer_state,
-                              const TrainingProgress& progress) {
-  NamedTensors tensors = state_dict<Mode>(model, kModelPrefix);
+inline void save_training_checkpoint(const std::filesystem::path& path, const nn::Module& model,
+                                     const NamedTensors& optimizer_state,
+                                     const TrainingProgress& progress) {
+  NamedTensors tensors = state_dict(model, kModelPrefix);
   for (const auto& [name, t] : optimizer_state) {
     tensors.emplace_back(detail::kOptimizerPrefix + name, t);
   }
@@ -222,15 +225,15 @@ void save_training_checkpoint(const std::filesystem::path& path, const nn::Modul
 }
 
 /// Saves model, optimizer, the random stream and `progress` to `path`, atomically.
-template <class Optimizer, class Mode = exec::mode>
+template <class Optimizer>
 void save_training_checkpoint(const std::filesystem::path& path, const nn::Module& model,
                               const Optimizer& optimizer, const TrainingProgress& progress) {
-  save_training_checkpoint<Mode>(path, model, optimizer.template state_dict<Mode>(), progress);
+  save_training_checkpoint(path, model, optimizer.state_dict(), progress);
 }
 
 /// Restores model, optimizer and the random stream from `path` and returns the progress. The
 /// file is read and checked whole before anything is changed.
-template <class Optimizer, class Mode = exec::mode>
+template <class Optimizer>
 TrainingProgress load_training_checkpoint(const std::filesystem::path& path, nn::Module& model,
                                           Optimizer& optimizer) {
   const std::map<std::string, std::string> meta = read_safetensors_metadata(path);
@@ -266,18 +269,18 @@ TrainingProgress load_training_checkpoint(const std::filesystem::path& path, nn:
   // shadow (a parameter written later would have its master re-read from it).
   const std::string what = "'" + path.string() + "'";
   const LoadOptions opt{kModelPrefix, false};
-  load_state_dict<Mode>(model, model_part, opt, what, true);
+  load_state_dict(model, model_part, opt, what, true);
   try {
-    optimizer.template load_state_dict<Mode>(optimizer_part, true);
+    optimizer.load_state_dict(optimizer_part, true);
   } catch (const Error& e) {  // the optimizer knows its state, not the file it came from
     std::string_view cause = e.what();
     if (cause.starts_with("ember: ")) cause.remove_prefix(7);
     fail("ember: io::load_training_checkpoint: ", what, ": ", cause);
   }
-  load_state_dict<Mode>(model, model_part, opt, what);
-  optimizer.template load_state_dict<Mode>(optimizer_part);
+  load_state_dict(model, model_part, opt, what);
+  optimizer.load_state_dict(optimizer_part);
   nn::set_rng_state(p.rng);
   return p;
 }
 
-}  // namespace ember::io
+}  // namespace ember::io::inline EMBER_UNIT_KIND

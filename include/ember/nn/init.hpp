@@ -147,6 +147,10 @@ struct TruncNormalFn {
   }
 };
 
+}  // namespace detail
+}  // namespace ember::nn
+
+namespace ember::nn::detail::inline EMBER_UNIT_KIND {
 // In place, as PyTorch's nn.init.*_ functions: the parameter's values (same shape, device and
 // type) are replaced by the initialiser's draw, written into its storage, so every handle to it
 // (the module's member, an optimizer's list) sees them; each returns the parameter. Nothing is
@@ -158,27 +162,27 @@ Var<T>& fill_in_place(Var<T>& p, const char* name, const Draw& draw) {
   v.copy_(draw(v.shape(), v.device()));
   return p;
 }
-}  // namespace detail
+}  // namespace ember::nn::detail::inline EMBER_UNIT_KIND
 
-namespace init {
+namespace ember::nn::init::inline EMBER_UNIT_KIND {
 
 /// Every element 0 (biases, PyTorch's nn.init.zeros_); draws nothing from the stream.
-template <Storable T, class Mode = exec::mode>
+template <Storable T>
 Tensor<T> zeros(const Shape& shape, Device device = Device::cpu()) {
   return ::ember::zeros<T>(shape, device);
 }
 /// Every element 1 (normalisation weights, nn.init.ones_); draws nothing from the stream.
-template <Storable T, class Mode = exec::mode>
+template <Storable T>
 Tensor<T> ones(const Shape& shape, Device device = Device::cpu()) {
   return ::ember::ones<T>(shape, device);
 }
 
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Tensor<T> uniform(const Shape& shape, double lo, double hi, Device device = Device::cpu()) {
   const auto [seed, offset] = detail::draw(shape.numel());
   return rand<T>(shape, seed, device, lo, hi, offset);
 }
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Tensor<T> normal(const Shape& shape, double mean, double stddev, Device device = Device::cpu()) {
   const auto [seed, offset] = detail::draw(shape.numel());
   return randn<T>(shape, seed, device, mean, stddev, offset);
@@ -189,7 +193,7 @@ Tensor<T> normal(const Shape& shape, double mean, double stddev, Device device =
 /// std, is trunc_normal(shape, 0, 0.02, -0.04, 0.04); with std 0.02 PyTorch's defaults -2, 2
 /// cut nothing). Inverse-CDF sampling of one Philox uniform per element, in one pass with no
 /// rejection loop: the same values on either device.
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Tensor<T> trunc_normal(const Shape& shape, double mean = 0.0, double stddev = 1.0, double a = -2.0,
                        double b = 2.0, Device device = Device::cpu()) {
   EMBER_CHECK(stddev > 0 && a < b, "ember: init::trunc_normal: needs std > 0 and a < b, got std ",
@@ -215,87 +219,84 @@ inline std::pair<double, double> fans(const Shape& shape) {
   return {static_cast<double>(shape[1]) * receptive, static_cast<double>(shape[0]) * receptive};
 }
 
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Tensor<T> kaiming_uniform(const Shape& shape, double a = 0.0, Device device = Device::cpu()) {
   const double gain = std::sqrt(2.0 / (1.0 + a * a));
   const double bound = gain * std::sqrt(3.0 / fans(shape).first);
   return uniform<T>(shape, -bound, bound, device);
 }
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Tensor<T> kaiming_normal(const Shape& shape, double a = 0.0, Device device = Device::cpu()) {
   const double gain = std::sqrt(2.0 / (1.0 + a * a));
   return normal<T>(shape, 0.0, gain / std::sqrt(fans(shape).first), device);
 }
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Tensor<T> xavier_uniform(const Shape& shape, double gain = 1.0, Device device = Device::cpu()) {
   const auto [in, out] = fans(shape);
   const double bound = gain * std::sqrt(6.0 / (in + out));
   return uniform<T>(shape, -bound, bound, device);
 }
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Tensor<T> xavier_normal(const Shape& shape, double gain = 1.0, Device device = Device::cpu()) {
   const auto [in, out] = fans(shape);
   return normal<T>(shape, 0.0, gain * std::sqrt(2.0 / (in + out)), device);
 }
 
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Var<T>& zeros_(Var<T>& p) {
   return detail::fill_in_place(p, "zeros_",
-                               [](const Shape& s, Device d) { return init::zeros<T, Mode>(s, d); });
+                               [](const Shape& s, Device d) { return init::zeros<T>(s, d); });
 }
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Var<T>& ones_(Var<T>& p) {
   return detail::fill_in_place(p, "ones_",
-                               [](const Shape& s, Device d) { return init::ones<T, Mode>(s, d); });
+                               [](const Shape& s, Device d) { return init::ones<T>(s, d); });
 }
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Var<T>& constant_(Var<T>& p, double value) {
   return detail::fill_in_place(
       p, "constant_", [value](const Shape& s, Device d) { return ::ember::full<T>(s, value, d); });
 }
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Var<T>& uniform_(Var<T>& p, double lo = 0.0, double hi = 1.0) {
-  return detail::fill_in_place(p, "uniform_", [=](const Shape& s, Device d) {
-    return init::uniform<T, Mode>(s, lo, hi, d);
-  });
+  return detail::fill_in_place(
+      p, "uniform_", [=](const Shape& s, Device d) { return init::uniform<T>(s, lo, hi, d); });
 }
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Var<T>& normal_(Var<T>& p, double mean = 0.0, double stddev = 1.0) {
-  return detail::fill_in_place(p, "normal_", [=](const Shape& s, Device d) {
-    return init::normal<T, Mode>(s, mean, stddev, d);
-  });
+  return detail::fill_in_place(
+      p, "normal_", [=](const Shape& s, Device d) { return init::normal<T>(s, mean, stddev, d); });
 }
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Var<T>& trunc_normal_(Var<T>& p, double mean = 0.0, double stddev = 1.0, double a = -2.0,
                       double b = 2.0) {
   return detail::fill_in_place(p, "trunc_normal_", [=](const Shape& s, Device d) {
-    return init::trunc_normal<T, Mode>(s, mean, stddev, a, b, d);
+    return init::trunc_normal<T>(s, mean, stddev, a, b, d);
   });
 }
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Var<T>& kaiming_uniform_(Var<T>& p, double a = 0.0) {
   return detail::fill_in_place(p, "kaiming_uniform_", [=](const Shape& s, Device d) {
-    return init::kaiming_uniform<T, Mode>(s, a, d);
+    return init::kaiming_uniform<T>(s, a, d);
   });
 }
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Var<T>& kaiming_normal_(Var<T>& p, double a = 0.0) {
   return detail::fill_in_place(p, "kaiming_normal_", [=](const Shape& s, Device d) {
-    return init::kaiming_normal<T, Mode>(s, a, d);
+    return init::kaiming_normal<T>(s, a, d);
   });
 }
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Var<T>& xavier_uniform_(Var<T>& p, double gain = 1.0) {
   return detail::fill_in_place(p, "xavier_uniform_", [=](const Shape& s, Device d) {
-    return init::xavier_uniform<T, Mode>(s, gain, d);
+    return init::xavier_uniform<T>(s, gain, d);
   });
 }
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Var<T>& xavier_normal_(Var<T>& p, double gain = 1.0) {
   return detail::fill_in_place(p, "xavier_normal_", [=](const Shape& s, Device d) {
-    return init::xavier_normal<T, Mode>(s, gain, d);
+    return init::xavier_normal<T>(s, gain, d);
   });
 }
 
-}  // namespace init
-}  // namespace ember::nn
+}  // namespace ember::nn::init::inline EMBER_UNIT_KIND

@@ -19,9 +19,8 @@ class Linear : public Module {
   Var<T> bias;  // undefined when built without one
   std::int64_t in_features, out_features;
 
-  // Constructor and forward take the defaulted Mode of every evaluating template (core/config.hpp)
-  // so .cpp and .cu files may both build and run the same layer type; the bodies call ember as a
-  // user's model does, and every call defaults to the same tag.
+  // A layer is a type both kinds of unit share, so its evaluating members take the kind's tag
+  // (core/config.hpp): .cpp and .cu files may both build and run the same layer type.
   template <class Mode = exec::mode>
   Linear(std::int64_t in, std::int64_t out, bool with_bias = true, Device device = Device::cpu(),
          Activation activation = Activation::none)

@@ -91,7 +91,7 @@ class Module {
   bool is_training() const { return training_; }
 
   /// Moves every parameter and buffer to `device` (parameters become new leaves there).
-  /// (A template, like every evaluating function: see core/config.hpp on exec::mode.)
+  /// (An evaluating member of a shared type: it takes the kind's tag, core/config.hpp.)
   template <class Mode = exec::mode>
   void to(Device device) {
     for (const auto& [name, p] : named_parameters()) {
@@ -165,12 +165,14 @@ class Module {
   bool training_ = true;
 };
 
+}  // namespace ember::nn
+
+namespace ember::nn::inline EMBER_UNIT_KIND {
 /// Copies every parameter and buffer of `from` into the one of the same dotted name in `to`,
 /// converting the element type (a float model into its bf16 twin, say): the modules must have
 /// the same names and shapes, else an ember::Error names the first difference and nothing is
 /// copied.
-template <class Mode = exec::mode>
-void copy_state(const Module& from, Module& to) {
+inline void copy_state(const Module& from, Module& to) {
   const auto src_p = from.named_parameters(), dst_p = to.named_parameters();
   const auto src_b = from.named_buffers(), dst_b = to.named_buffers();
   auto check = [](const auto& src, const auto& dst, const char* what) {
@@ -205,6 +207,9 @@ void copy_state(const Module& from, Module& to) {
         src_b[i].second, dst_b[i].second);
   }
 }
+}  // namespace ember::nn::inline EMBER_UNIT_KIND
+
+namespace ember::nn {
 
 /// model(x) for a module of your own, as PyTorch's module call: derive from nn::Callable<M> too,
 /// and its operator() calls M's forward with the same arguments (C++20 has no way for

@@ -171,10 +171,13 @@ class LayerNorm : public Module {
   }
 };
 
+}  // namespace ember::nn
+
+namespace ember::nn::inline EMBER_UNIT_KIND {
 /// ln(dropout(x) + residual), the ending of a post-LN transformer's sublayer, in one pass each
 /// way when ln normalises the last dimension (else the three layers one after the other). The
 /// dropout draws its stream from reserve_random as nn::Dropout does, in training only.
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Var<T> dropout_add_layer_norm(const Var<T>& x, const Var<T>& residual, const Dropout<T>& dropout,
                               const LayerNorm<T>& ln) {
   if (ln.normalized_shape.rank() != 1 || !ln.elementwise_affine) {
@@ -191,4 +194,4 @@ Var<T> dropout_add_layer_norm(const Var<T>& x, const Var<T>& residual, const Dro
   return ember::dropout_add_layer_norm<T>(x, residual, ln.weight, ln.bias, ln.eps, d);
 }
 
-}  // namespace ember::nn
+}  // namespace ember::nn::inline EMBER_UNIT_KIND

@@ -22,10 +22,12 @@ struct DropoutOptions {
   double p = 0;
   std::uint64_t seed = 0, offset = 0;
 };
+}  // namespace ember
 
-namespace ops {
+namespace ember::ops::inline EMBER_UNIT_KIND {
+
 /// x times the scaled keep-mask of (seed, offset): the forward and, on the gradient, backward.
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Tensor<T> apply_dropout_mask(const Tensor<T>& x, double p, std::uint64_t seed,
                              std::uint64_t offset) {
   const expr::Generated<float, expr::UniformGen> u(x.shape(), x.device(),
@@ -33,16 +35,17 @@ Tensor<T> apply_dropout_mask(const Tensor<T>& x, double p, std::uint64_t seed,
   const double scale = p < 1 ? 1.0 / (1.0 - p) : 0.0;
   return Tensor<T>(cast<T>(where(u >= p, x * scale, 0.0)));
 }
-}  // namespace ops
+}  // namespace ember::ops::inline EMBER_UNIT_KIND
+
+namespace ember::inline EMBER_UNIT_KIND {
 
 /// Dropout of x with probability p (see the top of this header). `seed` and `offset` select the
 /// random stream: advance the offset by x.numel() between calls for fresh masks.
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Tensor<T> dropout(const Tensor<T>& x, double p, bool training, std::uint64_t seed,
                   std::uint64_t offset = 0) {
   EMBER_CHECK(p >= 0 && p <= 1, "ember: dropout: p must be in [0, 1], got ", p);
   if (!training || p == 0) return x;
-  return ops::apply_dropout_mask<T, Mode>(x, p, seed, offset);
+  return ops::apply_dropout_mask<T>(x, p, seed, offset);
 }
-
-}  // namespace ember
+}  // namespace ember::inline EMBER_UNIT_KIND

@@ -25,12 +25,12 @@
 #include "indexing/rearrange.hpp"
 #include "indexing/sort.hpp"
 
-namespace ember {
+namespace ember::inline EMBER_UNIT_KIND {
 
 /// `num_samples` category indices per row of `weights` ([C], or [rows, C]: non-negative, finite,
 /// a positive sum per row; they need not sum to 1), with or without replacement (see the top of
 /// this header); int64 [num_samples] or [rows, num_samples] on weights' device.
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Tensor<std::int64_t> multinomial(const Tensor<T>& weights, std::int64_t num_samples,
                                  bool replacement, std::uint64_t seed, std::uint64_t offset = 0) {
   EMBER_CHECK(weights.defined() && (weights.rank() == 1 || weights.rank() == 2),
@@ -74,5 +74,4 @@ Tensor<std::int64_t> multinomial(const Tensor<T>& weights, std::int64_t num_samp
              where(counted > last.reshape(Shape{R, 1}), last.reshape(Shape{R, 1}), counted))
       .reshape(out);
 }
-
-}  // namespace ember
+}  // namespace ember::inline EMBER_UNIT_KIND

@@ -54,8 +54,9 @@ struct Pool2dOptions {
   bool count_include_pad = true;      // avg_pool2d: padding counts in the divisor
   std::int64_t divisor_override = 0;  // avg_pool2d: when positive, every window's divisor
 };
+}  // namespace ember
 
-namespace ops {
+namespace ember::ops::inline EMBER_UNIT_KIND {
 
 /// The windows along one spatial axis: fixed (kernel, stride, padding, dilation) or adaptive.
 struct PoolAxis {
@@ -458,7 +459,7 @@ inline std::int64_t window_size(const Pool2dGeometry& g) {
 
 /// max_pool2d's output and, when `keep_argmax`, the argmax of every output element (int32,
 /// dense in the output's memory order) for the backward.
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 std::pair<Tensor<T>, Tensor<std::int32_t>> max_pool2d_forward(const Tensor<T>& x,
                                                               const Pool2dGeometry& g,
                                                               bool keep_argmax) {
@@ -472,22 +473,22 @@ std::pair<Tensor<T>, Tensor<std::int32_t>> max_pool2d_forward(const Tensor<T>& x
   if (max_pool_rows_forward(g, x.device())) {
     if (g.out_numel() > 0) max_pool2d_forward_rows(f);
   } else {
-    exec::for_each_index<MaxPool2dForward<T>, Mode>(f, g.out_numel(), window_size(g), x.device());
+    exec::for_each_index<MaxPool2dForward<T>>(f, g.out_numel(), window_size(g), x.device());
   }
   return {y, argmax};
 }
 
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Tensor<T> avg_pool2d_forward(const Tensor<T>& x, const Pool2dGeometry& g, bool include_pad) {
   Tensor<T> y = empty<T>(g.out_shape(), x.device(), g.format());
   const AvgPool2dForward<T> f{x.data(), y.data(), g, include_pad};
-  exec::for_each_index<AvgPool2dForward<T>, Mode>(f, g.out_numel(), window_size(g), x.device());
+  exec::for_each_index<AvgPool2dForward<T>>(f, g.out_numel(), window_size(g), x.device());
   return y;
 }
 
 /// The gradient of max_pool2d's input, dense in `format`, from the output's gradient gy (any
 /// strides) and the forward's argmax.
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Tensor<T> max_pool2d_backward(const Tensor<T>& gy, const Tensor<std::int32_t>& argmax,
                               const Pool2dGeometry& g, MemoryFormat format) {
   EMBER_CHECK(gy.shape() == g.out_shape(), "ember: max_pool2d: a gradient of shape ",
@@ -501,14 +502,14 @@ Tensor<T> max_pool2d_backward(const Tensor<T>& gy, const Tensor<std::int32_t>& a
   if (max_pool_rows_backward(g, gs, cl, gy.device())) {
     if (g.in_numel() > 0) max_pool2d_backward_rows(f);
   } else {
-    exec::for_each_index<MaxPool2dBackward<T>, Mode>(f, g.in_numel(), 4, gy.device());
+    exec::for_each_index<MaxPool2dBackward<T>>(f, g.in_numel(), 4, gy.device());
   }
   return gx;
 }
 
 /// The gradient of avg_pool2d's (or adaptive_avg_pool2d's) input, dense in `format`, from the
 /// output's gradient gy (any strides).
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Tensor<T> avg_pool2d_backward(const Tensor<T>& gy, const Pool2dGeometry& g, bool include_pad,
                               MemoryFormat format) {
   EMBER_CHECK(gy.shape() == g.out_shape(), "ember: avg_pool2d: a gradient of shape ",
@@ -524,7 +525,7 @@ Tensor<T> avg_pool2d_backward(const Tensor<T>& gy, const Pool2dGeometry& g, bool
   const bool cl = format == MemoryFormat::channels_last;
   const Strides4 gs = strides4(gy.strides());
   const AvgPool2dBackward<T> f{gy.data(), gs, gx.data(), g, include_pad, cl};
-  exec::for_each_index<AvgPool2dBackward<T>, Mode>(f, g.in_numel(), 4, gy.device());
+  exec::for_each_index<AvgPool2dBackward<T>>(f, g.in_numel(), 4, gy.device());
   return gx;
 }
 
@@ -541,29 +542,28 @@ Pool2dGeometry avg_pool2d_geometry(const Tensor<T>& x, const Pool2dOptions& o) {
   g.divisor_override = o.divisor_override;
   return g;
 }
+}  // namespace ember::ops::inline EMBER_UNIT_KIND
 
-}  // namespace ops
+namespace ember::inline EMBER_UNIT_KIND {
 
 /// Max pooling of x [N, C, H, W] (see the top of this header).
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Tensor<T> max_pool2d(const Tensor<T>& x, const Pool2dOptions& opt) {
   const ops::Pool2dGeometry g = ops::pool2d_geometry(x, opt, "max_pool2d");
-  return ops::max_pool2d_forward<T, Mode>(x, g, false).first;
+  return ops::max_pool2d_forward<T>(x, g, false).first;
 }
 
 /// Average pooling of x [N, C, H, W]; the divisor counts the padding when
 /// opt.count_include_pad (PyTorch's default).
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Tensor<T> avg_pool2d(const Tensor<T>& x, const Pool2dOptions& opt) {
-  return ops::avg_pool2d_forward<T, Mode>(x, ops::avg_pool2d_geometry(x, opt),
-                                          opt.count_include_pad);
+  return ops::avg_pool2d_forward<T>(x, ops::avg_pool2d_geometry(x, opt), opt.count_include_pad);
 }
 
 /// Average pooling of x [N, C, H, W] to out {rows, columns}: {1, 1} is global average pooling.
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Tensor<T> adaptive_avg_pool2d(const Tensor<T>& x, std::array<std::int64_t, 2> out) {
-  return ops::avg_pool2d_forward<T, Mode>(
-      x, ops::adaptive_pool2d_geometry(x, out, "adaptive_avg_pool2d"), true);
+  return ops::avg_pool2d_forward<T>(x, ops::adaptive_pool2d_geometry(x, out, "adaptive_avg_pool2d"),
+                                    true);
 }
-
-}  // namespace ember
+}  // namespace ember::inline EMBER_UNIT_KIND

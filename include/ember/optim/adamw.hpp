@@ -72,9 +72,9 @@ class AdamW : public FusedOptimizer<AdamW, AdamWOptions> {
             o.lr / (1 - std::pow(o.beta1, t)),
             std::sqrt(1 - std::pow(o.beta2, t))};
   }
-  template <class T, class Mode, class Table>
+  template <class T, class Mode = exec::mode, class Table>
   void update(Table& table) {
-    table.template for_each_element<detail::AdamWUpdate, Mode>({});
+    table.template for_each_element<detail::AdamWUpdate>({});
   }
 };
 

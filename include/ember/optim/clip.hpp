@@ -13,9 +13,8 @@
 
 #include "optimizer.hpp"
 
-namespace ember::optim {
+namespace ember::optim::detail::inline EMBER_UNIT_KIND {
 
-namespace detail {
 template <class T>
 struct GradSlot {
   T* grad;
@@ -39,7 +38,7 @@ struct ScaleBy {
 
 /// Calls f(table) with one table of gradients per device and element type, each slot carrying
 /// `scale` (writable: a shared gradient is copied first).
-template <class Mode, class F>
+template <class F>
 void for_each_grad_table(const ParamList& params, double scale, F&& f) {
   auto one_type = [&]<class T>(std::type_identity<T>) {
     std::vector<Device> devices;
@@ -48,7 +47,7 @@ void for_each_grad_table(const ParamList& params, double scale, F&& f) {
       if (const auto* var = std::get_if<Var<T>>(&v)) {
         autograd::VarNode<T>* n = var->node().get();
         if (!n->grad.defined()) continue;  // none, or the implicit 1 of loss.backward()
-        n->template own_grad<Mode>();
+        n->own_grad();
         EMBER_CHECK(n->grad.is_contiguous() || n->grad.is_contiguous(MemoryFormat::channels_last),
                     "ember: clip_grad_norm: a gradient of shape ", n->grad.shape().str(),
                     " is a strided view");
@@ -71,17 +70,17 @@ void for_each_grad_table(const ParamList& params, double scale, F&& f) {
   one_type(std::type_identity<bf16>{});
   one_type(std::type_identity<half>{});
 }
-}  // namespace detail
+}  // namespace ember::optim::detail::inline EMBER_UNIT_KIND
+
+namespace ember::optim::inline EMBER_UNIT_KIND {
 
 /// Clips the gradients of `params` to a global L2 norm of at most max_norm; returns the norm
 /// before clipping. A non-finite norm is an ember::Error, nothing scaled.
-template <class Mode = exec::mode>
-double clip_grad_norm(const ParamList& params, double max_norm) {
+inline double clip_grad_norm(const ParamList& params, double max_norm) {
   EMBER_CHECK(max_norm > 0, "ember: clip_grad_norm: max_norm must be positive, got ", max_norm);
   double sq = 0;
-  detail::for_each_grad_table<Mode>(params, 1.0, [&](auto& table) {
-    const Tensor<double> host =
-        table.template sums<1, detail::SquaredOf, Mode>({}).template to<Mode>(Device::cpu());
+  detail::for_each_grad_table(params, 1.0, [&](auto& table) {
+    const Tensor<double> host = table.template sums<1, detail::SquaredOf>({}).to(Device::cpu());
     for (std::int64_t i = 0; i < host.numel(); ++i) sq += host.data()[i];
   });
   const double norm = std::sqrt(sq);
@@ -89,11 +88,10 @@ double clip_grad_norm(const ParamList& params, double max_norm) {
               " (an inf or NaN gradient)");
   const double coef = max_norm / (norm + 1e-6);
   if (coef < 1) {
-    detail::for_each_grad_table<Mode>(params, coef, [&](auto& table) {
-      table.template for_each_element<detail::ScaleBy, Mode>({});
-    });
+    detail::for_each_grad_table(
+        params, coef, [&](auto& table) { table.template for_each_element<detail::ScaleBy>({}); });
   }
   return norm;
 }
 
-}  // namespace ember::optim
+}  // namespace ember::optim::inline EMBER_UNIT_KIND

@@ -104,10 +104,10 @@ class LAMB : public FusedOptimizer<LAMB, LAMBOptions> {
             1 - std::pow(o.beta2, t),
             o.exclude_from_adaptation};
   }
-  template <class T, class Mode, class Table>
+  template <class T, class Mode = exec::mode, class Table>
   void update(Table& table) {
-    const Tensor<double> norms = table.template sums<2, detail::LambMoments, Mode>({});
-    table.template for_each_element<detail::LambUpdate, Mode>({norms.data()});
+    const Tensor<double> norms = table.template sums<2, detail::LambMoments>({});
+    table.template for_each_element<detail::LambUpdate>({norms.data()});
   }
 };
 

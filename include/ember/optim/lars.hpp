@@ -90,10 +90,10 @@ class LARS : public FusedOptimizer<LARS, LARSOptions> {
     return {
         o.lr, o.momentum, o.weight_decay, o.trust_coefficient, o.eps, o.exclude_from_adaptation};
   }
-  template <class T, class Mode, class Table>
+  template <class T, class Mode = exec::mode, class Table>
   void update(Table& table) {
-    const Tensor<double> norms = table.template sums<2, detail::WeightAndGradSquares, Mode>({});
-    table.template for_each_element<detail::LarsUpdate, Mode>({norms.data()});
+    const Tensor<double> norms = table.template sums<2, detail::WeightAndGradSquares>({});
+    table.template for_each_element<detail::LarsUpdate>({norms.data()});
   }
 };
 

@@ -64,7 +64,7 @@ class LossScaler {
   template <class Optimizer, class Mode = exec::mode>
   bool step(Optimizer& opt, double max_norm = 0) {
     opt.scale_grads(1.0 / scale_);
-    const auto norm = opt.template grad_norm<Mode>();
+    const auto norm = opt.grad_norm();
     last_norm_ = norm.norm;
     if (!norm.finite) {
       opt.reset_grad_scale();
@@ -78,7 +78,7 @@ class LossScaler {
       return false;
     }
     if (max_norm > 0 && norm.norm > max_norm) opt.scale_grads(max_norm / (norm.norm + 1e-6));
-    opt.template step<Mode>();
+    opt.step();
     if (opt_.enabled && ++clean_steps_ == opt_.growth_interval) {
       scale_ *= opt_.growth_factor;
       clean_steps_ = 0;

@@ -49,8 +49,11 @@ struct Policy {
   }
 };
 
+}  // namespace ember::amp
+
+namespace ember::amp::inline EMBER_UNIT_KIND {
 /// x in the compute type To, differentiable (the identity when x is already of type To).
-template <FloatingElement To, FloatingElement From, class Mode = exec::mode>
+template <FloatingElement To, FloatingElement From>
 Var<To> autocast(const Var<From>& x) {
   if constexpr (std::is_same_v<To, From>) {
     return x;
@@ -59,7 +62,7 @@ Var<To> autocast(const Var<From>& x) {
   }
 }
 /// A tensor in the compute type To (a copy unless already of type To).
-template <FloatingElement To, Storable From, class Mode = exec::mode>
+template <FloatingElement To, Storable From>
 Tensor<To> autocast(const Tensor<From>& x) {
   if constexpr (std::is_same_v<To, From>) {
     return x;
@@ -68,4 +71,4 @@ Tensor<To> autocast(const Tensor<From>& x) {
   }
 }
 
-}  // namespace ember::amp
+}  // namespace ember::amp::inline EMBER_UNIT_KIND

@@ -108,7 +108,7 @@ class MultiTensor {
   template <class F, class Mode = exec::mode>
   void for_each_element(const F& f) {
     if (chunks_.empty()) return;
-    exec::launch(ElementPass<F, Mode>{*this, f}, device_);
+    exec::launch(ElementPass<F>{*this, f}, device_);
   }
 
   /// Per slot, the K sums of f(slot, j) over its elements (f returns std::array<double, K>), as
@@ -117,14 +117,14 @@ class MultiTensor {
   Tensor<double> sums(const F& f) {
     Tensor<double> out = ember::empty<double>(Shape{size(), K}, device_);
     if (slots_.empty()) return out;
-    exec::launch(SumsPass<K, F, Mode>{*this, f, out.data()}, device_);
+    exec::launch(SumsPass<K, F>{*this, f, out.data()}, device_);
     return out;
   }
 
  private:
   // for_each_element's work for exec::launch: a chunk per OpenMP iteration on the CPU, a CUDA
   // thread per element.
-  template <class F, class Mode>
+  template <class F, class Mode = exec::mode>
   struct ElementPass {
     MultiTensor& table;
     const F& f;
@@ -155,7 +155,7 @@ class MultiTensor {
 
   // sums' work for exec::launch: each chunk's partial sums (an OpenMP iteration or a CUDA block
   // per chunk), then per slot their sum in chunk order.
-  template <int K, class F, class Mode>
+  template <int K, class F, class Mode = exec::mode>
   struct SumsPass {
     MultiTensor& table;
     const F& f;
@@ -193,8 +193,8 @@ class MultiTensor {
           p[c * K + k] = acc;
         }
       }
-      exec::for_each_index<detail::FoldChunks<K>, Mode>({p, table.first_.data(), out}, table.size(),
-                                                        nchunks / table.size() + 1, table.device_);
+      exec::for_each_index<detail::FoldChunks<K>>({p, table.first_.data(), out}, table.size(),
+                                                  nchunks / table.size() + 1, table.device_);
     }
 #if defined(EMBER_CUDA_KERNELS)
     void on_cuda(int device) const {
@@ -203,8 +203,8 @@ class MultiTensor {
       Tensor<double> partial = ember::empty<double>(Shape{nchunks, K}, table.device_);
       gpu::launch_chunk_sums<K>(table.device_slots(), table.device_chunks(), nchunks, f,
                                 partial.data(), device);
-      exec::for_each_index<detail::FoldChunks<K>, Mode>({partial.data(), table.device_first(), out},
-                                                        table.size(), 1, table.device_);
+      exec::for_each_index<detail::FoldChunks<K>>({partial.data(), table.device_first(), out},
+                                                  table.size(), 1, table.device_);
     }
 #endif
   };

@@ -13,7 +13,7 @@
 #include "../exec/launch_counter.hpp"
 
 namespace ember::optim::gpu {
-inline namespace EMBER_EXEC_NS {
+inline namespace EMBER_UNIT_KIND {
 
 inline constexpr int kSumThreads = 256;
 
@@ -55,5 +55,5 @@ void launch_chunk_sums(const Slot* slots, const Chunk* chunks, std::int64_t nchu
                            ember::cuda::current_stream(device), slots, chunks, f, partial);
 }
 
-}  // namespace EMBER_EXEC_NS
+}  // namespace EMBER_UNIT_KIND
 }  // namespace ember::optim::gpu

@@ -23,7 +23,7 @@
 //   static bool uses_state(const Options&, std::size_t k);     state k is needed (allocated)
 //   struct Hyper;                        the per-tensor numbers its update reads
 //   Hyper hyper(const Options&, std::int64_t step) const;      step counts from 1
-//   template <class T, class Mode> void update(MultiTensor<Slot<T, Hyper>>&);
+//   template <class T, class Mode = exec::mode> void update(MultiTensor<Slot<T, Hyper>>&);
 #pragma once
 
 #include <algorithm>
@@ -177,10 +177,9 @@ class FusedOptimizer {
   using options_type = Options;
 
   // The constructors copy bf16 and half parameters into float masters, an evaluation: like every
-  // function that evaluates, they name the unit's Mode, so that a host-compiled and an
-  // nvcc-compiled unit constructing the same optimizer keep a copy each (docs/design.md, "One
-  // source, two kinds of translation unit"); one shared name would leave the linker free to run
-  // the host unit's copy on a GPU's parameters.
+  // evaluating member of a shared type, they take the kind's tag, so that a host-compiled and an
+  // nvcc-compiled unit constructing the same optimizer keep a copy each (core/config.hpp); one
+  // shared name would leave the linker free to run the host unit's copy on a GPU's parameters.
 
   /// All of `params` in one group with `options`.
   template <class Mode = exec::mode>
@@ -192,7 +191,7 @@ class FusedOptimizer {
       Derived::check(groups[g].options);
       groups_.push_back(groups[g].options);
       for (const AnyVar& v : groups[g].params.vars) {
-        std::visit([&](const auto& var) { add_param<Mode>(var, static_cast<int>(g)); }, v);
+        std::visit([&](const auto& var) { add_param(var, static_cast<int>(g)); }, v);
       }
     }
   }
@@ -229,7 +228,7 @@ class FusedOptimizer {
   double clip_grad_norm(double max_norm) {
     EMBER_CHECK(max_norm > 0, "ember: ", Derived::kName,
                 ".clip_grad_norm: max_norm must be positive, got ", max_norm);
-    const GradNorm n = grad_norm<Mode>();
+    const GradNorm n = grad_norm();
     EMBER_CHECK(n.finite, "ember: ", Derived::kName, ".clip_grad_norm: the gradients' norm is ",
                 n.norm, " (an inf or NaN gradient)");
     const double coef = max_norm / (n.norm + 1e-6);
@@ -295,7 +294,7 @@ class FusedOptimizer {
   template <class Mode>
   void restore_state(const OptimizerState& state, bool check_only);
 
-  template <class Mode, FloatingElement T>
+  template <class Mode = exec::mode, FloatingElement T>
   void add_param(const Var<T>& v, int group) {
     EMBER_CHECK(v.defined() && v.requires_grad(), "ember: ", Derived::kName, ": parameter ",
                 order_.size(), " does not require grad");
@@ -314,17 +313,17 @@ class FusedOptimizer {
     auto e = std::make_unique<Entry<T>>();
     e->var = v;
     e->group = group;
-    if constexpr (!std::is_same_v<T, acc_t<T>>) e->master = cast_copy<acc_t<T>, Mode>(w);
+    if constexpr (!std::is_same_v<T, acc_t<T>>) e->master = cast_copy<acc_t<T>>(w);
     e->seen_version = w.storage()->version();
     order_.push_back(e.get());
     all_.emplace_back(v);
     list.push_back(std::move(e));
   }
 
-  template <class A, class Mode, class U>
+  template <class A, class Mode = exec::mode, class U>
   static Tensor<A> cast_copy(const Tensor<U>& w) {
     Tensor<A> out = empty<A>(w.shape(), w.device(), w.memory_format());
-    out.template copy_<U, Mode>(w);
+    out.template copy_<U>(w);
     return out;
   }
 
@@ -335,11 +334,11 @@ class FusedOptimizer {
     EMBER_CHECK(t.shape() == shape, "ember: ", Derived::kName, ".load_state_dict: '", name,
                 "' has shape ", t.shape().str(), ", the parameter ", shape.str());
   }
-  template <class A, class Mode, class E>
+  template <class A, class Mode = exec::mode, class E>
   static Tensor<A> copy_to_param_device(const AnyTensor& t, const E& e) {
     const Tensor<A> src = t.as<A>();
     Tensor<A> out = empty<A>(src.shape(), e.var.value().device(), e.var.value().memory_format());
-    out.template copy_<A, Mode>(src.template to<Mode>(e.var.value().device()));
+    out.template copy_<A>(src.to(e.var.value().device()));
     return out;
   }
 
@@ -353,7 +352,7 @@ class FusedOptimizer {
   /// Builds the tables (one per device and element type) of the parameters that have a
   /// gradient and calls f.template operator()<T>(table, entries) for each. `stepping`: for a
   /// step, which allocates state and counts the step; else only the gradients are read.
-  template <class Mode, class F>
+  template <class Mode = exec::mode, class F>
   void visit_buckets(bool stepping, F&& f) {
     using Hyper = typename Derived::Hyper;
     auto one_type = [&]<class T>(std::vector<std::unique_ptr<Entry<T>>>& list) {
@@ -374,8 +373,8 @@ class FusedOptimizer {
         if (used.empty()) continue;
         std::vector<Tensor<T>> grads;  // kept alive until the launch is done
         for (Entry<T>* e : used) {
-          grads.push_back(dense_grad<T, Mode>(*e));
-          if (stepping) prepare_entry<T, Mode>(*e);
+          grads.push_back(dense_grad<T>(*e));
+          if (stepping) prepare_entry<T>(*e);
           const Tensor<T>& w = e->var.value();
           const Slot<T, Hyper> slot{w.data(),
                                     grads.back().data(),
@@ -396,10 +395,10 @@ class FusedOptimizer {
   }
 
   /// The gradient laid out as its parameter (same strides), as the update indexes both alike.
-  template <class T, class Mode>
+  template <class T, class Mode = exec::mode>
   static Tensor<T> dense_grad(Entry<T>& e) {
     const Tensor<T>& w = e.var.value();
-    Tensor<T> g = e.var.node()->template grad_or_ones<Mode>();
+    Tensor<T> g = e.var.node()->grad_or_ones();
     EMBER_CHECK(g.shape() == w.shape() && g.device() == w.device(), "ember: ", Derived::kName,
                 ": a gradient of shape ", g.shape().str(), " for a parameter of shape ",
                 w.shape().str());
@@ -409,14 +408,14 @@ class FusedOptimizer {
     }
     if (same) return g;
     Tensor<T> out = empty<T>(w.shape(), w.device(), w.memory_format());
-    out.template copy_<T, Mode>(g);
+    out.template copy_<T>(g);
     return out;
   }
 
   /// Allocates the state this step needs (PyTorch's lazily created state, zeros: the update
   /// reads fresh state as zeros, so no pass fills it), counts the step, and re-reads the master
   /// copy when the parameter was written from outside.
-  template <class T, class Mode>
+  template <class T, class Mode = exec::mode>
   void prepare_entry(Entry<T>& e) {
     const Tensor<T>& w = e.var.value();
     using A = acc_t<T>;
@@ -430,7 +429,7 @@ class FusedOptimizer {
       }
     }
     if (e.master.defined() && w.storage()->version() != e.seen_version) {
-      e.master.template copy_<T, Mode>(w);
+      e.master.template copy_<T>(w);
     }
     ++e.step;
   }
@@ -450,9 +449,9 @@ template <class Derived, class Options>
 template <class Mode>
 GradNorm FusedOptimizer<Derived, Options>::compute_grad_norm() {
   double sq = 0;
-  visit_buckets<Mode>(false, [&]<class T>(auto& table, const std::vector<Entry<T>*>&) {
-    const Tensor<double> per = table.template sums<1, detail::SquaredGrad, Mode>({});
-    const Tensor<double> host = per.template to<Mode>(Device::cpu());
+  visit_buckets(false, [&]<class T>(auto& table, const std::vector<Entry<T>*>&) {
+    const Tensor<double> per = table.template sums<1, detail::SquaredGrad>({});
+    const Tensor<double> host = per.to(Device::cpu());
     for (std::int64_t i = 0; i < host.numel(); ++i) sq += host.data()[i];
   });
   return {std::sqrt(sq), std::isfinite(sq)};
@@ -462,8 +461,8 @@ template <class Derived, class Options>
 template <class Mode>
 void FusedOptimizer<Derived, Options>::update_all() {
   ++steps_;
-  visit_buckets<Mode>(true, [&]<class T>(auto& table, const std::vector<Entry<T>*>& entries) {
-    static_cast<Derived*>(this)->template update<T, Mode>(table);
+  visit_buckets(true, [&]<class T>(auto& table, const std::vector<Entry<T>*>& entries) {
+    static_cast<Derived*>(this)->template update<T>(table);
     for (Entry<T>* e : entries) {
       e->var.value().storage()->bump_version();
       e->seen_version = e->var.value().storage()->version();
@@ -482,12 +481,11 @@ OptimizerState FusedOptimizer<Derived, Options>::collect_state() const {
           const std::string at = "state." + std::to_string(i) + ".";
           for (std::size_t k = 0; k < Derived::kStateNames.size(); ++k) {
             if (e->state[k].defined()) {
-              out.emplace_back(at + Derived::kStateNames[k],
-                               e->state[k].template to<Mode>(Device::cpu()));
+              out.emplace_back(at + Derived::kStateNames[k], e->state[k].to(Device::cpu()));
             }
           }
           if (e->master.defined()) {
-            out.emplace_back(at + "master", e->master.template to<Mode>(Device::cpu()));
+            out.emplace_back(at + "master", e->master.to(Device::cpu()));
           }
           Tensor<std::int64_t> step = empty<std::int64_t>(Shape{});
           *step.data() = e->step;
@@ -525,7 +523,7 @@ void FusedOptimizer<Derived, Options>::restore_state(const OptimizerState& state
               if (const AnyTensor* t = find(name)) {
                 check_state_tensor<A>(*t, name, e->var.value().shape());
                 if (pass == 0) ++expected;
-                if (pass == 1) e->state[k] = copy_to_param_device<A, Mode>(*t, *e);
+                if (pass == 1) e->state[k] = copy_to_param_device<A>(*t, *e);
               } else if (pass == 1) {
                 e->state[k] = Tensor<A>();
               }
@@ -536,7 +534,7 @@ void FusedOptimizer<Derived, Options>::restore_state(const OptimizerState& state
               check_state_tensor<A>(*t, at + "master", e->var.value().shape());
               if (pass == 0) ++expected;
               if (pass == 1) {
-                e->master = copy_to_param_device<A, Mode>(*t, *e);
+                e->master = copy_to_param_device<A>(*t, *e);
                 e->seen_version = e->var.value().storage()->version();
               }
             }

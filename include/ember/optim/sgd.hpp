@@ -64,9 +64,9 @@ class SGD : public FusedOptimizer<SGD, SGDOptions> {
   Hyper hyper(const SGDOptions& o, std::int64_t) const {
     return {o.lr, o.momentum, o.dampening, o.weight_decay, o.nesterov};
   }
-  template <class T, class Mode, class Table>
+  template <class T, class Mode = exec::mode, class Table>
   void update(Table& table) {
-    table.template for_each_element<detail::SgdUpdate, Mode>({});
+    table.template for_each_element<detail::SgdUpdate>({});
   }
 };
 

@@ -144,11 +144,11 @@ class Tensor {
     const Shape target = infer_shape(shape, "reshape");
     Strides st;
     if (view_strides(target, st)) return Tensor(storage_, offset_, target, st);
-    return contiguous<Mode>().view(target);
+    return contiguous().view(target);
   }
   template <class Mode = exec::mode>
   Tensor flatten() const {
-    return reshape<Mode>(Shape{numel()});
+    return reshape(Shape{numel()});
   }
 
   /// Reorders dimensions: result dimension i is this tensor's dimension order[i].
@@ -300,7 +300,7 @@ class Tensor {
   T item() const {
     EMBER_CHECK(numel() == 1, "ember: item() needs exactly one element, the tensor has shape ",
                 shape_.str());
-    return to_vector<Mode>()[0];
+    return to_vector()[0];
   }
 
  private:
@@ -371,6 +371,9 @@ class Tensor {
   Strides strides_;
 };
 
+}  // namespace ember
+
+namespace ember::inline EMBER_UNIT_KIND {
 /// Free-function spellings of the common views.
 template <Storable T>
 Tensor<T> transpose(const Tensor<T>& t, int d0, int d1) {
@@ -380,13 +383,12 @@ template <Storable T>
 Tensor<T> permute(const Tensor<T>& t, const Dims& order) {
   return t.permute(order);
 }
-template <Storable T, class Mode = exec::mode>
+template <Storable T>
 Tensor<T> reshape(const Tensor<T>& t, const Shape& shape) {
-  return t.template reshape<Mode>(shape);
+  return t.reshape(shape);
 }
-template <Storable T, class Mode = exec::mode>
+template <Storable T>
 Tensor<T> contiguous(const Tensor<T>& t, MemoryFormat format = MemoryFormat::contiguous) {
-  return t.template contiguous<Mode>(format);
+  return t.contiguous(format);
 }
-
-}  // namespace ember
+}  // namespace ember::inline EMBER_UNIT_KIND

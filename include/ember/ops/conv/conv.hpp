@@ -44,11 +44,7 @@
 #include "conv_dnnl.hpp"
 #endif
 
-namespace ember {
-
-namespace ops {
-
-namespace cpu {
+namespace ember::ops::cpu::inline EMBER_UNIT_KIND {
 
 /// The output columns [lo, hi) whose input column ow * stride - pad + k * dil lies inside
 /// [0, W): the rest read padding. Computed once per kernel column, so the copy loops have no
@@ -243,12 +239,12 @@ bool onednn_backward_weights([[maybe_unused]] const Tensor<T>& x,
 #endif
   return false;
 }
+}  // namespace ember::ops::cpu::inline EMBER_UNIT_KIND
 
-}  // namespace cpu
-}  // namespace ops
+namespace ember::inline EMBER_UNIT_KIND {
 
 /// 2-D convolution of x [N, C, H, W] with w [O, C/groups, KH, KW] (see the top of this header).
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Tensor<T> conv2d(const Tensor<T>& x, const Tensor<T>& w, const Tensor<T>& bias,
                  const Conv2dOptions& opt = {}) {
   const ops::ConvGeometry g = ops::conv_geometry(x, w, opt);
@@ -280,7 +276,7 @@ Tensor<T> conv2d(const Tensor<T>& x, const Tensor<T>& w, const Tensor<T>& bias,
       ops::detail::count_conv_call(ops::ConvBackend::im2col);
     } else {
       // bf16 and half: widened to float once, convolved in float, rounded once.
-      const Tensor<float> yf = conv2d<float, Mode>(
+      const Tensor<float> yf = conv2d<float>(
           Tensor<float>(cast<float>(x))
               .contiguous(g.channels_last ? MemoryFormat::channels_last : MemoryFormat::contiguous),
           Tensor<float>(cast<float>(w)), Tensor<float>(), opt);
@@ -290,14 +286,16 @@ Tensor<T> conv2d(const Tensor<T>& x, const Tensor<T>& w, const Tensor<T>& bias,
   if (bias.defined()) y += bias.reshape(Shape{1, g.O, 1, 1});
   return y;
 }
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Tensor<T> conv2d(const Tensor<T>& x, const Tensor<T>& w, const Conv2dOptions& opt = {}) {
-  return conv2d<T, Mode>(x, w, Tensor<T>(), opt);
+  return conv2d<T>(x, w, Tensor<T>(), opt);
 }
+}  // namespace ember::inline EMBER_UNIT_KIND
 
-namespace ops {
+namespace ember::ops::inline EMBER_UNIT_KIND {
+
 /// The gradients of conv2d's input and weight (each only when asked), given dy.
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 std::pair<Tensor<T>, Tensor<T>> conv2d_backward(const Tensor<T>& x, const Tensor<T>& w,
                                                 const Tensor<T>& dy, const Conv2dOptions& opt,
                                                 bool need_x, bool need_w) {
@@ -306,8 +304,8 @@ std::pair<Tensor<T>, Tensor<T>> conv2d_backward(const Tensor<T>& x, const Tensor
   if (x.device().is_cuda()) {
 #if defined(EMBER_WITH_CUDNN)
     // dy in the memory format of the forward's output, as cuDNN pairs it with x.
-    const Tensor<T> dyf = dy.template contiguous<Mode>(g.channels_last ? MemoryFormat::channels_last
-                                                                       : MemoryFormat::contiguous);
+    const Tensor<T> dyf =
+        dy.contiguous(g.channels_last ? MemoryFormat::channels_last : MemoryFormat::contiguous);
     if (need_x) {
       dx = empty<T>(x.shape(), x.device(), x.memory_format());
       cudnn::conv_backward_data(w, dyf, g, dx);
@@ -327,8 +325,7 @@ std::pair<Tensor<T>, Tensor<T>> conv2d_backward(const Tensor<T>& x, const Tensor
   } else {
     // dx in x's memory format (dense); each gradient from oneDNN where it takes the shape.
     if (need_x) dx = empty<T>(x.shape(), x.device(), x.memory_format());
-    if (need_w)
-      dw = g.N == 0 ? zeros<T, Mode>(w.shape(), w.device()) : empty<T>(w.shape(), w.device());
+    if (need_w) dw = g.N == 0 ? zeros<T>(w.shape(), w.device()) : empty<T>(w.shape(), w.device());
     const bool x_left = need_x && dx.numel() > 0 && !cpu::onednn_backward_data(w, dy, g, dx);
     const bool w_left = need_w && g.N > 0 && !cpu::onednn_backward_weights(x, dy, g, dw);
     if (!x_left && !w_left) {
@@ -346,14 +343,12 @@ std::pair<Tensor<T>, Tensor<T>> conv2d_backward(const Tensor<T>& x, const Tensor
       }
     } else {
       const auto r =
-          conv2d_backward<float, Mode>(Tensor<float>(cast<float>(x)), Tensor<float>(cast<float>(w)),
-                                       Tensor<float>(cast<float>(dy)), opt, x_left, w_left);
+          conv2d_backward<float>(Tensor<float>(cast<float>(x)), Tensor<float>(cast<float>(w)),
+                                 Tensor<float>(cast<float>(dy)), opt, x_left, w_left);
       if (x_left) dx = Tensor<T>(cast<T>(r.first));
       if (w_left) dw = Tensor<T>(cast<T>(r.second));
     }
   }
   return {dx, dw};
 }
-}  // namespace ops
-
-}  // namespace ember
+}  // namespace ember::ops::inline EMBER_UNIT_KIND

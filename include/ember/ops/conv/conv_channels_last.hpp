@@ -21,7 +21,7 @@
 #include "conv_geometry.hpp"
 #include "conv_image_loop.hpp"
 
-namespace ember::ops::cpu {
+namespace ember::ops::cpu::inline EMBER_UNIT_KIND {
 
 /// rows[(oh, ow), (kh, kw, c)] = x[n, c0 + c, ih, iw] for the cg channels of one group of image
 /// n (0 in the padding); x is read through its strides (a run of channels at once when they are
@@ -174,5 +174,4 @@ void conv_backward_channels_last(const Tensor<T>& x, const Tensor<T>& w, const T
           dw[((o * cg + c) * g.KH + kh) * g.KW + kw] =
               dw_rows[static_cast<std::size_t>(o * K + (kh * g.KW + kw) * cg + c)];
 }
-
-}  // namespace ember::ops::cpu
+}  // namespace ember::ops::cpu::inline EMBER_UNIT_KIND

@@ -25,7 +25,7 @@
 #include "../../tensor/tensor.hpp"
 #include "conv_geometry.hpp"
 
-namespace ember::ops::cudnn {
+namespace ember::ops::cudnn::inline EMBER_UNIT_KIND {
 
 inline void check(cudnnStatus_t status, const char* what) {
   if (status != CUDNN_STATUS_SUCCESS) {
@@ -263,5 +263,4 @@ void conv_backward_filter(const Tensor<T>& x, const Tensor<T>& dy, const ConvGeo
                           Tensor<T>& dw) {
   run_pass<BackwardFilter>(x, dw, dy, g);
 }
-
-}  // namespace ember::ops::cudnn
+}  // namespace ember::ops::cudnn::inline EMBER_UNIT_KIND

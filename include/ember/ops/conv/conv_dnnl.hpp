@@ -45,7 +45,7 @@
 #include "conv_backend.hpp"
 #include "conv_geometry.hpp"
 
-namespace ember::ops::onednn {
+namespace ember::ops::onednn::inline EMBER_UNIT_KIND {
 
 /// One operand of a primitive: its oneDNN argument, the tensor's own layout (`user`), the
 /// primitive's (`inner`), and the reorder between them where they differ (user -> inner for
@@ -317,8 +317,10 @@ class Convolution {
   bool data_as_forward_ = false;
   std::once_flag data_once_, weights_once_;
 };
+}  // namespace ember::ops::onednn::inline EMBER_UNIT_KIND
 
-namespace detail {
+namespace ember::ops::onednn::detail::inline EMBER_UNIT_KIND {
+
 /// The convolutions made so far, by (dtype, sizes, options, memory format, thread count): the
 /// primitives oneDNN JIT-compiles depend on the thread count too. Never destroyed, like the
 /// cuDNN handles, so no primitive outlives oneDNN's own statics.
@@ -331,7 +333,9 @@ struct Cache {
     return *cache;
   }
 };
-}  // namespace detail
+}  // namespace ember::ops::onednn::detail::inline EMBER_UNIT_KIND
+
+namespace ember::ops::onednn::inline EMBER_UNIT_KIND {
 
 /// The cached convolution for this shape, made on first use.
 template <class T>
@@ -486,5 +490,4 @@ bool conv_backward_weights(const Tensor<T>& x, const Tensor<T>& dy, const ConvGe
   const Pass& pass = convolution<T>(g).backward_weights();
   return !pass.reference && run_counted(pass, dense(x, g), dense(dy, g), dw);
 }
-
-}  // namespace ember::ops::onednn
+}  // namespace ember::ops::onednn::inline EMBER_UNIT_KIND

@@ -21,9 +21,7 @@
 #include "../../tensor/factories.hpp"
 #include "../../tensor/tensor.hpp"
 
-namespace ember {
-
-namespace ops {
+namespace ember::ops::inline EMBER_UNIT_KIND {
 
 /// Whether cat leaves `t` out: a 1-D tensor of size 0 joins anything (PyTorch's legacy rule).
 template <Storable T>
@@ -65,11 +63,12 @@ CatLayout cat_layout(const std::vector<Tensor<T>>& list, std::int64_t dim, const
   }
   return {out, d, first->device()};
 }
+}  // namespace ember::ops::inline EMBER_UNIT_KIND
 
-}  // namespace ops
+namespace ember::inline EMBER_UNIT_KIND {
 
 /// The tensors of `list` end to end along `dim` (see the top of this header).
-template <Storable T, class Mode = exec::mode>
+template <Storable T>
 Tensor<T> cat(const std::vector<Tensor<T>>& list, std::int64_t dim = 0) {
   const ops::CatLayout layout = ops::cat_layout(list, dim, "cat");
   const int d = layout.dim;
@@ -78,17 +77,18 @@ Tensor<T> cat(const std::vector<Tensor<T>>& list, std::int64_t dim = 0) {
   for (const Tensor<T>& t : list) {
     if (ops::cat_skips(t)) continue;  // no elements
     const std::int64_t n = t.size(d);
-    if (n > 0) out.narrow(d, at, n).template copy_<T, Mode>(t);
+    if (n > 0) out.narrow(d, at, n).template copy_<T>(t);
     at += n;
   }
   return out;
 }
-template <Storable T, class Mode = exec::mode>
+template <Storable T>
 Tensor<T> cat(std::initializer_list<Tensor<T>> list, std::int64_t dim = 0) {
-  return cat<T, Mode>(std::vector<Tensor<T>>(list), dim);
+  return cat<T>(std::vector<Tensor<T>>(list), dim);
 }
+}  // namespace ember::inline EMBER_UNIT_KIND
 
-namespace ops {
+namespace ember::ops::inline EMBER_UNIT_KIND {
 
 /// stack's checks on a list of Tensors or Vars (all defined, one shape), and `dim` normalised
 /// against the stacked rank.
@@ -103,24 +103,26 @@ int stack_dim(const std::vector<X>& list, std::int64_t dim) {
   }
   return normalize_axis(dim, list.front().shape().rank() + 1, "stack");
 }
+}  // namespace ember::ops::inline EMBER_UNIT_KIND
 
-}  // namespace ops
+namespace ember::inline EMBER_UNIT_KIND {
 
 /// The tensors of `list`, all of one shape, along a new dimension `dim` (in [-rank-1, rank]).
-template <Storable T, class Mode = exec::mode>
+template <Storable T>
 Tensor<T> stack(const std::vector<Tensor<T>>& list, std::int64_t dim = 0) {
   const int d = ops::stack_dim(list, dim);
   std::vector<Tensor<T>> parts;
   parts.reserve(list.size());
   for (const Tensor<T>& t : list) parts.push_back(t.unsqueeze(d));
-  return cat<T, Mode>(parts, d);
+  return cat<T>(parts, d);
 }
-template <Storable T, class Mode = exec::mode>
+template <Storable T>
 Tensor<T> stack(std::initializer_list<Tensor<T>> list, std::int64_t dim = 0) {
-  return stack<T, Mode>(std::vector<Tensor<T>>(list), dim);
+  return stack<T>(std::vector<Tensor<T>>(list), dim);
 }
+}  // namespace ember::inline EMBER_UNIT_KIND
 
-namespace ops {
+namespace ember::ops::inline EMBER_UNIT_KIND {
 
 /// The extents split(t, sizes, dim) cuts dimension d of extent n into.
 inline std::vector<std::int64_t> split_sizes(std::int64_t n, const std::vector<std::int64_t>& sizes,
@@ -150,8 +152,9 @@ inline std::int64_t chunk_size(std::int64_t n, std::int64_t chunks) {
   EMBER_CHECK(chunks > 0, "ember: chunk: the number of chunks must be positive, got ", chunks);
   return n == 0 ? 0 : (n + chunks - 1) / chunks;
 }
+}  // namespace ember::ops::inline EMBER_UNIT_KIND
 
-}  // namespace ops
+namespace ember::inline EMBER_UNIT_KIND {
 
 /// Views of `t` along `dim` of the given extents (which add up to t's extent).
 template <Storable T>
@@ -183,5 +186,4 @@ std::vector<Tensor<T>> chunk(const Tensor<T>& t, std::int64_t chunks, std::int64
   const int d = normalize_axis(dim, t.rank(), "chunk");
   return split(t, ops::chunk_size(t.size(d), chunks), d);
 }
-
-}  // namespace ember
+}  // namespace ember::inline EMBER_UNIT_KIND

@@ -47,9 +47,7 @@
 #include "embedding_cuda.cuh"
 #endif
 
-namespace ember {
-
-namespace ops {
+namespace ember::ops::inline EMBER_UNIT_KIND {
 
 /// Output element i of embedding: weight[ids[i / D], i % D].
 template <class T>
@@ -134,7 +132,7 @@ struct EmbeddingRenormRows {
 };
 
 /// Checks the operands of embedding (shapes, devices, the range of the ids).
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 void check_embedding(const Tensor<T>& weight, const Tensor<std::int64_t>& ids) {
   EMBER_CHECK(weight.defined() && weight.rank() == 2,
               "ember: embedding: weight must be [V, D], got ",
@@ -150,7 +148,7 @@ void check_embedding(const Tensor<T>& weight, const Tensor<std::int64_t>& ids) {
               "ember: embedding: ", ids.numel(), " ids into ", weight.size(0),
               " rows: at most 2^31 - 1 of either");
   const std::int64_t V = weight.size(0);
-  const std::optional<std::int64_t> bad = index_outside<Mode>(ids, V);
+  const std::optional<std::int64_t> bad = index_outside(ids, V);
   if (!bad) return;
   fail("ember: embedding: id ", *bad, " is outside [0, ", V, ") (weight ", weight.shape().str(),
        ", ids ", ids.shape().str(), ")");
@@ -172,7 +170,6 @@ struct EmbeddingRuns {
   Tensor<std::int32_t> order, start;
 };
 /// embedding_runs' work for exec::launch.
-template <class Mode>
 struct EmbeddingRunsSort {
   const std::int64_t* ids;
   std::int64_t M, V;
@@ -192,13 +189,12 @@ struct EmbeddingRunsSort {
       order[next[static_cast<std::size_t>(ids[p])]++] = static_cast<std::int32_t>(p);
   }
 #if defined(EMBER_CUDA_KERNELS)
-  void on_cuda(int device) const { gpu::sort_runs<Mode>(ids, M, V, device, out.order, out.start); }
+  void on_cuda(int device) const { gpu::sort_runs(ids, M, V, device, out.order, out.start); }
 #endif
 };
-template <class Mode = exec::mode>
-EmbeddingRuns embedding_runs(const Tensor<std::int64_t>& ids, std::int64_t V) {
+inline EmbeddingRuns embedding_runs(const Tensor<std::int64_t>& ids, std::int64_t V) {
   EmbeddingRuns r;
-  exec::launch(EmbeddingRunsSort<Mode>{ids.data(), ids.numel(), V, r}, ids.device());
+  exec::launch(EmbeddingRunsSort{ids.data(), ids.numel(), V, r}, ids.device());
   return r;
 }
 
@@ -206,7 +202,7 @@ EmbeddingRuns embedding_runs(const Tensor<std::int64_t>& ids, std::int64_t V) {
 /// (already checked by the forward) into `gw` [V, D] (contiguous): only the rows the ids name
 /// are touched, never row `padding` (from padding_row; -1: none). Deterministic: see the top of
 /// this header. Bumps gw's version.
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 void embedding_backward_add(const Tensor<T>& gw, const Tensor<T>& g,
                             const Tensor<std::int64_t>& ids, std::int64_t padding = -1) {
   const std::int64_t M = ids.numel(), V = gw.size(0), D = gw.size(1);
@@ -216,21 +212,21 @@ void embedding_backward_add(const Tensor<T>& gw, const Tensor<T>& g,
   EMBER_CHECK(gw.is_contiguous(), "ember: internal: embedding's weight gradient is not dense");
   gw.storage()->bump_version();
   if (M == 0 || D == 0) return;
-  const Tensor<T> gd = g.template contiguous<Mode>();
-  const Tensor<std::int64_t> id = ids.template contiguous<Mode>();
-  const EmbeddingRuns r = embedding_runs<Mode>(id, V);
+  const Tensor<T> gd = g.contiguous();
+  const Tensor<std::int64_t> id = ids.contiguous();
+  const EmbeddingRuns r = embedding_runs(id, V);
   const EmbeddingAddRuns<T> f{gd.data(), id.data(), r.order.data(), r.start.data(),
                               gw.data(), D,         padding};
-  exec::for_each_index<EmbeddingAddRuns<T>, Mode>(f, M * D, 1, g.device());
+  exec::for_each_index<EmbeddingAddRuns<T>>(f, M * D, 1, g.device());
 }
 
 /// The gradient of embedding's weight [V, D] from the output's gradient g [..., D] and the ids:
 /// zeros, with embedding_backward_add's sums added.
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Tensor<T> embedding_backward(const Tensor<T>& g, const Tensor<std::int64_t>& ids, std::int64_t V,
                              std::int64_t D, std::int64_t padding = -1) {
-  Tensor<T> gw = zeros<T, Mode>(Shape{V, D}, g.device());
-  embedding_backward_add<T, Mode>(gw, g, ids, padding);
+  Tensor<T> gw = zeros<T>(Shape{V, D}, g.device());
+  embedding_backward_add<T>(gw, g, ids, padding);
   return gw;
 }
 
@@ -238,22 +234,23 @@ Tensor<T> embedding_backward(const Tensor<T>& g, const Tensor<std::int64_t>& ids
 /// norm_type-norm exceeds max_norm is scaled in place to that norm (max_norm / (norm + 1e-7)),
 /// under no gradient. The ids are checked first. Bumps weight's version: a recorded op that
 /// saved the table before this and reads it in its backward throws there, as in PyTorch.
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 void embedding_renorm_(const Tensor<T>& weight, const Tensor<std::int64_t>& ids, double max_norm,
                        double norm_type = 2.0) {
-  check_embedding<T, Mode>(weight, ids);
+  check_embedding<T>(weight, ids);
   EMBER_CHECK(max_norm >= 0 && norm_type > 0, "ember: embedding: max_norm ", max_norm,
               " and norm_type ", norm_type, ": max_norm must be at least 0, norm_type above 0");
   const std::int64_t V = weight.size(0), D = weight.size(1);
   weight.storage()->bump_version();
   if (ids.numel() == 0 || V == 0 || D == 0) return;
-  const EmbeddingRuns r = embedding_runs<Mode>(ids.template contiguous<Mode>(), V);
+  const EmbeddingRuns r = embedding_runs(ids.contiguous(), V);
   const EmbeddingRenormRows<T> f{
       weight.data(), weight.stride(0), weight.stride(1), r.start.data(), D, max_norm, norm_type};
-  exec::for_each_index<EmbeddingRenormRows<T>, Mode>(f, V, D, weight.device());
+  exec::for_each_index<EmbeddingRenormRows<T>>(f, V, D, weight.device());
 }
+}  // namespace ember::ops::inline EMBER_UNIT_KIND
 
-}  // namespace ops
+namespace ember::inline EMBER_UNIT_KIND {
 
 /// Rows `ids` of `weight` (see the top of this header): shape ids.shape() + [D]. padding_idx
 /// (in [-V, V)) changes only the backward: that row gets no gradient. (Its value is whatever the
@@ -261,25 +258,24 @@ void embedding_renorm_(const Tensor<T>& weight, const Tensor<std::int64_t>& ids,
 ///
 /// max_norm (PyTorch's): the rows the ids name are first scaled in place to at most that
 /// norm_type-norm (ops::embedding_renorm_): this modifies `weight`.
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Tensor<T> embedding(const Tensor<T>& weight, const Tensor<std::int64_t>& ids,
                     std::optional<std::int64_t> padding_idx = std::nullopt,
                     std::optional<double> max_norm = std::nullopt, double norm_type = 2.0) {
   if (max_norm) {
-    ops::embedding_renorm_<T, Mode>(weight, ids, *max_norm, norm_type);  // checks the ids too
+    ops::embedding_renorm_<T>(weight, ids, *max_norm, norm_type);  // checks the ids too
   } else {
-    ops::check_embedding<T, Mode>(weight, ids);
+    ops::check_embedding<T>(weight, ids);
   }
   (void)ops::padding_row(padding_idx, weight.size(0));  // checked here, used by the backward
   const std::int64_t D = weight.size(1);
   Shape s = ids.shape();
   s.push_back(D);
   Tensor<T> out = empty<T>(s, weight.device());
-  const Tensor<std::int64_t> flat = ids.template contiguous<Mode>();
+  const Tensor<std::int64_t> flat = ids.contiguous();
   const ops::EmbeddingGather<T> f{weight.data(), weight.stride(0), weight.stride(1),
                                   flat.data(),   out.data(),       D};
-  exec::for_each_index<ops::EmbeddingGather<T>, Mode>(f, out.numel(), 1, weight.device());
+  exec::for_each_index<ops::EmbeddingGather<T>>(f, out.numel(), 1, weight.device());
   return out;
 }
-
-}  // namespace ember
+}  // namespace ember::inline EMBER_UNIT_KIND

@@ -19,7 +19,7 @@
 #include "../../tensor/tensor.hpp"
 
 namespace ember::ops::gpu {
-inline namespace EMBER_EXEC_NS {
+inline namespace EMBER_UNIT_KIND {
 
 /// The sort's input: key p = ids[p] (checked to fit int32), value p = p.
 struct SortInput {
@@ -54,9 +54,8 @@ struct RunStarts {
 /// The positions 0..M-1 of the dense ids (each in [0, V)) ordered stably by id, and where each
 /// id's run starts ([V + 1]), on CUDA device `device`. A template (on ops/indexing/embedding.hpp's
 /// translation-unit tag) so that CUB's radix sort is compiled only where embeddings are used.
-template <class Mode>
-void sort_runs(const std::int64_t* ids, std::int64_t M, std::int64_t V, int device,
-               Tensor<std::int32_t>& order, Tensor<std::int32_t>& start) {
+inline void sort_runs(const std::int64_t* ids, std::int64_t M, std::int64_t V, int device,
+                      Tensor<std::int32_t>& order, Tensor<std::int32_t>& start) {
   const Device dev = Device::cuda(device);
   order = empty<std::int32_t>(Shape{M}, dev);
   start = empty<std::int32_t>(Shape{V + 1}, dev);
@@ -85,5 +84,5 @@ void sort_runs(const std::int64_t* ids, std::int64_t M, std::int64_t V, int devi
   exec::gpu::launch_for_each(RunStarts{sorted.data(), M, start.data()}, V + 1, device);
 }
 
-}  // namespace EMBER_EXEC_NS
+}  // namespace EMBER_UNIT_KIND
 }  // namespace ember::ops::gpu

@@ -37,9 +37,7 @@
 #include "../../tensor/factories.hpp"
 #include "../../tensor/tensor.hpp"
 
-namespace ember {
-
-namespace ops {
+namespace ember::ops::inline EMBER_UNIT_KIND {
 
 /// Extents and element strides of up to kMaxRank dimensions, by value inside kernels.
 struct Geometry {
@@ -62,20 +60,18 @@ inline Geometry geometry(const Shape& sizes, const Strides& strides) {
 /// An index of `idx` outside [0, n) (the smallest when one is negative, else the largest), or
 /// none. One reduction (one wait for a GPU) counts them; the offender is looked up only when
 /// there is one.
-template <class Mode = exec::mode>
-std::optional<std::int64_t> index_outside(const Tensor<std::int64_t>& idx, std::int64_t n) {
+inline std::optional<std::int64_t> index_outside(const Tensor<std::int64_t>& idx, std::int64_t n) {
   if (idx.numel() == 0) return std::nullopt;
   const auto outside = logical_or(idx < std::int64_t{0}, idx >= n);
-  if (sum<decltype(outside), Mode>(outside).template item<Mode>() == 0) return std::nullopt;
-  const std::int64_t lo = min<Tensor<std::int64_t>, Mode>(idx).template item<Mode>();
-  return lo < 0 ? lo : max<Tensor<std::int64_t>, Mode>(idx).template item<Mode>();
+  if (sum<decltype(outside)>(outside).item() == 0) return std::nullopt;
+  const std::int64_t lo = min<Tensor<std::int64_t>>(idx).item();
+  return lo < 0 ? lo : max<Tensor<std::int64_t>>(idx).item();
 }
 
 /// Throws unless every index is in [0, n), naming the op and the shape indexed.
-template <class Mode = exec::mode>
-void check_indices(const Tensor<std::int64_t>& idx, std::int64_t n, const char* name,
-                   const Shape& of) {
-  if (const auto bad = index_outside<Mode>(idx, n)) {
+inline void check_indices(const Tensor<std::int64_t>& idx, std::int64_t n, const char* name,
+                          const Shape& of) {
+  if (const auto bad = index_outside(idx, n)) {
     fail("ember: ", name, ": index ", *bad, " is outside [0, ", n, ") (a dimension of ", of.str(),
          ")");
   }
@@ -159,11 +155,12 @@ struct ScatterAddAlong {
     out[i] = to_storage<T>(s);
   }
 };
+}  // namespace ember::ops::inline EMBER_UNIT_KIND
 
-}  // namespace ops
+namespace ember::inline EMBER_UNIT_KIND {
 
 /// The slices of `t` along `dim` at the positions `idx` (1-D), in idx's order.
-template <Storable T, class Mode = exec::mode>
+template <Storable T>
 Tensor<T> index_select(const Tensor<T>& t, std::int64_t dim, const Tensor<std::int64_t>& idx) {
   EMBER_CHECK(t.defined() && idx.defined(), "ember: index_select: an undefined operand");
   EMBER_CHECK(idx.rank() <= 1, "ember: index_select: the index must be 1-D, got ",
@@ -176,17 +173,18 @@ Tensor<T> index_select(const Tensor<T>& t, std::int64_t dim, const Tensor<std::i
   const Tensor<T> src = scalar ? t.reshape(Shape{1}) : t;
   const int d = normalize_axis(dim, src.rank(), "index_select");
   const Tensor<std::int64_t> ix = idx.contiguous().reshape(Shape{idx.numel()});
-  ops::check_indices<Mode>(ix, src.size(d), "index_select", src.shape());
+  ops::check_indices(ix, src.size(d), "index_select", src.shape());
   Shape shape = src.shape();
   shape[d] = ix.numel();
   Tensor<T> out = empty<T>(shape, t.device());
   const ops::GatherAlong<T> f{
       src.data(), ix.data(), out.data(), ops::geometry(shape, src.strides()), d, false};
-  exec::for_each_index<decltype(f), Mode>(f, out.numel(), 1, t.device());
+  exec::for_each_index<decltype(f)>(f, out.numel(), 1, t.device());
   return scalar ? out.reshape(Shape{}) : out;
 }
+}  // namespace ember::inline EMBER_UNIT_KIND
 
-namespace ops {
+namespace ember::ops::inline EMBER_UNIT_KIND {
 
 /// gather's and scatter_add's rule: idx has t's rank and no larger extent outside dim.
 template <Storable T>
@@ -205,34 +203,34 @@ int gather_dim(const Tensor<T>& t, std::int64_t dim, const Tensor<std::int64_t>&
   }
   return d;
 }
+}  // namespace ember::ops::inline EMBER_UNIT_KIND
 
-}  // namespace ops
+namespace ember::inline EMBER_UNIT_KIND {
 
 /// out[..., j, ...] = t[..., idx[..., j, ...], ...] along `dim`; out has idx's shape.
-template <Storable T, class Mode = exec::mode>
+template <Storable T>
 Tensor<T> gather(const Tensor<T>& t, std::int64_t dim, const Tensor<std::int64_t>& idx) {
   if (t.defined() && t.rank() == 0 && idx.defined() && idx.rank() == 0) {
-    return gather<T, Mode>(t.reshape(Shape{1}), 0, idx.reshape(Shape{1})).reshape(Shape{});
+    return gather<T>(t.reshape(Shape{1}), 0, idx.reshape(Shape{1})).reshape(Shape{});
   }
   const int d = ops::gather_dim(t, dim, idx, "gather");
   const Tensor<std::int64_t> ix = idx.contiguous();
-  ops::check_indices<Mode>(ix, t.size(d), "gather", t.shape());
+  ops::check_indices(ix, t.size(d), "gather", t.shape());
   Tensor<T> out = empty<T>(ix.shape(), t.device());
   const ops::GatherAlong<T> f{
       t.data(), ix.data(), out.data(), ops::geometry(ix.shape(), t.strides()), d, true};
-  exec::for_each_index<decltype(f), Mode>(f, out.numel(), 1, t.device());
+  exec::for_each_index<decltype(f)>(f, out.numel(), 1, t.device());
   return out;
 }
 
 /// t with src added at the positions idx names along `dim` (see the top of this header); idx's
 /// extents are at most src's, and t's outside dim.
-template <Storable T, class Mode = exec::mode>
+template <Storable T>
 Tensor<T> scatter_add(const Tensor<T>& t, std::int64_t dim, const Tensor<std::int64_t>& idx,
                       const Tensor<T>& src) {
   if (t.defined() && t.rank() == 0 && idx.defined() && idx.rank() == 0 && src.defined() &&
       src.rank() == 0) {
-    return scatter_add<T, Mode>(t.reshape(Shape{1}), 0, idx.reshape(Shape{1}),
-                                src.reshape(Shape{1}))
+    return scatter_add<T>(t.reshape(Shape{1}), 0, idx.reshape(Shape{1}), src.reshape(Shape{1}))
         .reshape(Shape{});
   }
   const int d = ops::gather_dim(t, dim, idx, "scatter_add");
@@ -244,7 +242,7 @@ Tensor<T> scatter_add(const Tensor<T>& t, std::int64_t dim, const Tensor<std::in
                 " is larger than src's ", src.shape().str(), " in dimension ", k);
   }
   const Tensor<std::int64_t> ix = idx.contiguous();
-  ops::check_indices<Mode>(ix, t.size(d), "scatter_add", t.shape());
+  ops::check_indices(ix, t.size(d), "scatter_add", t.shape());
   const Tensor<T> base = t.contiguous();
   Tensor<T> out = empty<T>(t.shape(), t.device());
   ops::ScatterAddAlong<T> f{base.data(),
@@ -256,8 +254,8 @@ Tensor<T> scatter_add(const Tensor<T>& t, std::int64_t dim, const Tensor<std::in
                             {},
                             d};
   for (int k = 0; k < src.rank(); ++k) f.src_stride[k] = src.strides()[k];
-  exec::for_each_index<decltype(f), Mode>(f, out.numel(), std::max<std::int64_t>(1, idx.size(d)),
-                                          t.device());
+  exec::for_each_index<decltype(f)>(f, out.numel(), std::max<std::int64_t>(1, idx.size(d)),
+                                    t.device());
   return out;
 }
 
@@ -268,20 +266,18 @@ auto masked_fill(const X& t, const M& mask, const V& value) {
 }
 
 /// int64 [..., n]: 1 at each id's class, 0 elsewhere; n < 0 takes the largest id + 1.
-template <class Mode = exec::mode>
-Tensor<std::int64_t> one_hot(const Tensor<std::int64_t>& ids, std::int64_t n = -1) {
+inline Tensor<std::int64_t> one_hot(const Tensor<std::int64_t>& ids, std::int64_t n = -1) {
   EMBER_CHECK(ids.defined(), "ember: one_hot: an undefined tensor");
   EMBER_CHECK(ids.rank() < kMaxRank, "ember: one_hot: ids of rank ", ids.rank(), " (at most ",
               kMaxRank - 1, ")");
   if (n < 0) {
     EMBER_CHECK(ids.numel() > 0, "ember: one_hot: the number of classes cannot be inferred from ",
                 "an empty tensor; pass it");
-    n = max<Tensor<std::int64_t>, Mode>(ids).template item<Mode>() + 1;
+    n = max<Tensor<std::int64_t>>(ids).item() + 1;
   }
-  ops::check_indices<Mode>(ids, n, "one_hot", Shape{n});
+  ops::check_indices(ids, n, "one_hot", Shape{n});
   const Tensor<std::int64_t> classes =
       arange<std::int64_t>(0.0, static_cast<double>(n), 1.0, ids.device());
   return Tensor<std::int64_t>(cast<std::int64_t>(ids.unsqueeze(ids.rank()) == classes));
 }
-
-}  // namespace ember
+}  // namespace ember::inline EMBER_UNIT_KIND

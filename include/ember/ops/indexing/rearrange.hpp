@@ -36,8 +36,9 @@ namespace ember {
 
 /// How pad fills the border (torch.nn.functional.pad's modes).
 enum class PadMode { constant, reflect, replicate, circular };
+}  // namespace ember
 
-namespace ops {
+namespace ember::ops::inline EMBER_UNIT_KIND {
 
 /// Where an output coordinate along one dimension reads from.
 enum class Edge : std::uint8_t { same, flip, roll, constant, reflect, replicate, circular };
@@ -146,7 +147,7 @@ struct RemapSpec {
   }
 };
 
-template <Storable T, class Mode = exec::mode>
+template <Storable T>
 Tensor<T> remap(const Tensor<T>& t, const RemapSpec& spec, double fill = 0.0) {
   Tensor<T> out = empty<T>(spec.out_shape, t.device());
   Remap<T> f{t.data(), out.data(), geometry(spec.out_shape, t.strides()),     {},
@@ -156,7 +157,7 @@ Tensor<T> remap(const Tensor<T>& t, const RemapSpec& spec, double fill = 0.0) {
     f.shift[k] = spec.shift[static_cast<std::size_t>(k)];
     f.edge[k] = spec.edge[static_cast<std::size_t>(k)];
   }
-  exec::for_each_index<decltype(f), Mode>(f, out.numel(), 1, t.device());
+  exec::for_each_index<decltype(f)>(f, out.numel(), 1, t.device());
   return out;
 }
 
@@ -236,20 +237,20 @@ std::vector<PadDim> pad_dims(const Tensor<T>& t, const std::vector<std::int64_t>
 }
 
 /// One dimension's pad of a Tensor.
-template <Storable T, class Mode = exec::mode>
+template <Storable T>
 Tensor<T> pad_one(const Tensor<T>& t, const PadDim& p, PadMode mode, double value) {
   RemapSpec spec(t.shape());
   spec.set(p.dim, edge_of(mode), p.left, t.size(p.dim) + p.left + p.right);
-  return remap<T, Mode>(t, spec, value);
+  return remap<T>(t, spec, value);
 }
 
 /// The adjoint of pad_one for reflect, replicate and circular: the gradient of t from g.
-template <Storable T, class Mode = exec::mode>
+template <Storable T>
 Tensor<T> pad_one_backward(const Tensor<T>& g, const Shape& shape, const PadDim& p, PadMode mode) {
   Tensor<T> dx = empty<T>(shape, g.device());
   const PadAdjoint<T> f{g.data(), dx.data(),    geometry(shape, g.strides()), p.dim, edge_of(mode),
                         p.left,   g.size(p.dim)};
-  exec::for_each_index<decltype(f), Mode>(f, dx.numel(), 2, g.device());
+  exec::for_each_index<decltype(f)>(f, dx.numel(), 2, g.device());
   return dx;
 }
 
@@ -261,9 +262,8 @@ inline std::int64_t roll_shift(std::int64_t shift, std::int64_t n) {
 }
 
 /// The mask of tril (lower) or triu for a shape's last two dimensions: [m, n] bools.
-template <class Mode = exec::mode>
-Tensor<bool> triangle_mask(const Shape& shape, Device device, std::int64_t diagonal, bool lower,
-                           const char* name) {
+inline Tensor<bool> triangle_mask(const Shape& shape, Device device, std::int64_t diagonal,
+                                  bool lower, const char* name) {
   EMBER_CHECK(shape.rank() >= 2, "ember: ", name, ": needs a tensor of rank 2 or more, got ",
               shape.str());
   const std::int64_t m = shape[shape.rank() - 2], n = shape[shape.rank() - 1];
@@ -276,10 +276,10 @@ Tensor<bool> triangle_mask(const Shape& shape, Device device, std::int64_t diago
 
 /// x (a Tensor or a Var, of `shape` on `device`) with zeros outside the triangle that tril
 /// (lower) or triu keeps.
-template <class X, class Mode = exec::mode>
+template <class X>
 X triangle(const X& x, const Shape& shape, Device device, std::int64_t diagonal, bool lower,
            const char* name) {
-  return X(where(triangle_mask<Mode>(shape, device, diagonal, lower, name), x, std::int64_t{0}));
+  return X(where(triangle_mask(shape, device, diagonal, lower, name), x, std::int64_t{0}));
 }
 
 /// repeat's view: t with leading size-1 dimensions to reps' length, each dimension k split into
@@ -344,20 +344,21 @@ struct CumsumLines {
   }
 };
 
-template <Storable T, class Mode = exec::mode>
+template <Storable T>
 Tensor<T> cumsum_along(const Tensor<T>& t, int d, bool reverse) {
   Tensor<T> out = empty<T>(t.shape(), t.device());
   const std::int64_t n = t.size(d);
   if (out.numel() == 0) return out;
   const CumsumLines<T> f{t.data(), out.data(), geometry(t.shape(), t.strides()), d, reverse};
-  exec::for_each_index<decltype(f), Mode>(f, out.numel() / n, n, t.device());
+  exec::for_each_index<decltype(f)>(f, out.numel() / n, n, t.device());
   return out;
 }
+}  // namespace ember::ops::inline EMBER_UNIT_KIND
 
-}  // namespace ops
+namespace ember::inline EMBER_UNIT_KIND {
 
 /// t with the order of its elements reversed along each dimension in `dims`.
-template <Storable T, class Mode = exec::mode>
+template <Storable T>
 Tensor<T> flip(const Tensor<T>& t, const std::vector<std::int64_t>& dims) {
   EMBER_CHECK(t.defined(), "ember: flip: an undefined tensor");
   ops::RemapSpec spec(t.shape());
@@ -367,21 +368,21 @@ Tensor<T> flip(const Tensor<T>& t, const std::vector<std::int64_t>& dims) {
                 "ember: flip: dimension ", d, " is listed twice");
     spec.set(d, ops::Edge::flip, 0, t.size(d));
   }
-  return ops::remap<T, Mode>(t, spec);
+  return ops::remap<T>(t, spec);
 }
 
 /// t shifted by `shift` along `dim`, the elements pushed off one end coming back at the other.
-template <Storable T, class Mode = exec::mode>
+template <Storable T>
 Tensor<T> roll(const Tensor<T>& t, std::int64_t shift, std::int64_t dim) {
   EMBER_CHECK(t.defined(), "ember: roll: an undefined tensor");
   const int d = normalize_axis(dim, t.rank(), "roll");
   ops::RemapSpec spec(t.shape());
   spec.set(d, ops::Edge::roll, ops::roll_shift(shift, t.size(d)), t.size(d));
-  return ops::remap<T, Mode>(t, spec);
+  return ops::remap<T>(t, spec);
 }
 
 /// t padded by pads = {left, right} per dimension, from the last dimension back.
-template <Storable T, class Mode = exec::mode>
+template <Storable T>
 Tensor<T> pad(const Tensor<T>& t, const std::vector<std::int64_t>& pads,
               PadMode mode = PadMode::constant, double value = 0.0) {
   const std::vector<ops::PadDim> dims = ops::pad_dims(t, pads, mode);
@@ -390,15 +391,15 @@ Tensor<T> pad(const Tensor<T>& t, const std::vector<std::int64_t>& pads,
     for (const ops::PadDim& p : dims) {
       spec.set(p.dim, ops::Edge::constant, p.left, t.size(p.dim) + p.left + p.right);
     }
-    return ops::remap<T, Mode>(t, spec, value);
+    return ops::remap<T>(t, spec, value);
   }
   Tensor<T> out = t;
-  for (const ops::PadDim& p : dims) out = ops::pad_one<T, Mode>(out, p, mode, value);
+  for (const ops::PadDim& p : dims) out = ops::pad_one<T>(out, p, mode, value);
   return dims.empty() ? t.clone() : out;
 }
 
 /// t tiled reps[k] times along dimension k (leading counts add dimensions), torch's repeat.
-template <Storable T, class Mode = exec::mode>
+template <Storable T>
 Tensor<T> repeat(const Tensor<T>& t, const std::vector<std::int64_t>& reps) {
   EMBER_CHECK(t.defined(), "ember: repeat: an undefined tensor");
   const ops::RepeatShapes s = ops::repeat_shapes(t.shape(), reps);
@@ -406,26 +407,25 @@ Tensor<T> repeat(const Tensor<T>& t, const std::vector<std::int64_t>& reps) {
 }
 
 /// The lower triangle of the last two dimensions, from diagonal k (0: the main one) down.
-template <Storable T, class Mode = exec::mode>
+template <Storable T>
 Tensor<T> tril(const Tensor<T>& t, std::int64_t diagonal = 0) {
   EMBER_CHECK(t.defined(), "ember: tril: an undefined tensor");
-  return ops::triangle<Tensor<T>, Mode>(t, t.shape(), t.device(), diagonal, true, "tril");
+  return ops::triangle<Tensor<T>>(t, t.shape(), t.device(), diagonal, true, "tril");
 }
 
 /// The upper triangle of the last two dimensions, from diagonal k (0: the main one) up.
-template <Storable T, class Mode = exec::mode>
+template <Storable T>
 Tensor<T> triu(const Tensor<T>& t, std::int64_t diagonal = 0) {
   EMBER_CHECK(t.defined(), "ember: triu: an undefined tensor");
-  return ops::triangle<Tensor<T>, Mode>(t, t.shape(), t.device(), diagonal, false, "triu");
+  return ops::triangle<Tensor<T>>(t, t.shape(), t.device(), diagonal, false, "triu");
 }
 
 /// Running sums along `dim`: out[..., j, ...] = sum of t[..., 0..j, ...], in the compute type
 /// (float for bf16 and half) and rounded at each output.
-template <Storable T, class Mode = exec::mode>
+template <Storable T>
 Tensor<T> cumsum(const Tensor<T>& t, std::int64_t dim) {
   EMBER_CHECK(t.defined(), "ember: cumsum: an undefined tensor");
   if (t.rank() == 0) return t.clone();
-  return ops::cumsum_along<T, Mode>(t, normalize_axis(dim, t.rank(), "cumsum"), false);
+  return ops::cumsum_along<T>(t, normalize_axis(dim, t.rank(), "cumsum"), false);
 }
-
-}  // namespace ember
+}  // namespace ember::inline EMBER_UNIT_KIND

@@ -43,8 +43,9 @@ struct SortResult {
   V values;
   Tensor<std::int64_t> indices;
 };
+}  // namespace ember
 
-namespace ops {
+namespace ember::ops::inline EMBER_UNIT_KIND {
 
 /// keys[i]: an int64 whose signed order is src's sort order at element i (see the top).
 template <Storable T>
@@ -82,7 +83,6 @@ struct SortKeys {
 
 /// sort_lines' work for exec::launch: std::stable_sort per line on the CPU, CUB's segmented
 /// sort on CUDA (sort_cuda.cuh).
-template <class Mode>
 struct LineSort {
   const std::int64_t* keys;
   std::int64_t* idx;
@@ -99,21 +99,20 @@ struct LineSort {
     }
   }
 #if defined(EMBER_CUDA_KERNELS)
-  void on_cuda(int device) const { gpu::sort_lines<Mode>(keys, idx, lines, n, device); }
+  void on_cuda(int device) const { gpu::sort_lines(keys, idx, lines, n, device); }
 #endif
 };
 
 /// The order of every line of n keys (dense [lines, n]): idx[l, j] = the position in line l of
 /// its j-th smallest key, equal keys in position order.
-template <class Mode = exec::mode>
-void sort_lines(const Tensor<std::int64_t>& keys, Tensor<std::int64_t>& idx, std::int64_t lines,
-                std::int64_t n) {
+inline void sort_lines(const Tensor<std::int64_t>& keys, Tensor<std::int64_t>& idx,
+                       std::int64_t lines, std::int64_t n) {
   if (lines * n == 0) return;
-  exec::launch(LineSort<Mode>{keys.data(), idx.data(), lines, n}, keys.device());
+  exec::launch(LineSort{keys.data(), idx.data(), lines, n}, keys.device());
 }
 
 /// The indices that sort t along dimension d, in t's layout (dense).
-template <Storable T, class Mode = exec::mode>
+template <Storable T>
 Tensor<std::int64_t> sort_indices(const Tensor<T>& t, int d, bool descending) {
   // Dimension d last, dense: each line is n consecutive keys.
   const Dims order = moved_dimension(t.rank(), d, t.rank() - 1);
@@ -121,35 +120,36 @@ Tensor<std::int64_t> sort_indices(const Tensor<T>& t, int d, bool descending) {
   const std::int64_t n = t.size(d), lines = n == 0 ? 0 : moved.numel() / n;
   Tensor<std::int64_t> keys = empty<std::int64_t>(moved.shape(), t.device());
   const SortKeys<T> f{moved.data(), keys.data(), descending};
-  exec::for_each_index<decltype(f), Mode>(f, moved.numel(), 1, t.device());
+  exec::for_each_index<decltype(f)>(f, moved.numel(), 1, t.device());
   Tensor<std::int64_t> idx = empty<std::int64_t>(moved.shape(), t.device());
-  sort_lines<Mode>(keys, idx, lines, n);
+  sort_lines(keys, idx, lines, n);
   return idx.permute(inverse_permutation(order)).contiguous();
 }
+}  // namespace ember::ops::inline EMBER_UNIT_KIND
 
-}  // namespace ops
+namespace ember::inline EMBER_UNIT_KIND {
 
 /// The indices that sort t along `dim` (stable; NaN largest).
-template <Storable T, class Mode = exec::mode>
+template <Storable T>
 Tensor<std::int64_t> argsort(const Tensor<T>& t, std::int64_t dim = -1, bool descending = false) {
   EMBER_CHECK(t.defined(), "ember: argsort: an undefined tensor");
   if (t.rank() == 0) return zeros<std::int64_t>(Shape{}, t.device());
-  return ops::sort_indices<T, Mode>(t, normalize_axis(dim, t.rank(), "argsort"), descending);
+  return ops::sort_indices<T>(t, normalize_axis(dim, t.rank(), "argsort"), descending);
 }
 
 /// t sorted along `dim` (stable; NaN largest), and the indices the values came from.
-template <Storable T, class Mode = exec::mode>
+template <Storable T>
 SortResult<Tensor<T>> sort(const Tensor<T>& t, std::int64_t dim = -1, bool descending = false) {
   EMBER_CHECK(t.defined(), "ember: sort: an undefined tensor");
   if (t.rank() == 0) return {t.clone(), zeros<std::int64_t>(Shape{}, t.device())};
   const int d = normalize_axis(dim, t.rank(), "sort");
-  Tensor<std::int64_t> idx = ops::sort_indices<T, Mode>(t, d, descending);
-  return {gather<T, Mode>(t, d, idx), idx};
+  Tensor<std::int64_t> idx = ops::sort_indices<T>(t, d, descending);
+  return {gather<T>(t, d, idx), idx};
 }
 
 /// The k largest (largest = false: smallest) elements along `dim`, in order, and their indices;
 /// equal elements in index order.
-template <Storable T, class Mode = exec::mode>
+template <Storable T>
 SortResult<Tensor<T>> topk(const Tensor<T>& t, std::int64_t k, std::int64_t dim = -1,
                            bool largest = true) {
   EMBER_CHECK(t.defined(), "ember: topk: an undefined tensor");
@@ -157,9 +157,8 @@ SortResult<Tensor<T>> topk(const Tensor<T>& t, std::int64_t k, std::int64_t dim 
   const std::int64_t n = t.rank() == 0 ? 1 : t.size(d);
   EMBER_CHECK(k >= 0 && k <= n, "ember: topk: k = ", k, " for an extent of ", n, " (shape ",
               t.shape().str(), ")");
-  if (t.rank() == 0) return sort<T, Mode>(t);
-  Tensor<std::int64_t> idx = ops::sort_indices<T, Mode>(t, d, largest).narrow(d, 0, k).contiguous();
-  return {gather<T, Mode>(t, d, idx), idx};
+  if (t.rank() == 0) return sort<T>(t);
+  Tensor<std::int64_t> idx = ops::sort_indices<T>(t, d, largest).narrow(d, 0, k).contiguous();
+  return {gather<T>(t, d, idx), idx};
 }
-
-}  // namespace ember
+}  // namespace ember::inline EMBER_UNIT_KIND

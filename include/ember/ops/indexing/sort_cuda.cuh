@@ -16,7 +16,7 @@
 #include "../../tensor/tensor.hpp"
 
 namespace ember::ops::gpu {
-inline namespace EMBER_EXEC_NS {
+inline namespace EMBER_UNIT_KIND {
 
 /// positions[i] = i's position in its line of n; offsets[l] = l * n (for l in [0, lines]).
 struct LinePositions {
@@ -33,9 +33,8 @@ struct LineOffsets {
 /// idx[l, j]: the position in line l of its j-th smallest key, equal keys in position order.
 /// A template (on ops/indexing/sort.hpp's translation-unit tag) so that CUB's sort kernels are
 /// compiled only in the translation units that sort, not in every one that includes ember.
-template <class Mode>
-void sort_lines(const std::int64_t* keys, std::int64_t* idx, std::int64_t lines, std::int64_t n,
-                int device) {
+inline void sort_lines(const std::int64_t* keys, std::int64_t* idx, std::int64_t lines,
+                       std::int64_t n, int device) {
   const Device dev = Device::cuda(device);
   const std::int64_t total = lines * n;
   const Tensor<std::int64_t> positions = empty<std::int64_t>(Shape{total}, dev);
@@ -59,5 +58,5 @@ void sort_lines(const std::int64_t* keys, std::int64_t* idx, std::int64_t lines,
   exec::count_launch();
 }
 
-}  // namespace EMBER_EXEC_NS
+}  // namespace EMBER_UNIT_KIND
 }  // namespace ember::ops::gpu

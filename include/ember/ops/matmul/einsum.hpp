@@ -40,9 +40,7 @@
 #include "../../expr/operators.hpp"
 #include "matmul.hpp"
 
-namespace ember {
-
-namespace ops {
+namespace ember::ops::inline EMBER_UNIT_KIND {
 
 /// The equation, parsed: each operand's letters and the output's, with '.' where "..." was.
 struct EinsumSpec {
@@ -291,8 +289,9 @@ std::pair<std::vector<EinsumOperand<X>>, std::string> prepare_einsum(
   }
   return {prepared, output};
 }
+}  // namespace ember::ops::inline EMBER_UNIT_KIND
 
-}  // namespace ops
+namespace ember::inline EMBER_UNIT_KIND {
 
 /// Einstein summation over `operands` (Tensors or Vars of one floating type): see the top.
 template <class X>
@@ -315,5 +314,4 @@ template <class X>
 X einsum(std::string_view equation, std::initializer_list<X> operands) {
   return einsum(equation, std::vector<X>(operands));
 }
-
-}  // namespace ember
+}  // namespace ember::inline EMBER_UNIT_KIND

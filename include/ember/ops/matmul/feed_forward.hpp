@@ -12,9 +12,7 @@
 #include "../../tensor/tensor.hpp"
 #include "matmul.hpp"
 
-namespace ember {
-
-namespace ops {
+namespace ember::ops::inline EMBER_UNIT_KIND {
 
 /// The shape checks of feed_forward beyond each linear's: the inner widths agree.
 template <Storable T>
@@ -32,15 +30,15 @@ void check_feed_forward_args(const Tensor<T>& x, const Tensor<T>& w1, const Tens
               "ember: feed_forward: the second linear's parameters are on ", w2.device().str(),
               ", the first's on ", w1.device().str());
 }
+}  // namespace ember::ops::inline EMBER_UNIT_KIND
 
-}  // namespace ops
+namespace ember::inline EMBER_UNIT_KIND {
 
 /// linear(linear(x, w1, b1, act), w2, b2), see the top of this header.
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Tensor<T> feed_forward(const Tensor<T>& x, const Tensor<T>& w1, const Tensor<T>& b1,
                        const Tensor<T>& w2, const Tensor<T>& b2, Activation act) {
   ops::check_feed_forward_args(x, w1, b1, w2, b2);
-  return linear<T, Mode>(linear<T, Mode>(x, w1, b1, act), w2, b2);
+  return linear<T>(linear<T>(x, w1, b1, act), w2, b2);
 }
-
-}  // namespace ember
+}  // namespace ember::inline EMBER_UNIT_KIND

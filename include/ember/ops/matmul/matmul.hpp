@@ -34,9 +34,7 @@
 #include "matmul_cuda.hpp"
 #endif
 
-namespace ember {
-
-namespace ops {
+namespace ember::ops::inline EMBER_UNIT_KIND {
 
 /// out[batch..., M, N] (dense, already allocated) = a b (+ out when accumulate), on the CPU, in
 /// float, double or bf16.
@@ -66,11 +64,12 @@ void matmul_cpu_into(const MatmulOperands<T>& m, const Tensor<T>& out, bool accu
   }
   for (std::int64_t i = 0; i < nb; ++i) product(i);
 }
+}  // namespace ember::ops::inline EMBER_UNIT_KIND
 
-}  // namespace ops
+namespace ember::inline EMBER_UNIT_KIND {
 
 /// The matrix product of a and b with NumPy's rules (see the top of this header).
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b) {
   auto m = ops::matmul_operands(a, b, "matmul");
   Shape full = m.batch;
@@ -96,11 +95,12 @@ Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b) {
   // half, and bf16 without a native product: widened to float once, multiplied in float,
   // rounded once.
   const Tensor<float> outf =
-      matmul<float, Mode>(Tensor<float>(cast<float>(a)), Tensor<float>(cast<float>(b)));
+      matmul<float>(Tensor<float>(cast<float>(a)), Tensor<float>(cast<float>(b)));
   return Tensor<T>(cast<T>(outf));
 }
+}  // namespace ember::inline EMBER_UNIT_KIND
 
-namespace ops {
+namespace ember::ops::inline EMBER_UNIT_KIND {
 
 /// linear's argument checks: w [N, K], x [..., K], bias undefined or [N].
 template <Storable T>
@@ -124,7 +124,7 @@ void check_linear_args(const Tensor<T>& x, const Tensor<T>& w, const Tensor<T>& 
 /// nothing done, where there is nothing to fuse (no bias, no ReLU) or oneDNN does not take the
 /// product: not built with it, not enabled, inside an OpenMP region, a product small enough for
 /// the BLAS, or strides oneDNN reads only with its reference kernel.
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Tensor<T> linear_on_onednn([[maybe_unused]] const Tensor<T>& x, [[maybe_unused]] const Tensor<T>& w,
                            [[maybe_unused]] const Tensor<T>& bias,
                            [[maybe_unused]] Activation act) {
@@ -139,8 +139,8 @@ Tensor<T> linear_on_onednn([[maybe_unused]] const Tensor<T>& x, [[maybe_unused]]
 #if defined(EMBER_OPENMP)
     if (omp_in_parallel()) return {};
 #endif
-    const Tensor<T> x2 = x.template reshape<Mode>(Shape{rows, K});
-    const Tensor<T> b = bias.defined() ? bias.template contiguous<Mode>() : Tensor<T>();
+    const Tensor<T> x2 = x.reshape(Shape{rows, K});
+    const Tensor<T> b = bias.defined() ? bias.contiguous() : Tensor<T>();
     Tensor<T> y = empty<T>(Shape{rows, N}, x.device());
     const MatrixView<const T> A{x2.data(), rows, K, x2.stride(0), x2.stride(1)};
     const MatrixView<const T> B{w.data(), K, N, w.stride(1), w.stride(0)};  // w transposed
@@ -158,13 +158,14 @@ Tensor<T> linear_on_onednn([[maybe_unused]] const Tensor<T>& x, [[maybe_unused]]
 #endif
   return {};
 }
+}  // namespace ember::ops::inline EMBER_UNIT_KIND
 
-}  // namespace ops
+namespace ember::inline EMBER_UNIT_KIND {
 
 /// x [..., K] times w [N, K] transposed, plus bias [N] (optional, undefined for none), then
 /// `act`: PyTorch's linear, with the bias and activation fused into the product where the
 /// device allows (cuBLASLt epilogues; one pass after the GEMM on the CPU).
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Tensor<T> linear(const Tensor<T>& x, const Tensor<T>& w, const Tensor<T>& bias = Tensor<T>(),
                  Activation act = Activation::none) {
   ops::check_linear_args(x, w, bias);
@@ -177,7 +178,7 @@ Tensor<T> linear(const Tensor<T>& x, const Tensor<T>& w, const Tensor<T>& bias =
     fail("ember: linear: a CUDA tensor in a build without CUDA");
 #endif
   }
-  if (Tensor<T> y = ops::linear_on_onednn<T, Mode>(x, w, bias, act); y.defined()) {
+  if (Tensor<T> y = ops::linear_on_onednn<T>(x, w, bias, act); y.defined()) {
     if (act == Activation::gelu) y = gelu(y);
     if (act == Activation::gelu_tanh) y = gelu_tanh(y);
     return y;
@@ -189,11 +190,10 @@ Tensor<T> linear(const Tensor<T>& x, const Tensor<T>& w, const Tensor<T>& bias =
     if (bias.defined() || act != Activation::none) {
       using A = acc_t<T>;
       const Tensor<A> ba = bias.defined() ? Tensor<A>(cast<A>(bias)) : Tensor<A>();
-      return Tensor<T>(
-          cast<T>(linear<A, Mode>(Tensor<A>(cast<A>(x)), Tensor<A>(cast<A>(w)), ba, act)));
+      return Tensor<T>(cast<T>(linear<A>(Tensor<A>(cast<A>(x)), Tensor<A>(cast<A>(w)), ba, act)));
     }
   }
-  Tensor<T> y = matmul<T, Mode>(x, w.t());
+  Tensor<T> y = matmul<T>(x, w.t());
   // One pass over y for the bias and the activation.
   const auto finish = [&](const auto& pre) {
     switch (act) {
@@ -218,5 +218,4 @@ Tensor<T> linear(const Tensor<T>& x, const Tensor<T>& w, const Tensor<T>& bias =
   }
   return y;
 }
-
-}  // namespace ember
+}  // namespace ember::inline EMBER_UNIT_KIND

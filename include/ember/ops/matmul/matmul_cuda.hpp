@@ -28,7 +28,7 @@
 #include "../../tensor/tensor.hpp"
 #include "matmul_operands.hpp"
 
-namespace ember::ops::cuda {
+namespace ember::ops::cuda::inline EMBER_UNIT_KIND {
 
 inline void check_lt(cublasStatus_t status, const char* what) {
   if (status != CUBLAS_STATUS_SUCCESS) {
@@ -382,5 +382,4 @@ bool linear_weight_and_bias_grad(const Tensor<T>& dp, const Tensor<T>& x, const 
   ep.a_row_sums = db.data();
   return matmul_into(matmul_operands(dp.t(), x, "linear backward"), dw, ep);
 }
-
-}  // namespace ember::ops::cuda
+}  // namespace ember::ops::cuda::inline EMBER_UNIT_KIND

@@ -38,7 +38,7 @@
 #include <omp.h>
 #endif
 
-namespace ember::ops {
+namespace ember::ops::inline EMBER_UNIT_KIND {
 
 /// Whether the channel loop serves x (and a gradient of x's layout): a dense NCHW tensor with
 /// elements on the CPU, and at least one channel per thread (fewer would leave threads idle:
@@ -74,8 +74,10 @@ struct ReluMask {
   const acc_t<T>* scale = nullptr;
   const acc_t<T>* shift = nullptr;
 };
+}  // namespace ember::ops::inline EMBER_UNIT_KIND
 
-namespace detail {
+namespace ember::ops::detail::inline EMBER_UNIT_KIND {
+
 /// f(std::integral_constant<MaskSource, m.source>{}): the mask's test chosen outside the loops
 /// (a run-time test inside keeps them scalar).
 template <class T, class F>
@@ -143,7 +145,9 @@ void for_each_channel(std::int64_t C, std::int64_t inner, F&& f) {
     f(c, [=](std::int64_t n) { return (n * C + c) * inner; });
   }
 }
-}  // namespace detail
+}  // namespace ember::ops::detail::inline EMBER_UNIT_KIND
+
+namespace ember::ops::inline EMBER_UNIT_KIND {
 
 /// Per-channel mean and biased variance of x (channel_loop_applies), as [1, C, 1, ...] in the
 /// compute type: each run's mean and M2 in two passes over the run, the runs merged in order.
@@ -233,8 +237,10 @@ ChannelLayout channel_layout(const Tensor<T>& x) {
   if (x.is_contiguous(MemoryFormat::channels_last)) return ChannelLayout::nhwc;
   return ChannelLayout::none;
 }
+}  // namespace ember::ops::inline EMBER_UNIT_KIND
 
-namespace detail {
+namespace ember::ops::detail::inline EMBER_UNIT_KIND {
+
 /// Channels-last rows are taken K at a time as one run of K*C elements (about 256 where C
 /// allows): a loop over one 16-channel row spends its time entering and leaving, and sums into
 /// a C-long accumulator carry a store-to-load dependency from each row to the next (the loops
@@ -365,7 +371,9 @@ Tensor<A> channel_tensor(const std::vector<A>& v, std::int64_t offset, const Sha
   std::copy(v.begin() + offset, v.begin() + offset + s.numel(), t.data());
   return t;
 }
-}  // namespace detail
+}  // namespace ember::ops::detail::inline EMBER_UNIT_KIND
+
+namespace ember::ops::inline EMBER_UNIT_KIND {
 
 /// channel_mean_var for a dense channels-last x: blocks of rows (16 KiB of x, at least 16 rows:
 /// the second pass finds the block in L1, or L2 for the widest rows), each block's mean and M2
@@ -546,5 +554,4 @@ void channel_grad_apply(ChannelLayout layout, const Tensor<T>& x, const T* g,
     }
   });
 }
-
-}  // namespace ember::ops
+}  // namespace ember::ops::inline EMBER_UNIT_KIND

@@ -43,9 +43,7 @@
 #include "batch_norm_channels.hpp"
 #include "statistics_group.hpp"
 
-namespace ember {
-
-namespace ops {
+namespace ember::ops::inline EMBER_UNIT_KIND {
 
 /// The statistics a normalisation used, kept (size 1 along the normalised axes), in the
 /// compute type: what its backward needs.
@@ -54,7 +52,7 @@ struct NormStats {
   Tensor<A> mean, var, rstd;  // var: biased (undefined when the statistics were given)
 };
 
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 NormStats<acc_t<T>> norm_stats(const Tensor<T>& x, const Dims& axes, double eps, const char* name) {
   using A = acc_t<T>;
   const Tensor<A> mean = exec::reduce_expression<A>(
@@ -77,7 +75,7 @@ Tensor<T> param_view(const Tensor<T>& p, int rank, bool channel_axis) {
 }
 
 /// y = (x - mean) rstd w + b, with w and b optional (undefined).
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Tensor<T> normalize(const Tensor<T>& x, const NormStats<acc_t<T>>& st, const Tensor<T>& w,
                     const Tensor<T>& b) {
   const auto xh = (x - st.mean) * st.rstd;
@@ -90,7 +88,7 @@ Tensor<T> normalize(const Tensor<T>& x, const NormStats<acc_t<T>>& st, const Ten
 /// The gradients of x, w and b (those defined) of normalize(), given the output's gradient g.
 /// `axes`: the normalised axes; w and b are views that broadcast against x. `batch_stats`: the
 /// statistics came from x itself (training); else they are constants (batch_norm in evaluation).
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 std::tuple<Tensor<T>, Tensor<T>, Tensor<T>> normalize_backward(
     const Tensor<T>& x, const NormStats<acc_t<T>>& st, const Tensor<T>& w, const Tensor<T>& b,
     const Tensor<T>& g, const Dims& axes, bool batch_stats) {
@@ -114,8 +112,8 @@ std::tuple<Tensor<T>, Tensor<T>, Tensor<T>> normalize_backward(
       run(expr::Leaf<T>(g));
     }
   }
-  if (w.defined()) gw = sum_to<T, Mode>(Tensor<T>(cast<T>(g * xh)), w.shape());
-  if (b.defined()) gb = sum_to<T, Mode>(g, b.shape());
+  if (w.defined()) gw = sum_to<T>(Tensor<T>(cast<T>(g * xh)), w.shape());
+  if (b.defined()) gb = sum_to<T>(g, b.shape());
   return {gx, gw, gb};
 }
 
@@ -170,40 +168,42 @@ Dims batch_norm_axes(const Tensor<T>& x, const Tensor<T>& w, const Tensor<T>& b,
   }
   return axes;
 }
+}  // namespace ember::ops::inline EMBER_UNIT_KIND
 
-}  // namespace ops
+namespace ember::inline EMBER_UNIT_KIND {
 
 /// PyTorch's F.layer_norm(x, normalized_shape, weight, bias, eps): over the trailing dims
 /// `normalized`; weight and bias may be undefined (no affine), else of that shape.
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Tensor<T> layer_norm(const Tensor<T>& x, const Shape& normalized, const Tensor<T>& weight,
                      const Tensor<T>& bias, double eps = 1e-5) {
   ops::check_layer_norm_params(normalized, weight, bias);
   const Dims axes = ops::layer_norm_axes(x, normalized);
   const std::int64_t cols = normalized.numel();
   if (ops::row_norm_applies(x, cols)) {
-    return std::get<0>(ops::row_norm_forward<T, Mode>(
-        x, Tensor<T>(), ops::as_row_param<T, Mode>(weight, cols),
-        ops::as_row_param<T, Mode>(bias, cols), cols, eps, DropoutOptions{}));
+    return std::get<0>(ops::row_norm_forward<T>(x, Tensor<T>(), ops::as_row_param<T>(weight, cols),
+                                                ops::as_row_param<T>(bias, cols), cols, eps,
+                                                DropoutOptions{}));
   }
-  return ops::normalize<T, Mode>(x, ops::norm_stats<T, Mode>(x, axes, eps, "layer_norm"), weight,
-                                 bias);
+  return ops::normalize<T>(x, ops::norm_stats<T>(x, axes, eps, "layer_norm"), weight, bias);
 }
 /// Layer normalisation over the trailing dims of weight's shape (bias's when there is no weight).
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Tensor<T> layer_norm(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& bias,
                      double eps = 1e-5) {
-  return layer_norm<T, Mode>(x, ops::layer_norm_shape(weight, bias), weight, bias, eps);
+  return layer_norm<T>(x, ops::layer_norm_shape(weight, bias), weight, bias, eps);
 }
+}  // namespace ember::inline EMBER_UNIT_KIND
 
-namespace ops {
+namespace ember::ops::inline EMBER_UNIT_KIND {
+
 /// The batch's own statistics (training): the channel loops where they serve x, else two
 /// reductions. In the compute type, kept.
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 NormStats<acc_t<T>> batch_stats(const Tensor<T>& x, const Dims& axes, double eps) {
   using A = acc_t<T>;
   if (!channel_loop_applies(x) && channel_layout(x) != ChannelLayout::nhwc) {
-    return norm_stats<T, Mode>(x, axes, eps, "batch_norm");
+    return norm_stats<T>(x, axes, eps, "batch_norm");
   }
   NormStats<A> st;
   std::tie(st.mean, st.var) =
@@ -227,7 +227,7 @@ struct BatchNormSetup {
 /// The setup of batch_norm: in training the batch's statistics (the group's, when given), and
 /// then the running statistics, when defined, are updated in place with `momentum`; in
 /// evaluation the running statistics.
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 BatchNormSetup<T> batch_norm_setup(const Tensor<T>& x, const Tensor<T>& weight,
                                    const Tensor<T>& bias, const Tensor<T>& running_mean,
                                    const Tensor<T>& running_var, bool training, double momentum,
@@ -247,9 +247,9 @@ BatchNormSetup<T> batch_norm_setup(const Tensor<T>& x, const Tensor<T>& weight,
             Tensor<A>(rsqrt(cast<A>(param_view(running_var, r, true)) + eps))};
     return s;
   }
-  s.st = batch_stats<T, Mode>(x, s.axes, eps);
+  s.st = batch_stats<T>(x, s.axes, eps);
   if (group) {
-    s.count = combine_statistics<A, Mode>(*group, s.st.mean, s.st.var, local_count);
+    s.count = combine_statistics<A>(*group, s.st.mean, s.st.var, local_count);
     s.st.rstd = Tensor<A>(rsqrt(s.st.var + eps));
     s.group = std::move(group);
   }
@@ -263,8 +263,10 @@ BatchNormSetup<T> batch_norm_setup(const Tensor<T>& x, const Tensor<T>& weight,
   }
   return s;
 }
+}  // namespace ember::ops::inline EMBER_UNIT_KIND
 
-namespace detail {
+namespace ember::ops::detail::inline EMBER_UNIT_KIND {
+
 /// A per-channel tensor's C values in the compute type (`fill` where t is undefined).
 template <class A, class T>
 std::vector<A> channel_values(const Tensor<T>& t, std::int64_t C, A fill) {
@@ -304,7 +306,9 @@ ChannelAffine<acc_t<T>> channel_affine_of(const BatchNormSetup<T>& s, std::int64
   for (std::int64_t c = 0; c < C; ++c) f.scale[c] *= w[c];
   return f;
 }
-}  // namespace detail
+}  // namespace ember::ops::detail::inline EMBER_UNIT_KIND
+
+namespace ember::ops::inline EMBER_UNIT_KIND {
 
 /// relu(normalize(x) + residual) (the ReLU when `relu`, residual optional) in one loop over a
 /// dense NCHW or channels-last CPU tensor (ops/normalization/batch_norm_channels.hpp); undefined
@@ -327,7 +331,7 @@ Tensor<T> channel_normalize(const Tensor<T>& x, const BatchNormSetup<T>& s,
 /// true) the mask is read from y and the masked g returned too (the residual's gradient);
 /// without, the mask is recomputed from x (the forward's affine, so the same branch) and y is
 /// not read. {gx, gw, gb, g masked}; gx undefined where the loops do not serve these tensors.
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 std::tuple<Tensor<T>, Tensor<T>, Tensor<T>, Tensor<T>> channel_batch_norm_backward(
     const Tensor<T>& x, const BatchNormSetup<T>& s, const Tensor<T>& g, const Tensor<T>& relu_out,
     bool residual) {
@@ -356,7 +360,7 @@ std::tuple<Tensor<T>, Tensor<T>, Tensor<T>, Tensor<T>> channel_batch_norm_backwa
   const A inv_n = A(1) / static_cast<A>(s.count);
   const std::vector<A> mean = detail::channel_values(s.st.mean, C, A(0));
   const std::vector<A> rstd = detail::channel_values(s.st.rstd, C, A(1));
-  const auto [group_s1, group_s2] = sum_over_group<A, Mode>(s.group.get(), s1, s2);
+  const auto [group_s1, group_s2] = sum_over_group<A>(s.group.get(), s1, s2);
   const std::vector<A> sum1 = detail::channel_values(group_s1, C, A(0));
   const std::vector<A> sum2 = detail::channel_values(group_s2, C, A(0));
   std::vector<A> a = detail::channel_values(s.w, C, A(1)), k1(a.size()), k0(a.size());
@@ -377,12 +381,12 @@ std::tuple<Tensor<T>, Tensor<T>, Tensor<T>, Tensor<T>> channel_batch_norm_backwa
 /// The gradients of x, w and b (those defined) of batch_norm, given the output's gradient g;
 /// s from batch_norm_setup (w, b as views against x). In evaluation the statistics are
 /// constants (normalize_backward); in training see the top of this header.
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 std::tuple<Tensor<T>, Tensor<T>, Tensor<T>> batch_norm_backward(const Tensor<T>& x,
                                                                 const BatchNormSetup<T>& s,
                                                                 const Tensor<T>& g, bool training) {
-  if (!training) return normalize_backward<T, Mode>(x, s.st, s.w, s.b, g, s.axes, false);
-  if (auto [gx, gw, gb, gm] = channel_batch_norm_backward<T, Mode>(x, s, g, Tensor<T>(), false);
+  if (!training) return normalize_backward<T>(x, s.st, s.w, s.b, g, s.axes, false);
+  if (auto [gx, gw, gb, gm] = channel_batch_norm_backward<T>(x, s, g, Tensor<T>(), false);
       gx.defined()) {
     return {gx, gw, gb};
   }
@@ -398,7 +402,7 @@ std::tuple<Tensor<T>, Tensor<T>, Tensor<T>> batch_norm_backward(const Tensor<T>&
                                     true, true);
   }
   const double inv_n = s.count > 0 ? 1.0 / s.count : 0.0;
-  const auto [group_s1, group_s2] = sum_over_group<A, Mode>(s.group.get(), s1, s2);
+  const auto [group_s1, group_s2] = sum_over_group<A>(s.group.get(), s1, s2);
   const auto centred = g - (group_s1 + xh * group_s2) * inv_n;
   Tensor<T> gx = empty<T>(x.shape(), x.device(), x.memory_format()), gw, gb;
   if (s.w.defined()) {
@@ -413,15 +417,15 @@ std::tuple<Tensor<T>, Tensor<T>, Tensor<T>> batch_norm_backward(const Tensor<T>&
 
 /// normalize(x) with batch_norm's setup: the channel loop where it serves x, else one
 /// elementwise pass.
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Tensor<T> batch_norm_output(const Tensor<T>& x, const BatchNormSetup<T>& s) {
   if (Tensor<T> y = channel_normalize(x, s, Tensor<T>(), false); y.defined()) return y;
-  return normalize<T, Mode>(x, s.st, s.w, s.b);
+  return normalize<T>(x, s.st, s.w, s.b);
 }
 
 /// relu(normalize(x) + residual) (residual optional) in one pass, in x's memory format; weight
 /// and bias are required.
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Tensor<T> normalize_add_relu(const Tensor<T>& x, const BatchNormSetup<T>& s,
                              const Tensor<T>& residual) {
   EMBER_CHECK(s.w.defined() && s.b.defined(),
@@ -439,29 +443,30 @@ Tensor<T> normalize_add_relu(const Tensor<T>& x, const BatchNormSetup<T>& s,
   }
   return y;
 }
-}  // namespace ops
+}  // namespace ember::ops::inline EMBER_UNIT_KIND
+
+namespace ember::inline EMBER_UNIT_KIND {
 
 /// Batch normalisation of x [N, C, ...] (see the top of this header). In training, running_mean
 /// and running_var (when defined) are updated in place with `momentum`.
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Tensor<T> batch_norm(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& bias,
                      const Tensor<T>& running_mean, const Tensor<T>& running_var, bool training,
                      double momentum = 0.1, double eps = 1e-5) {
-  const auto s = ops::batch_norm_setup<T, Mode>(x, weight, bias, running_mean, running_var,
-                                                training, momentum, eps);
-  return ops::batch_norm_output<T, Mode>(x, s);
+  const auto s =
+      ops::batch_norm_setup<T>(x, weight, bias, running_mean, running_var, training, momentum, eps);
+  return ops::batch_norm_output<T>(x, s);
 }
 
 /// relu(batch_norm(x) + residual) in one pass after the statistics: ResNet's block ending
 /// (residual undefined: batch norm then ReLU). Weight and bias are required here.
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Tensor<T> batch_norm_add_relu(const Tensor<T>& x, const Tensor<T>& residual,
                               const Tensor<T>& weight, const Tensor<T>& bias,
                               const Tensor<T>& running_mean, const Tensor<T>& running_var,
                               bool training, double momentum = 0.1, double eps = 1e-5) {
-  const auto s = ops::batch_norm_setup<T, Mode>(x, weight, bias, running_mean, running_var,
-                                                training, momentum, eps);
-  return ops::normalize_add_relu<T, Mode>(x, s, residual);
+  const auto s =
+      ops::batch_norm_setup<T>(x, weight, bias, running_mean, running_var, training, momentum, eps);
+  return ops::normalize_add_relu<T>(x, s, residual);
 }
-
-}  // namespace ember
+}  // namespace ember::inline EMBER_UNIT_KIND

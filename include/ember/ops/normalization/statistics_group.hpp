@@ -34,19 +34,22 @@ class StatisticsGroup {
 using StatisticsGroupPtr = std::shared_ptr<const StatisticsGroup>;
 
 /// Turns this member's per-channel `mean` and biased `var` of `count` values each into the
+}  // namespace ember::ops
+
+namespace ember::ops::inline EMBER_UNIT_KIND {
 /// group's, in place (same shapes), and returns the group's count. Two sums: the counts and the
 /// count-weighted means, then each member's squared deviations from the group's mean,
 /// n_r (var_r + (mean_r - mean)^2) (Chan, Golub and LeVeque's pairwise combination: no
 /// cancellation where the mean is large against the spread). In float64 whatever the compute
 /// type, so a float statistic is rounded once, at the end.
-template <class A, class Mode = exec::mode>
+template <class A>
 double combine_statistics(const StatisticsGroup& group, Tensor<A>& mean, Tensor<A>& var,
                           std::int64_t count) {
   const Shape shape = mean.shape();
   const std::int64_t C = mean.numel();
   const Tensor<double> m = cast<double>(mean.reshape(Shape{C}));
   const Tensor<double> n = from_vector<double>({static_cast<double>(count)}, mean.device());
-  const Tensor<double> weighted = cat<double, Mode>({Tensor<double>(m * n), n});
+  const Tensor<double> weighted = cat<double>({Tensor<double>(m * n), n});
   group.sum(weighted);
   const double total = weighted.narrow(0, C, 1).item();
   const Tensor<double> group_mean = weighted.narrow(0, 0, C) / total;
@@ -60,17 +63,16 @@ double combine_statistics(const StatisticsGroup& group, Tensor<A>& mean, Tensor<
 
 /// s1 and s2 (same shape) summed over the group, as new tensors (the caller's stay this
 /// member's own): one sum of both, in float64. Without a group, s1 and s2 themselves.
-template <class A, class Mode = exec::mode>
+template <class A>
 std::pair<Tensor<A>, Tensor<A>> sum_over_group(const StatisticsGroup* group, const Tensor<A>& s1,
                                                const Tensor<A>& s2) {
   if (!group) return {s1, s2};
   const std::int64_t C = s1.numel();
-  const Tensor<double> both =
-      cat<double, Mode>({Tensor<double>(cast<double>(s1.reshape(Shape{C}))),
-                         Tensor<double>(cast<double>(s2.reshape(Shape{C})))});
+  const Tensor<double> both = cat<double>({Tensor<double>(cast<double>(s1.reshape(Shape{C}))),
+                                           Tensor<double>(cast<double>(s2.reshape(Shape{C})))});
   group->sum(both);
   return {Tensor<A>(cast<A>(both.narrow(0, 0, C))).reshape(s1.shape()),
           Tensor<A>(cast<A>(both.narrow(0, C, C))).reshape(s2.shape())};
 }
 
-}  // namespace ember::ops
+}  // namespace ember::ops::inline EMBER_UNIT_KIND

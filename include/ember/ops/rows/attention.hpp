@@ -65,8 +65,9 @@ struct AttentionOptions {
   AttentionKernel kernel = AttentionKernel::automatic;
   CausalAlign causal_align = CausalAlign::upper_left;
 };
+}  // namespace ember
 
-namespace ops {
+namespace ember::ops::inline EMBER_UNIT_KIND {
 
 /// Which kernel attention_forward runs for queries q (`asked`: the options' choice).
 template <Storable T>
@@ -116,9 +117,9 @@ auto attention_logits(const Tensor<T>& scores, const Tensor<bool>& mask, std::in
 }
 
 /// A tensor whose elements are adjacent along its last dim (the flash kernels read rows).
-template <Storable T, class Mode = exec::mode>
+template <Storable T>
 Tensor<T> with_dense_rows(const Tensor<T>& t) {
-  return t.size(-1) <= 1 || t.stride(-1) == 1 ? t : t.template contiguous<Mode>();
+  return t.size(-1) <= 1 || t.stride(-1) == 1 ? t : t.contiguous();
 }
 
 /// The flash kernels' view of q, k, v (rows dense) and the mask (undefined: none).
@@ -196,19 +197,19 @@ Tensor<bool> attention_mask(const Tensor<bool>& mask, Device device) {
 
 /// The flash forward (the checks done; mask undefined: none): the output, and into s what its
 /// backward needs.
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 std::pair<Tensor<T>, AttentionSaved<T>> flash_forward(const Tensor<T>& q_in, const Tensor<T>& k_in,
                                                       const Tensor<T>& v_in,
                                                       const Tensor<bool>& mask,
                                                       const AttentionOptions& opt,
                                                       AttentionSaved<T> s) {
-  const Tensor<T> q = with_dense_rows<T, Mode>(q_in), k = with_dense_rows<T, Mode>(k_in),
-                  v = with_dense_rows<T, Mode>(v_in);
+  const Tensor<T> q = with_dense_rows<T>(q_in), k = with_dense_rows<T>(k_in),
+                  v = with_dense_rows<T>(v_in);
   const FlashProblem<T> p = flash_problem(q, k, v, mask, opt, s.scale);
   s.mask = mask;
   s.out = empty<T>(Shape{p.batch, p.Lq, p.Ev}, q.device());
   s.lse = empty<acc_t<T>>(Shape{p.batch, p.Lq}, q.device());
-  flash_attention_forward<T, Mode>(p, s.out.data(), s.lse.data());
+  flash_attention_forward<T>(p, s.out.data(), s.lse.data());
   Shape shape = p.batch_shape;
   shape.push_back(p.Lq);
   shape.push_back(p.Ev);
@@ -216,14 +217,14 @@ std::pair<Tensor<T>, AttentionSaved<T>> flash_forward(const Tensor<T>& q_in, con
 }
 
 /// The flash backward: the gradients of q, k and v.
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 std::tuple<Tensor<T>, Tensor<T>, Tensor<T>> flash_backward(
     const Tensor<T>& q_in, const Tensor<T>& k_in, const Tensor<T>& v_in, const AttentionSaved<T>& s,
     const AttentionOptions& opt, const Tensor<T>& g) {
-  const Tensor<T> q = with_dense_rows<T, Mode>(q_in), k = with_dense_rows<T, Mode>(k_in),
-                  v = with_dense_rows<T, Mode>(v_in);
+  const Tensor<T> q = with_dense_rows<T>(q_in), k = with_dense_rows<T>(k_in),
+                  v = with_dense_rows<T>(v_in);
   const FlashProblem<T> p = flash_problem(q, k, v, s.mask, opt, s.scale);
-  const Tensor<T> dout = g.template contiguous<Mode>();
+  const Tensor<T> dout = g.contiguous();
   auto grad_shape = [&](std::int64_t rows, std::int64_t cols) {
     Shape out = p.batch_shape;
     out.push_back(rows);
@@ -233,14 +234,13 @@ std::tuple<Tensor<T>, Tensor<T>, Tensor<T>> flash_backward(
   Tensor<T> dq = empty<T>(grad_shape(p.Lq, p.E), q.device());
   Tensor<T> dk = empty<T>(grad_shape(p.Lk, p.E), q.device());
   Tensor<T> dv = empty<T>(grad_shape(p.Lk, p.Ev), q.device());
-  flash_attention_backward<T, Mode>(p, s.out.data(), dout.data(), s.lse.data(), dq.data(),
-                                    dk.data(), dv.data());
-  return {sum_to<T, Mode>(dq, q.shape()), sum_to<T, Mode>(dk, k.shape()),
-          sum_to<T, Mode>(dv, v.shape())};
+  flash_attention_backward<T>(p, s.out.data(), dout.data(), s.lse.data(), dq.data(), dk.data(),
+                              dv.data());
+  return {sum_to<T>(dq, q.shape()), sum_to<T>(dk, k.shape()), sum_to<T>(dv, v.shape())};
 }
 
 /// The forward, keeping what the backward needs.
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 std::pair<Tensor<T>, AttentionSaved<T>> attention_forward(const Tensor<T>& q, const Tensor<T>& k,
                                                           const Tensor<T>& v,
                                                           const Tensor<bool>& mask_in,
@@ -259,13 +259,13 @@ std::pair<Tensor<T>, AttentionSaved<T>> attention_forward(const Tensor<T>& q, co
   s.scale = opt.scale.value_or(1.0 / std::sqrt(static_cast<double>(q.size(-1))));
   s.mask = attention_mask<T>(mask_in, q.device());
   s.kernel = attention_kernel(q, opt.kernel);
-  if (s.kernel == AttentionKernel::flash) return flash_forward<T, Mode>(q, k, v, mask_in, opt, s);
-  s.scores = matmul<T, Mode>(q, k.transpose(-1, -2));
+  if (s.kernel == AttentionKernel::flash) return flash_forward<T>(q, k, v, mask_in, opt, s);
+  s.scores = matmul<T>(q, k.transpose(-1, -2));
   const std::int64_t shift = causal_shift(opt, q.size(-2), k.size(-2));
   if (attention_rows_apply(s.scores)) {
-    std::tie(s.probs, s.lse) = attention_softmax_rows<T, Mode>(
+    std::tie(s.probs, s.lse) = attention_softmax_rows<T>(
         s.scores, s.mask, shift, s.scale, DropoutOptions{opt.dropout_p, opt.seed, opt.offset});
-    return {matmul<T, Mode>(s.probs, v), s};
+    return {matmul<T>(s.probs, v), s};
   }
   const int r = s.scores.rank();
   const auto logits = attention_logits(s.scores, s.mask, shift, s.scale);
@@ -280,28 +280,28 @@ std::pair<Tensor<T>, AttentionSaved<T>> attention_forward(const Tensor<T>& q, co
   } else {
     s.probs = Tensor<T>(cast<T>(p));
   }
-  return {matmul<T, Mode>(s.probs, v), s};
+  return {matmul<T>(s.probs, v), s};
 }
 
 /// The gradients of q, k and v, given the output's gradient g.
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 std::tuple<Tensor<T>, Tensor<T>, Tensor<T>> attention_backward(
     const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v, const AttentionSaved<T>& s,
     const AttentionOptions& opt, const Tensor<T>& g) {
   using A = acc_t<T>;
-  if (s.kernel == AttentionKernel::flash) return flash_backward<T, Mode>(q, k, v, s, opt, g);
+  if (s.kernel == AttentionKernel::flash) return flash_backward<T>(q, k, v, s, opt, g);
   const int r = s.scores.rank();
   const std::int64_t shift = causal_shift(opt, q.size(-2), k.size(-2));
   // dv = P^T g, dP = g v^T (summed later over broadcast batch dims by sum_to).
-  const Tensor<T> dv = matmul<T, Mode>(s.probs.transpose(-1, -2), g);
-  const Tensor<T> dp = matmul<T, Mode>(g, v.transpose(-1, -2));
+  const Tensor<T> dv = matmul<T>(s.probs.transpose(-1, -2), g);
+  const Tensor<T> dp = matmul<T>(g, v.transpose(-1, -2));
   if (attention_rows_apply(s.scores)) {
-    const Tensor<T> dlogits = attention_softmax_rows_backward<T, Mode>(
-        s.scores, s.mask, shift, s.scale, s.lse, dp,
-        DropoutOptions{opt.dropout_p, opt.seed, opt.offset});
-    return {sum_to<T, Mode>(matmul<T, Mode>(dlogits, k), q.shape()),
-            sum_to<T, Mode>(matmul<T, Mode>(dlogits.transpose(-1, -2), q), k.shape()),
-            sum_to<T, Mode>(dv, v.shape())};
+    const Tensor<T> dlogits =
+        attention_softmax_rows_backward<T>(s.scores, s.mask, shift, s.scale, s.lse, dp,
+                                           DropoutOptions{opt.dropout_p, opt.seed, opt.offset});
+    return {sum_to<T>(matmul<T>(dlogits, k), q.shape()),
+            sum_to<T>(matmul<T>(dlogits.transpose(-1, -2), q), k.shape()),
+            sum_to<T>(dv, v.shape())};
   }
   const double inf = std::numeric_limits<double>::infinity();
   const auto logits = attention_logits(s.scores, s.mask, shift, s.scale);
@@ -321,20 +321,19 @@ std::tuple<Tensor<T>, Tensor<T>, Tensor<T>> attention_backward(
   } else {
     softmax_backward(dp * 1.0);
   }
-  const Tensor<T> dq = matmul<T, Mode>(dlogits, k);
-  const Tensor<T> dk = matmul<T, Mode>(dlogits.transpose(-1, -2), q);
-  return {sum_to<T, Mode>(dq, q.shape()), sum_to<T, Mode>(dk, k.shape()),
-          sum_to<T, Mode>(dv, v.shape())};
+  const Tensor<T> dq = matmul<T>(dlogits, k);
+  const Tensor<T> dk = matmul<T>(dlogits.transpose(-1, -2), q);
+  return {sum_to<T>(dq, q.shape()), sum_to<T>(dk, k.shape()), sum_to<T>(dv, v.shape())};
 }
+}  // namespace ember::ops::inline EMBER_UNIT_KIND
 
-}  // namespace ops
+namespace ember::inline EMBER_UNIT_KIND {
 
 /// softmax(q k^T scale, masked) v with dropout (see the top of this header).
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Tensor<T> scaled_dot_product_attention(const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v,
                                        const Tensor<bool>& mask = {},
                                        const AttentionOptions& opt = {}) {
-  return ops::attention_forward<T, Mode>(q, k, v, mask, opt).first;
+  return ops::attention_forward<T>(q, k, v, mask, opt).first;
 }
-
-}  // namespace ember
+}  // namespace ember::inline EMBER_UNIT_KIND

@@ -20,7 +20,7 @@
 #include "../dropout.hpp"
 #include "layer_norm_rows.hpp"
 
-namespace ember::ops {
+namespace ember::ops::inline EMBER_UNIT_KIND {
 
 /// Whether the attention softmax of these scores [..., Lq, Lk] (dense, from the GEMM) runs as
 /// rows: they have elements, and on CUDA a row fits a warp's limit.
@@ -362,7 +362,7 @@ AttentionRowLogits<T> attention_row_logits(const Tensor<T>& scores, const Tensor
 }
 
 /// The probabilities (after dropout) and the logsumexp, kept ([..., Lq, 1]), of the scores.
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 std::pair<Tensor<T>, Tensor<acc_t<T>>> attention_softmax_rows(const Tensor<T>& scores,
                                                               const Tensor<bool>& mask,
                                                               std::int64_t shift, double scale,
@@ -375,25 +375,24 @@ std::pair<Tensor<T>, Tensor<acc_t<T>>> attention_softmax_rows(const Tensor<T>& s
   Tensor<A> lse = empty<A>(kept, scores.device());
   const AttentionSoftmaxRows<T> f{attention_row_logits(scores, mask, shift, scale), probs.data(),
                                   lse.data(), RowDropout<A>::from(dropout)};
-  exec::for_each_row<AttentionSoftmaxRows<T>, Mode>(f, rows, cols, scores.device());
+  exec::for_each_row<AttentionSoftmaxRows<T>>(f, rows, cols, scores.device());
   return {probs, lse};
 }
 
 /// The scores' gradient from the probabilities' gradient dp (after dropout).
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Tensor<T> attention_softmax_rows_backward(const Tensor<T>& scores, const Tensor<bool>& mask,
                                           std::int64_t shift, double scale,
                                           const Tensor<acc_t<T>>& lse, const Tensor<T>& dp,
                                           const DropoutOptions& dropout) {
   using A = acc_t<T>;
   const std::int64_t cols = scores.size(-1), rows = scores.numel() / cols;
-  const Tensor<T> dpc = dp.template contiguous<Mode>();
+  const Tensor<T> dpc = dp.contiguous();
   Tensor<T> dlogits = empty<T>(scores.shape(), scores.device());
   const AttentionSoftmaxBackwardRows<T> f{attention_row_logits(scores, mask, shift, scale),
                                           lse.data(), dpc.data(), dlogits.data(),
                                           RowDropout<A>::from(dropout)};
-  exec::for_each_row<AttentionSoftmaxBackwardRows<T>, Mode>(f, rows, cols, scores.device());
+  exec::for_each_row<AttentionSoftmaxBackwardRows<T>>(f, rows, cols, scores.device());
   return dlogits;
 }
-
-}  // namespace ember::ops
+}  // namespace ember::ops::inline EMBER_UNIT_KIND

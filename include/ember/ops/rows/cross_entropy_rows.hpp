@@ -14,7 +14,7 @@
 #include "../../tensor/tensor.hpp"
 #include "softmax_rows.hpp"
 
-namespace ember::ops {
+namespace ember::ops::inline EMBER_UNIT_KIND {
 
 /// Whether cross_entropy of these logits runs as rows: [N, C], contiguous, with elements (and
 /// C within a warp's limit on CUDA).
@@ -76,13 +76,13 @@ struct CrossEntropyBackwardRows {
 };
 
 /// Per-row losses [N] (0 where ignored) and logsumexps [N, 1], in the compute type.
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 std::pair<Tensor<acc_t<T>>, Tensor<acc_t<T>>> cross_entropy_rows(
     const Tensor<T>& logits, const Tensor<std::int64_t>& targets, std::int64_t ignore_index,
     double label_smoothing) {
   using A = acc_t<T>;
   const std::int64_t N = logits.size(0), C = logits.size(1);
-  const Tensor<std::int64_t> t = targets.template contiguous<Mode>();
+  const Tensor<std::int64_t> t = targets.contiguous();
   Tensor<A> loss = empty<A>(Shape{N}, logits.device()),
             lse = empty<A>(Shape{N, 1}, logits.device());
   const CrossEntropyRows<T> f{logits.data(),
@@ -93,21 +93,21 @@ std::pair<Tensor<acc_t<T>>, Tensor<acc_t<T>>> cross_entropy_rows(
                               ignore_index,
                               A(1.0 - label_smoothing),
                               A(label_smoothing / double(C))};
-  exec::for_each_row<CrossEntropyRows<T>, Mode>(f, N, C, logits.device());
+  exec::for_each_row<CrossEntropyRows<T>>(f, N, C, logits.device());
   return {loss, lse};
 }
 
 /// dlogits from the loss's gradient g (one value, or [N] for reduction none), already divided
 /// by `scale`'s reciprocal for a mean.
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Tensor<T> cross_entropy_rows_backward(const Tensor<T>& logits, const Tensor<std::int64_t>& targets,
                                       const Tensor<acc_t<T>>& lse, const Tensor<T>& g,
                                       std::int64_t ignore_index, double label_smoothing,
                                       double scale) {
   using A = acc_t<T>;
   const std::int64_t N = logits.size(0), C = logits.size(1);
-  const Tensor<std::int64_t> t = targets.template contiguous<Mode>();
-  const Tensor<T> gc = g.template contiguous<Mode>();
+  const Tensor<std::int64_t> t = targets.contiguous();
+  const Tensor<T> gc = g.contiguous();
   Tensor<T> dx = empty<T>(logits.shape(), logits.device());
   const CrossEntropyBackwardRows<T> f{logits.data(),
                                       t.data(),
@@ -120,8 +120,7 @@ Tensor<T> cross_entropy_rows_backward(const Tensor<T>& logits, const Tensor<std:
                                       A(1.0 - label_smoothing),
                                       A(label_smoothing / double(C)),
                                       A(scale)};
-  exec::for_each_row<CrossEntropyBackwardRows<T>, Mode>(f, N, C, logits.device());
+  exec::for_each_row<CrossEntropyBackwardRows<T>>(f, N, C, logits.device());
   return dx;
 }
-
-}  // namespace ember::ops
+}  // namespace ember::ops::inline EMBER_UNIT_KIND

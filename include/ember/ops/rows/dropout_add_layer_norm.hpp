@@ -18,9 +18,8 @@
 #include "../dropout.hpp"
 #include "layer_norm_rows.hpp"
 
-namespace ember {
+namespace ember::ops::inline EMBER_UNIT_KIND {
 
-namespace ops {
 /// Checks dropout_add_layer_norm's operands; returns the row length.
 template <FloatingElement T>
 std::int64_t dropout_add_norm_cols(const Tensor<T>& x, const Tensor<T>& residual,
@@ -51,23 +50,24 @@ std::int64_t dropout_add_norm_cols(const Tensor<T>& x, const Tensor<T>& residual
 }
 
 /// The forward: y, and what the backward (row_norm_backward) needs.
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 std::tuple<Tensor<T>, RowNormSaved<T>> dropout_add_layer_norm_forward(
     const Tensor<T>& x, const Tensor<T>& residual, const Tensor<T>& weight, const Tensor<T>& bias,
     double eps, const DropoutOptions& dropout) {
   const std::int64_t cols = dropout_add_norm_cols(x, residual, weight, bias, dropout, eps);
-  return row_norm_forward<T, Mode>(x, residual, weight, bias, cols, eps, dropout);
+  return row_norm_forward<T>(x, residual, weight, bias, cols, eps, dropout);
 }
-}  // namespace ops
+}  // namespace ember::ops::inline EMBER_UNIT_KIND
+
+namespace ember::inline EMBER_UNIT_KIND {
 
 /// layer_norm(dropout(x) + residual) over the last dimension, in one pass (see the top of this
 /// header). weight and bias ([x.size(-1)]) are optional; `dropout.p` = 0 drops nothing.
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Tensor<T> dropout_add_layer_norm(const Tensor<T>& x, const Tensor<T>& residual,
                                  const Tensor<T>& weight, const Tensor<T>& bias, double eps = 1e-5,
                                  const DropoutOptions& dropout = {}) {
   return std::get<0>(
-      ops::dropout_add_layer_norm_forward<T, Mode>(x, residual, weight, bias, eps, dropout));
+      ops::dropout_add_layer_norm_forward<T>(x, residual, weight, bias, eps, dropout));
 }
-
-}  // namespace ember
+}  // namespace ember::inline EMBER_UNIT_KIND

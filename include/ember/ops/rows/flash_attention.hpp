@@ -42,7 +42,7 @@
 #include "../matmul/tile_product.hpp"
 #include "layer_norm_rows.hpp"
 
-namespace ember::ops {
+namespace ember::ops::inline EMBER_UNIT_KIND {
 
 /// Queries a task holds (two 512-bit vectors of floats), and keys per tile in each direction.
 inline constexpr std::int64_t kFlashQueryTile = 32;
@@ -417,7 +417,7 @@ void flash_attention_forward_bf16(const FlashProblem<bf16>& p, bf16* out, float*
 #endif
 
 /// The forward: out [batch, Lq, Ev] and lse [batch, Lq], both dense.
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 void flash_attention_forward(const FlashProblem<T>& p, T* out, acc_t<T>* lse) {
   exec::count_launch();
 #if EMBER_HAVE_BF16_PAIRS
@@ -716,7 +716,7 @@ void flash_attention_backward_bf16(const FlashProblem<bf16>& p, const bf16* out,
 
 /// The backward: out, dout [batch, Lq, Ev] and lse [batch, Lq] (dense) to the dense gradients
 /// dq [batch, Lq, E], dk [batch, Lk, E] and dv [batch, Lk, Ev].
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 void flash_attention_backward(const FlashProblem<T>& p, const T* out, const T* dout,
                               const acc_t<T>* lse, T* dq, T* dk, T* dv) {
   using A = acc_t<T>;
@@ -744,5 +744,4 @@ void flash_attention_backward(const FlashProblem<T>& p, const T* out, const T* d
     flash_backward_task(p, b, mine, out, dout, lse, dq, dk, dv);
   }
 }
-
-}  // namespace ember::ops
+}  // namespace ember::ops::inline EMBER_UNIT_KIND

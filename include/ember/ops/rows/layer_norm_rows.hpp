@@ -29,7 +29,7 @@
 #include "../../tensor/tensor.hpp"
 #include "../dropout.hpp"
 
-namespace ember::ops {
+namespace ember::ops::inline EMBER_UNIT_KIND {
 
 /// The longest row a CUDA warp normalises; longer rows (few and long: a warp each would leave
 /// the GPU idle) take the reduction path of normalization.hpp. The CPU has no limit.
@@ -233,9 +233,9 @@ const T* data_or_null(const Tensor<T>& t) {
 }
 
 /// A weight or bias of any shape with `cols` elements as [cols] (undefined stays undefined).
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Tensor<T> as_row_param(const Tensor<T>& p, std::int64_t cols) {
-  return p.defined() ? p.template contiguous<Mode>().reshape(Shape{cols}) : p;
+  return p.defined() ? p.contiguous().reshape(Shape{cols}) : p;
 }
 
 /// Whether layer_norm of x over its last `cols` elements runs as rows here.
@@ -247,7 +247,7 @@ bool row_norm_applies(const Tensor<T>& x, std::int64_t cols) {
 /// y = layer_norm(keep(x) / (1 - p) + residual) over rows of `cols` (the trailing elements),
 /// and what the backward needs. residual, weight and bias ([cols] elements) are optional;
 /// the shapes were checked by the caller.
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 std::tuple<Tensor<T>, RowNormSaved<T>> row_norm_forward(const Tensor<T>& x,
                                                         const Tensor<T>& residual,
                                                         const Tensor<T>& weight,
@@ -256,10 +256,10 @@ std::tuple<Tensor<T>, RowNormSaved<T>> row_norm_forward(const Tensor<T>& x,
   using A = acc_t<T>;
   const std::int64_t rows = cols > 0 ? x.numel() / cols : 0;
   const Device device = x.device();
-  const Tensor<T> xc = x.template contiguous<Mode>();
-  const Tensor<T> rc = residual.defined() ? residual.template contiguous<Mode>() : residual;
-  const Tensor<T> wc = weight.defined() ? weight.template contiguous<Mode>() : weight;
-  const Tensor<T> bc = bias.defined() ? bias.template contiguous<Mode>() : bias;
+  const Tensor<T> xc = x.contiguous();
+  const Tensor<T> rc = residual.defined() ? residual.contiguous() : residual;
+  const Tensor<T> wc = weight.defined() ? weight.contiguous() : weight;
+  const Tensor<T> bc = bias.defined() ? bias.contiguous() : bias;
   const bool fused = residual.defined() || dropout.p > 0;
   Tensor<T> y = empty<T>(x.shape(), device);
   RowNormSaved<T> saved{fused ? empty<T>(x.shape(), device) : xc, empty<A>(Shape{rows}, device),
@@ -275,7 +275,7 @@ std::tuple<Tensor<T>, RowNormSaved<T>> row_norm_forward(const Tensor<T>& x,
                             cols,
                             RowDropout<A>::from(dropout),
                             static_cast<A>(eps)};
-  if (x.numel() > 0) exec::for_each_row<RowNormForward<T>, Mode>(f, rows, cols, device);
+  if (x.numel() > 0) exec::for_each_row<RowNormForward<T>>(f, rows, cols, device);
   return {y, saved};
 }
 
@@ -323,7 +323,7 @@ void row_norm_param_grads_on_host(const T* g, const T* x, const acc_t<T>* mean,
 
 /// The gradients of x, residual (when `residual_grad`), weight and bias (when given: weight
 /// defined, has_bias) from the output's gradient g; the parameters' come back as [cols].
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 std::tuple<Tensor<T>, Tensor<T>, Tensor<T>, Tensor<T>> row_norm_backward(
     const Tensor<T>& g, const RowNormSaved<T>& saved, const Tensor<T>& weight, bool has_bias,
     bool residual_grad) {
@@ -331,8 +331,8 @@ std::tuple<Tensor<T>, Tensor<T>, Tensor<T>, Tensor<T>> row_norm_backward(
   const Shape& shape = saved.input.shape();
   const std::int64_t rows = saved.mean.numel(), cols = saved.cols;
   const Device device = saved.input.device();
-  const Tensor<T> gc = g.template contiguous<Mode>();
-  const Tensor<T> wc = weight.defined() ? weight.template contiguous<Mode>() : weight;
+  const Tensor<T> gc = g.contiguous();
+  const Tensor<T> wc = weight.defined() ? weight.contiguous() : weight;
   Tensor<T> gx = empty<T>(shape, device);
   Tensor<T> gres = residual_grad ? empty<T>(shape, device) : Tensor<T>();
   const RowNormBackward<T> f{gc.data(),
@@ -344,7 +344,7 @@ std::tuple<Tensor<T>, Tensor<T>, Tensor<T>, Tensor<T>> row_norm_backward(
                              gx.data(),
                              cols,
                              RowDropout<A>::from(saved.dropout)};
-  if (rows > 0) exec::for_each_row<RowNormBackward<T>, Mode>(f, rows, cols, device);
+  if (rows > 0) exec::for_each_row<RowNormBackward<T>>(f, rows, cols, device);
   // The parameters' gradients sum over the rows: column reductions of [rows, cols] views.
   Tensor<T> gw, gb;
   if (device.is_cpu() && (weight.defined() || has_bias)) {
@@ -369,5 +369,4 @@ std::tuple<Tensor<T>, Tensor<T>, Tensor<T>, Tensor<T>> row_norm_backward(
   }
   return {gx, gres, gw, gb};
 }
-
-}  // namespace ember::ops
+}  // namespace ember::ops::inline EMBER_UNIT_KIND

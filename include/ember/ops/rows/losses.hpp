@@ -34,8 +34,9 @@ struct CrossEntropyOptions {
   std::int64_t ignore_index = -100;
   Reduction reduction = Reduction::mean;
 };
+}  // namespace ember
 
-namespace ops {
+namespace ember::ops::inline EMBER_UNIT_KIND {
 
 /// The class index c at every element of a [N, C, d...] tensor, as a lazy expression shaped
 /// [C, 1, ...] (broadcast), and the targets reshaped to [N, 1, d...].
@@ -68,19 +69,18 @@ inline auto class_index(const ClassLayout& l, Device device) {
 /// Throws unless every target is in [0, C) or equal to ignore_index; returns how many are not
 /// ignore_index (a mean's divisor). One integer reduction, so one wait for a GPU: a kept target
 /// counts 1 and a bad one 2^32; the bad value itself is looked up only when there is one.
-template <class Mode = exec::mode>
-std::int64_t checked_target_count(const Tensor<std::int64_t>& t, std::int64_t C,
-                                  std::int64_t ignore, const char* name) {
+inline std::int64_t checked_target_count(const Tensor<std::int64_t>& t, std::int64_t C,
+                                         std::int64_t ignore, const char* name) {
   if (t.numel() == 0) return 0;
   constexpr std::int64_t kBad = std::int64_t{1} << 32;
   const auto kept = t != ignore;
   const auto bad = logical_and(kept, logical_or(t < std::int64_t{0}, t >= C));
   const auto weight = where(bad, kBad, cast<std::int64_t>(kept));
-  const std::int64_t total = sum<decltype(weight), Mode>(weight).template item<Mode>();
+  const std::int64_t total = sum<decltype(weight)>(weight).item();
   if (total >= kBad) {
     const auto counted = where(t == ignore, std::int64_t{0}, t);
-    const auto lo = min<decltype(counted), Mode>(counted).template item<Mode>();
-    const auto hi = max<decltype(counted), Mode>(counted).template item<Mode>();
+    const auto lo = min<decltype(counted)>(counted).item();
+    const auto hi = max<decltype(counted)>(counted).item();
     fail("ember: ", name, ": target ", lo < 0 ? lo : hi, " is outside the ", C, " classes [0, ", C,
          ") and is not ignore_index (", ignore, ")");
   }
@@ -97,7 +97,7 @@ struct CrossEntropyTerms {
 };
 
 /// cross_entropy's terms (see CrossEntropyTerms), after checking the operands.
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 CrossEntropyTerms<acc_t<T>> cross_entropy_terms(const Tensor<T>& logits,
                                                 const Tensor<std::int64_t>& targets,
                                                 const CrossEntropyOptions& opt) {
@@ -105,14 +105,13 @@ CrossEntropyTerms<acc_t<T>> cross_entropy_terms(const Tensor<T>& logits,
   const ClassLayout l = class_layout(logits, targets, "cross_entropy");
   EMBER_CHECK(opt.label_smoothing >= 0 && opt.label_smoothing <= 1,
               "ember: cross_entropy: label_smoothing must be in [0, 1], got ", opt.label_smoothing);
-  const std::int64_t kept =
-      checked_target_count<Mode>(targets, l.C, opt.ignore_index, "cross_entropy");
+  const std::int64_t kept = checked_target_count(targets, l.C, opt.ignore_index, "cross_entropy");
   if (cross_entropy_rows_apply(logits)) {
     auto [loss, lse] =
-        cross_entropy_rows<T, Mode>(logits, targets, opt.ignore_index, opt.label_smoothing);
+        cross_entropy_rows<T>(logits, targets, opt.ignore_index, opt.label_smoothing);
     return {std::move(loss), std::move(lse), kept};
   }
-  const Tensor<A> lse = kept_logsumexp<T, Mode>(logits, 1, "cross_entropy");
+  const Tensor<A> lse = kept_logsumexp<T>(logits, 1, "cross_entropy");
   const Tensor<std::int64_t> t = targets.reshape(l.target_shape);
   const auto cls = class_index(l, logits.device());
   const double e = opt.label_smoothing, on = 1.0 - e, off = l.C > 0 ? e / double(l.C) : 0.0;
@@ -133,35 +132,38 @@ inline double loss_divisor(std::int64_t kept, Reduction r) {
 
 /// The reduced loss in T: the per-element losses (none), their sum, or their sum / count (mean),
 /// each rounded to T in the pass that finishes it.
-template <FloatingElement T, class A, class Mode = exec::mode>
+template <FloatingElement T, class A>
 Tensor<T> reduce_loss(const Tensor<A>& loss, Reduction r, double count) {
   if (r == Reduction::none) return Tensor<T>(cast<T>(loss));
-  const Tensor<A> s = sum<Tensor<A>, Mode>(loss);
+  const Tensor<A> s = sum<Tensor<A>>(loss);
   if (r == Reduction::sum) return Tensor<T>(cast<T>(s));
   return Tensor<T>(cast<T>(s / count));
 }
+}  // namespace ember::ops::inline EMBER_UNIT_KIND
 
-}  // namespace ops
+namespace ember::inline EMBER_UNIT_KIND {
 
 /// Cross-entropy of logits [N, C, d...] against class targets [N, d...] (see the top).
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Tensor<T> cross_entropy(const Tensor<T>& logits, const Tensor<std::int64_t>& targets,
                         const CrossEntropyOptions& opt = {}) {
   using A = acc_t<T>;
-  const auto terms = ops::cross_entropy_terms<T, Mode>(logits, targets, opt);
+  const auto terms = ops::cross_entropy_terms<T>(logits, targets, opt);
   const double count = ops::loss_divisor(terms.kept, opt.reduction);
-  return ops::reduce_loss<T, A, Mode>(terms.loss, opt.reduction, count);
+  return ops::reduce_loss<T, A>(terms.loss, opt.reduction, count);
 }
+}  // namespace ember::inline EMBER_UNIT_KIND
 
-namespace ops {
+namespace ember::ops::inline EMBER_UNIT_KIND {
+
 /// nll_loss's result and the divisor its mean used (for the backward).
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 std::pair<Tensor<T>, double> nll_loss_forward(const Tensor<T>& logp,
                                               const Tensor<std::int64_t>& targets,
                                               Reduction reduction, std::int64_t ignore_index) {
   using A = acc_t<T>;
   const ClassLayout l = class_layout(logp, targets, "nll_loss");
-  const std::int64_t kept = checked_target_count<Mode>(targets, l.C, ignore_index, "nll_loss");
+  const std::int64_t kept = checked_target_count(targets, l.C, ignore_index, "nll_loss");
   const Tensor<std::int64_t> t = targets.reshape(l.target_shape);
   const auto cls = class_index(l, logp.device());
   // An ignored target adds nothing, also where ignore_index names a real class.
@@ -171,28 +173,32 @@ std::pair<Tensor<T>, double> nll_loss_forward(const Tensor<T>& logp,
   const double count = loss_divisor(kept, reduction);
   Shape s = l.target_shape;
   s.erase(1);
-  return {reduce_loss<T, A, Mode>(picked.reshape(s), reduction, count), count};
+  return {reduce_loss<T, A>(picked.reshape(s), reduction, count), count};
 }
-}  // namespace ops
+}  // namespace ember::ops::inline EMBER_UNIT_KIND
+
+namespace ember::inline EMBER_UNIT_KIND {
 
 /// The negative log-likelihood of log-probabilities logp [N, C, d...] at targets [N, d...].
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Tensor<T> nll_loss(const Tensor<T>& logp, const Tensor<std::int64_t>& targets,
                    Reduction reduction = Reduction::mean, std::int64_t ignore_index = -100) {
-  return ops::nll_loss_forward<T, Mode>(logp, targets, reduction, ignore_index).first;
+  return ops::nll_loss_forward<T>(logp, targets, reduction, ignore_index).first;
 }
+}  // namespace ember::inline EMBER_UNIT_KIND
 
-namespace ops {
+namespace ember::ops::inline EMBER_UNIT_KIND {
+
 /// The gradient of cross_entropy's logits, given the gradient g of its (reduced) result.
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Tensor<T> cross_entropy_backward(const Tensor<T>& logits, const Tensor<std::int64_t>& targets,
                                  const Tensor<acc_t<T>>& lse, const Tensor<T>& g,
                                  const CrossEntropyOptions& opt, double count) {
   const ClassLayout l = class_layout(logits, targets, "cross_entropy");
   const double scale = opt.reduction == Reduction::mean ? 1.0 / count : 1.0;
   if (cross_entropy_rows_apply(logits)) {
-    return cross_entropy_rows_backward<T, Mode>(logits, targets, lse, g, opt.ignore_index,
-                                                opt.label_smoothing, scale);
+    return cross_entropy_rows_backward<T>(logits, targets, lse, g, opt.ignore_index,
+                                          opt.label_smoothing, scale);
   }
   const Tensor<std::int64_t> t = targets.reshape(l.target_shape);
   const auto cls = class_index(l, logits.device());
@@ -204,14 +210,15 @@ Tensor<T> cross_entropy_backward(const Tensor<T>& logits, const Tensor<std::int6
       cast<T>(where(t == opt.ignore_index, 0.0,
                     gt * scale * (exp(logits - lse) - cast<acc_t<T>>(cls == t) * on - off))));
 }
-}  // namespace ops
+}  // namespace ember::ops::inline EMBER_UNIT_KIND
+
+namespace ember::inline EMBER_UNIT_KIND {
 
 /// Mean (or sum, or none) of (a - b)^2.
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Tensor<T> mse_loss(const Tensor<T>& a, const Tensor<T>& b, Reduction reduction = Reduction::mean) {
   if (reduction == Reduction::none) return Tensor<T>(square(a - b));
   if (reduction == Reduction::sum) return sum(square(a - b));
   return mean(square(a - b));
 }
-
-}  // namespace ember
+}  // namespace ember::inline EMBER_UNIT_KIND

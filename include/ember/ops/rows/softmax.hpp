@@ -17,46 +17,49 @@
 #include "../../tensor/tensor.hpp"
 #include "softmax_rows.hpp"
 
-namespace ember {
+namespace ember::ops::inline EMBER_UNIT_KIND {
 
-namespace ops {
 /// logsumexp of x over `axis`, kept (size 1), in the compute type.
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Tensor<acc_t<T>> kept_logsumexp(const Tensor<T>& x, int axis, const char* name) {
   EMBER_CHECK(x.rank() >= 1, "ember: ", name, ": needs rank 1 or more, got a scalar");
   using A = acc_t<T>;
   return exec::reduce_expression<A>(expr::Leaf<T>(x), reduce::Bound<reduce::LogSumExp<A>>{}, name,
                                     Dims{normalize_axis(axis, x.rank(), name)}, true, true);
 }
-}  // namespace ops
+}  // namespace ember::ops::inline EMBER_UNIT_KIND
+
+namespace ember::inline EMBER_UNIT_KIND {
 
 /// exp(x) / sum(exp(x)) along `axis`.
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Tensor<T> softmax(const Tensor<T>& x, int axis) {
   if (x.rank() > 0 && ops::softmax_rows_apply(x, normalize_axis(axis, x.rank(), "softmax"))) {
-    return ops::softmax_rows<T, Mode>(x, false);
+    return ops::softmax_rows<T>(x, false);
   }
-  const auto lse = ops::kept_logsumexp<T, Mode>(x, axis, "softmax");
+  const auto lse = ops::kept_logsumexp<T>(x, axis, "softmax");
   return Tensor<T>(cast<T>(exp(x - lse)));
 }
 
 /// x - log(sum(exp(x))) along `axis`.
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Tensor<T> log_softmax(const Tensor<T>& x, int axis) {
   if (x.rank() > 0 && ops::softmax_rows_apply(x, normalize_axis(axis, x.rank(), "log_softmax"))) {
-    return ops::softmax_rows<T, Mode>(x, true);
+    return ops::softmax_rows<T>(x, true);
   }
-  const auto lse = ops::kept_logsumexp<T, Mode>(x, axis, "log_softmax");
+  const auto lse = ops::kept_logsumexp<T>(x, axis, "log_softmax");
   return Tensor<T>(cast<T>(x - lse));
 }
+}  // namespace ember::inline EMBER_UNIT_KIND
 
-namespace ops {
+namespace ember::ops::inline EMBER_UNIT_KIND {
+
 /// The gradient of softmax's input from its output y and the output's gradient g.
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Tensor<T> softmax_backward(const Tensor<T>& y, const Tensor<T>& g, int axis) {
   using A = acc_t<T>;
   if (y.rank() > 0 && softmax_rows_apply(y, normalize_axis(axis, y.rank(), "softmax"))) {
-    return softmax_rows_backward<T, Mode>(y, g, false);
+    return softmax_rows_backward<T>(y, g, false);
   }
   const Tensor<A> dot =
       exec::reduce_expression<A>(g * y, reduce::Bound<reduce::Sum<A>>{}, "softmax",
@@ -64,17 +67,15 @@ Tensor<T> softmax_backward(const Tensor<T>& y, const Tensor<T>& g, int axis) {
   return Tensor<T>(cast<T>(y * (g - dot)));
 }
 /// The gradient of log_softmax's input from its output y and the output's gradient g.
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Tensor<T> log_softmax_backward(const Tensor<T>& y, const Tensor<T>& g, int axis) {
   using A = acc_t<T>;
   if (y.rank() > 0 && softmax_rows_apply(y, normalize_axis(axis, y.rank(), "log_softmax"))) {
-    return softmax_rows_backward<T, Mode>(y, g, true);
+    return softmax_rows_backward<T>(y, g, true);
   }
   const Tensor<A> total =
       exec::reduce_expression<A>(expr::Leaf<T>(g), reduce::Bound<reduce::Sum<A>>{}, "log_softmax",
                                  Dims{normalize_axis(axis, y.rank(), "log_softmax")}, true, true);
   return Tensor<T>(cast<T>(g - exp(y) * total));
 }
-}  // namespace ops
-
-}  // namespace ember
+}  // namespace ember::ops::inline EMBER_UNIT_KIND

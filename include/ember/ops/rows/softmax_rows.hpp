@@ -16,7 +16,7 @@
 #include "../../tensor/factories.hpp"
 #include "../../tensor/tensor.hpp"
 
-namespace ember::ops {
+namespace ember::ops::inline EMBER_UNIT_KIND {
 
 /// The longest row a CUDA warp takes; longer rows use the reduction path. The CPU has no limit.
 inline constexpr std::int64_t kSoftmaxRowMaxCudaCols = 32768;
@@ -108,25 +108,24 @@ struct SoftmaxBackwardRows {
 };
 
 /// softmax (or log_softmax) of a tensor for which softmax_rows_apply holds.
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Tensor<T> softmax_rows(const Tensor<T>& x, bool log) {
   const std::int64_t cols = x.size(x.rank() - 1), rows = x.numel() / cols;
   Tensor<T> y = empty<T>(x.shape(), x.device());
-  exec::for_each_row<SoftmaxRows<T>, Mode>(SoftmaxRows<T>{x.data(), y.data(), cols, log}, rows,
-                                           cols, x.device());
+  exec::for_each_row<SoftmaxRows<T>>(SoftmaxRows<T>{x.data(), y.data(), cols, log}, rows, cols,
+                                     x.device());
   return y;
 }
 
 /// The gradient of softmax's (log_softmax's) input from its output y (as softmax_rows made it)
 /// and the output's gradient g.
-template <FloatingElement T, class Mode = exec::mode>
+template <FloatingElement T>
 Tensor<T> softmax_rows_backward(const Tensor<T>& y, const Tensor<T>& g, bool log) {
   const std::int64_t cols = y.size(y.rank() - 1), rows = y.numel() / cols;
-  const Tensor<T> gc = g.template contiguous<Mode>();
+  const Tensor<T> gc = g.contiguous();
   Tensor<T> dx = empty<T>(y.shape(), y.device());
-  exec::for_each_row<SoftmaxBackwardRows<T>, Mode>(
+  exec::for_each_row<SoftmaxBackwardRows<T>>(
       SoftmaxBackwardRows<T>{y.data(), gc.data(), dx.data(), cols, log}, rows, cols, y.device());
   return dx;
 }
-
-}  // namespace ember::ops
+}  // namespace ember::ops::inline EMBER_UNIT_KIND
