@@ -10,9 +10,22 @@
 
 namespace resnet {
 
+/// What --data names, read once (settle_defaults): the kind of source and, for CIFAR-10 and image
+/// folders, the directory.
+struct DataChoice {
+  enum class Kind { synthetic, fashion_mnist, cifar10, image_folder };
+  Kind kind = Kind::fashion_mnist;
+  std::string dir;
+  /// Fashion-MNIST and CIFAR-10: 28-32 px and 10 classes, the small runs' defaults.
+  bool small() const { return kind == Kind::fashion_mnist || kind == Kind::cifar10; }
+  /// Synthetic images and image folders are --image-size square; the small sets have their own.
+  bool takes_image_size() const { return !small(); }
+};
+
 struct Config {
   std::string arch = "auto";
-  std::string data = "fashion-mnist";
+  std::string data = "fashion-mnist";  // as given; `source` is what it names
+  DataChoice source;
   std::int64_t epochs = 0;           // 0: the data's default
   std::int64_t batch = 0;            // 0: the data's default
   std::int64_t image_size = 224;     // synthetic and imagefolder

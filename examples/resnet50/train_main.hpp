@@ -66,24 +66,54 @@ using namespace ember;
 
 // ---- Data ---------------------------------------------------------------------------------------
 
-/// This rank's part of the data (--batch-size is the global batch).
-inline std::unique_ptr<ImageSource> open_data(const Config& c, Device device) {
-  const std::string& d = c.data;
-  const Shard shard{dist::rank(), dist::world_size()};
-  if (d == "synthetic") {
-    return std::make_unique<SyntheticSource>(c.batch / shard.ranks, c.image_size, 1000,
-                                             c.steps_per_epoch > 0 ? c.steps_per_epoch : 50, device,
-                                             c.seed);
-  }
-  // On a GPU the host-side batches are page-locked, so their copies do not block the step.
-  const bool pin = device.is_cuda();
-  if (d == "fashion-mnist") return fashion_mnist(c.batch, c.seed, pin, shard);
-  if (d.rfind("cifar10=", 0) == 0) return cifar10(d.substr(8), c.batch, c.seed, pin, shard);
-  if (d.rfind("imagefolder=", 0) == 0) {
-    return image_folder(d.substr(12), c.batch, c.image_size, c.seed, c.workers, pin, shard);
-  }
+/// --data read into what it names; the only place that reads the text.
+inline DataChoice read_data_choice(const std::string& d) {
+  using Kind = DataChoice::Kind;
+  if (d == "synthetic") return {Kind::synthetic, {}};
+  if (d == "fashion-mnist") return {Kind::fashion_mnist, {}};
+  if (d.rfind("cifar10=", 0) == 0 && d.size() > 8) return {Kind::cifar10, d.substr(8)};
+  if (d.rfind("imagefolder=", 0) == 0 && d.size() > 12) return {Kind::image_folder, d.substr(12)};
   fail("resnet50: --data must be synthetic, fashion-mnist, cifar10=DIR or imagefolder=DIR, got '",
        d, "'");
+}
+
+/// This rank's part of the data (--batch-size is the global batch).
+inline std::unique_ptr<ImageSource> open_data(const Config& c, Device device) {
+  const Shard shard{dist::rank(), dist::world_size()};
+  // On a GPU the host-side batches are page-locked, so their copies do not block the step.
+  const bool pin = device.is_cuda();
+  switch (c.source.kind) {
+    case DataChoice::Kind::synthetic:
+      return std::make_unique<SyntheticSource>(c.batch / shard.ranks, c.image_size, 1000,
+                                               c.steps_per_epoch > 0 ? c.steps_per_epoch : 50,
+                                               device, c.seed);
+    case DataChoice::Kind::fashion_mnist:
+      return fashion_mnist(c.batch, c.seed, pin, shard);
+    case DataChoice::Kind::cifar10:
+      return cifar10(c.source.dir, c.batch, c.seed, pin, shard);
+    case DataChoice::Kind::image_folder:
+      return image_folder(c.source.dir, c.batch, c.image_size, c.seed, c.workers, pin, shard);
+  }
+  fail("resnet50: unknown data source");
+}
+
+/// The images a model is built for: from the opened source, or (for --summary, which opens
+/// nothing) what --data names: image folders are taken to have ImageNet's 1000 classes.
+struct ImageShape {
+  std::int64_t channels, size, classes;
+};
+inline ImageShape shape_of(const ImageSource& data) {
+  return {data.channels(), data.image_size(), data.classes()};
+}
+inline ImageShape expected_shape(const Config& c) {
+  switch (c.source.kind) {
+    case DataChoice::Kind::fashion_mnist:
+      return {1, 28, 10};
+    case DataChoice::Kind::cifar10:
+      return {3, 32, 10};
+    default:
+      return {3, c.image_size, 1000};
+  }
 }
 
 // ---- Evaluation ---------------------------------------------------------------------------------
@@ -136,13 +166,13 @@ inline std::filesystem::path resume_path(const Config& c) {
 }
 
 /// The architecture for this run's data and device.
-inline ResNetOptions model_options(const Config& c, const ImageSource& data, Device device,
+inline ResNetOptions model_options(const Config& c, ImageShape images, Device device,
                                    MemoryFormat format) {
   ResNetOptions mo;
   mo.arch = parse_arch(c.arch);
-  mo.num_classes = data.classes();
-  mo.in_channels = data.channels();
-  mo.small_stem = data.image_size() <= 32;
+  mo.num_classes = images.classes;
+  mo.in_channels = images.channels;
+  mo.small_stem = images.size <= 32;
   mo.zero_init_residual = c.zero_init_residual;
   mo.width = c.width;
   mo.device = device;
@@ -153,7 +183,7 @@ inline ResNetOptions model_options(const Config& c, const ImageSource& data, Dev
 /// Top-1 and top-5 of the weights named by --init-checkpoint or --resume (--eval-only).
 template <class T>
 Accuracy evaluate_checkpoint(const Config& c, ImageSource& data, Device device) {
-  ResNet<T> model(model_options(c, data, device, kFormat));
+  ResNet<T> model(model_options(c, shape_of(data), device, kFormat));
   if (!c.init_checkpoint.empty()) {
     load_weights(model, c.init_checkpoint);
   } else {
@@ -228,7 +258,7 @@ RunResult train(const Config& c, ImageSource& data, Device device, bool quiet = 
 
   // The model, in the compute type T, on the device.
   nn::manual_seed(c.seed);
-  ResNet<T> model(model_options(c, data, device, kFormat));
+  ResNet<T> model(model_options(c, shape_of(data), device, kFormat));
   if (!c.init_checkpoint.empty()) load_weights(model, c.init_checkpoint);
 
   // Optimizer and schedule: SGD with warmup + cosine, or MLPerf's LARS with warmup + poly(2).
@@ -305,13 +335,14 @@ RunResult train(const Config& c, ImageSource& data, Device device, bool quiet = 
 
 /// Fills the defaults that depend on the data and the device.
 inline void settle_defaults(Config& c, Device device) {
-  const bool small = c.data == "fashion-mnist" || c.data.rfind("cifar10=", 0) == 0;
+  c.source = read_data_choice(c.data);
+  const bool small = c.source.small();
   const bool cpu = device.is_cpu();
   if (c.arch == "auto") c.arch = small ? "resnet18" : "resnet50";
   if (c.width == 0) c.width = small && cpu ? 16 : 64;
   if (c.batch == 0) c.batch = small ? 128 : (cpu ? 16 : 256);
   if (c.epochs == 0) c.epochs = small ? (cpu ? 2 : 5) : 1;
-  if (c.data != "synthetic" && c.data.rfind("imagefolder=", 0) != 0) c.image_size = 0;
+  if (!c.source.takes_image_size()) c.image_size = 0;
   if (c.lr == 0) {
     // Goyal et al.'s linear scaling for SGD (0.1 per 256 images); MLPerf's LARS base rate.
     c.lr = c.optimizer == "lars" ? 2.0 * c.batch / 256.0 : 0.1 * c.batch / 256.0 * (small ? 2 : 1);
@@ -325,14 +356,7 @@ inline void settle_defaults(Config& c, Device device) {
 /// Every option checked before any data is read or model built (after settle_defaults): an
 /// ember::Error naming the option and what it takes.
 inline void validate_options(const Config& c) {
-  (void)parse_arch(c.arch);  // its error lists the architectures
-  const std::string& d = c.data;
-  EMBER_CHECK(d == "synthetic" || d == "fashion-mnist" ||
-                  (d.rfind("cifar10=", 0) == 0 && d.size() > 8) ||
-                  (d.rfind("imagefolder=", 0) == 0 && d.size() > 12),
-              "resnet50: --data must be synthetic, fashion-mnist, cifar10=DIR or imagefolder=DIR, "
-              "got '",
-              d, "'");
+  (void)parse_arch(c.arch);  // its error lists the architectures (--data: settle_defaults)
   EMBER_CHECK(c.optimizer == "sgd" || c.optimizer == "lars",
               "resnet50: --optimizer must be sgd or lars, got '", c.optimizer, "'");
   EMBER_CHECK(c.precision == "float" || c.precision == "bf16",
@@ -372,7 +396,7 @@ inline void validate_options(const Config& c) {
               "resnet50: --eval-only needs the weights: --init-checkpoint FILE or --resume");
   EMBER_CHECK(!c.eval_only || c.sweep_batch.empty(),
               "resnet50: --eval-only and --sweep-batch do not go together");
-  EMBER_CHECK(c.sweep_batch.empty() || c.data == "synthetic",
+  EMBER_CHECK(c.sweep_batch.empty() || c.source.kind == DataChoice::Kind::synthetic,
               "resnet50: --sweep-batch needs --data synthetic");
   if (!c.summary && !c.eval_only) trainer::require_writable_directory(c.out, "resnet50", "--out");
 }
@@ -409,15 +433,11 @@ inline int main(int argc, char** argv) {
 
   try {
     if (c.summary) {
-      ResNetOptions mo;
-      mo.arch = parse_arch(c.arch);
-      mo.num_classes = c.data == "synthetic" || c.data.rfind("imagefolder=", 0) == 0 ? 1000 : 10;
-      mo.width = c.data == "synthetic" ? 64 : c.width;
-      mo.in_channels = c.data == "fashion-mnist" ? 1 : 3;
-      mo.small_stem = c.image_size == 0 || c.image_size <= 32;
-      const ResNet<float> model(mo);
-      const std::int64_t side = c.image_size > 0 ? c.image_size : (mo.small_stem ? 28 : 224);
-      if (world.is_main()) std::cout << summary(model, Shape{1, mo.in_channels, side, side});
+      const ImageShape images = expected_shape(c);
+      const ResNet<float> model(model_options(c, images, Device::cpu(), kFormat));
+      if (world.is_main()) {
+        std::cout << summary(model, Shape{1, images.channels, images.size, images.size});
+      }
       return 0;
     }
     printf0("ember ResNet trainer: %s (width %lld), %s, batch %lld, %s, %s on %s\n", c.arch.c_str(),

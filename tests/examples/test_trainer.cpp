@@ -89,7 +89,8 @@ TEST_CASE("the ResNet trainer's step takes no memory and makes no primitive once
   c.width = 16;  // the CPU main job's network: activations of 1 MiB and more, from the cache
   resnet::InMemorySource data = small_fashion_mnist(c.batch);
   const Device cpu = Device::cpu();
-  resnet::ResNet<float> model(resnet::model_options(c, data, cpu, resnet::kFormat));
+  resnet::ResNet<float> model(
+      resnet::model_options(c, resnet::shape_of(data), cpu, resnet::kFormat));
   const auto recipe = resnet::make_recipe<optim::SGD>(c, data.batches_per_epoch());
   optim::SGD opt(optim::decay_groups(model, recipe.main, recipe.excluded));
   const CrossEntropyOptions loss{.label_smoothing = c.label_smoothing};
@@ -204,9 +205,11 @@ TEST_CASE("the ResNet trainer checks its options before reading data", "[example
   const auto fails = [](auto change, const char* words) {
     resnet::Config c;
     change(c);
-    resnet::settle_defaults(c, Device::cpu());
     INFO(words);
-    REQUIRE_THROWS_WITH(resnet::validate_options(c), Catch::Contains(words));
+    // --data is read by settle_defaults, the other options checked by validate_options: main
+    // runs both before any work.
+    REQUIRE_THROWS_WITH((resnet::settle_defaults(c, Device::cpu()), resnet::validate_options(c)),
+                        Catch::Contains(words));
   };
   resnet::Config good;
   resnet::settle_defaults(good, Device::cpu());
@@ -263,7 +266,7 @@ TEST_CASE("the ResNet trainer evaluates saved weights (--eval-only, --init-check
   // --init-checkpoint: a plain state dict (what safetensors.torch.save_file(model.state_dict())
   // writes, torchvision's names) of those weights, into float and into bf16 models.
   resnet::ResNet<float> model(
-      resnet::model_options(c, data, Device::cpu(), MemoryFormat::channels_last));
+      resnet::model_options(c, resnet::shape_of(data), Device::cpu(), MemoryFormat::channels_last));
   resnet::load_weights(model, from_run.resume);
   io::save(model, dir / "weights.safetensors");
   resnet::Config from_weights = c;
@@ -272,7 +275,7 @@ TEST_CASE("the ResNet trainer evaluates saved weights (--eval-only, --init-check
   REQUIRE(resnet::evaluate_checkpoint<float>(from_weights, data, Device::cpu()).top1 ==
           trained.best_top1);
   resnet::ResNet<bf16> narrow(
-      resnet::model_options(c, data, Device::cpu(), MemoryFormat::channels_last));
+      resnet::model_options(c, resnet::shape_of(data), Device::cpu(), MemoryFormat::channels_last));
   resnet::load_weights(narrow, from_weights.init_checkpoint);  // float -> bf16
   const Tensor<float> w = model.fc.weight.value();
   const Tensor<bf16> wn = narrow.fc.weight.value();
@@ -281,8 +284,8 @@ TEST_CASE("the ResNet trainer evaluates saved weights (--eval-only, --init-check
   // A file of other shapes is refused, naming the tensor.
   resnet::Config wider = c;
   wider.width = 16;
-  resnet::ResNet<float> other(
-      resnet::model_options(wider, data, Device::cpu(), MemoryFormat::channels_last));
+  resnet::ResNet<float> other(resnet::model_options(wider, resnet::shape_of(data), Device::cpu(),
+                                                    MemoryFormat::channels_last));
   REQUIRE_THROWS_WITH(resnet::load_weights(other, from_weights.init_checkpoint),
                       Catch::Contains("conv1.weight' has shape"));
 }
