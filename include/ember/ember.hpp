@@ -68,6 +68,3 @@
 #include "optim/optimizer.hpp"
 #include "optim/schedule.hpp"
 #include "optim/sgd.hpp"
-
-// Where the program links ember::kernels (EMBER_KERNELS), the operators it compiled once.
-#include "kernels.hpp"

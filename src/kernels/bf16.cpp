@@ -1,5 +1,5 @@
-// ember::kernels: the operators on bf16 tensors and Vars, compiled once (include/ember/kernels.hpp
-// lists them). nvcc compiles the same instances from bf16.cu for the CUDA translation units.
-#include <ember/kernels.hpp>
+// ember::kernels: the operators on bf16 tensors and Vars and bf16's copies, compiled once
+// (src/kernels/operators.hpp). nvcc compiles the same instances from bf16.cu for its units.
+#include "operators.hpp"
 
-EMBER_KERNEL_INSTANCES(template, ember::bf16)
+EMBER_COMPILE_OPERATORS(ember::bf16)

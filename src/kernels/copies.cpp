@@ -1,12 +1,23 @@
 // ember::kernels: the copies and fills of the element types that are not floating (int64, int32,
-// uint8, bool), and `empty` of every type, compiled once (include/ember/kernels.hpp lists them);
+// uint8, bool), and `empty` of every type (exec/assign.hpp and tensor/factories.hpp list them);
 // from copies.cu, nvcc's, with its copies of double too (nvcc's units hold no other double
 // instance; double.cpp has the host's).
-#include <ember/kernels.hpp>
+#include <ember/ember.hpp>
 
-EMBER_KERNEL_INTEGER_COPIES_ALL(template)
+EMBER_INTEGER_COPY_INSTANCES(template, std::int64_t)
+EMBER_INTEGER_COPY_INSTANCES(template, std::int32_t)
+EMBER_INTEGER_COPY_INSTANCES(template, std::uint8_t)
+EMBER_INTEGER_COPY_INSTANCES(template, bool)
 #if defined(EMBER_CUDA_KERNELS)
-EMBER_KERNEL_INSTANCES_DOUBLE(template)
+EMBER_FLOATING_COPY_INSTANCES(template, double)
 #else
-EMBER_KERNEL_EMPTY_ALL(template)  // outside the kinds' namespaces: one instance for both
+// empty does not evaluate: one instance serves both kinds.
+EMBER_EMPTY_INSTANCE(template, float)
+EMBER_EMPTY_INSTANCE(template, double)
+EMBER_EMPTY_INSTANCE(template, ember::bf16)
+EMBER_EMPTY_INSTANCE(template, ember::half)
+EMBER_EMPTY_INSTANCE(template, std::int64_t)
+EMBER_EMPTY_INSTANCE(template, std::int32_t)
+EMBER_EMPTY_INSTANCE(template, std::uint8_t)
+EMBER_EMPTY_INSTANCE(template, bool)
 #endif

@@ -1,6 +1,6 @@
-// ember::kernels: the operators on double tensors and Vars, compiled once
-// (include/ember/kernels.hpp lists them), for the host's translation units only: nvcc's compile
-// their double operators themselves (kernels.hpp says why).
-#include <ember/kernels.hpp>
+// ember::kernels: the operators on double tensors and Vars and double's copies, compiled once
+// (src/kernels/operators.hpp), for the host's translation units only: nvcc's compile their double
+// operators themselves (core/compiled_once.hpp says why; copies.cu has their copies).
+#include "operators.hpp"
 
-EMBER_KERNEL_INSTANCES(template, double)
+EMBER_COMPILE_OPERATORS(double)

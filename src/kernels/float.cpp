@@ -1,5 +1,5 @@
-// ember::kernels: the operators on float tensors and Vars, compiled once (include/ember/kernels.hpp
-// lists them). nvcc compiles the same instances from float.cu for the CUDA translation units.
-#include <ember/kernels.hpp>
+// ember::kernels: the operators on float tensors and Vars and float's copies, compiled once
+// (src/kernels/operators.hpp). nvcc compiles the same instances from float.cu for its units.
+#include "operators.hpp"
 
-EMBER_KERNEL_INSTANCES(template, float)
+EMBER_COMPILE_OPERATORS(float)

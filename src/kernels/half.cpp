@@ -1,5 +1,5 @@
-// ember::kernels: the operators on half tensors and Vars, compiled once (include/ember/kernels.hpp
-// lists them). nvcc compiles the same instances from half.cu for the CUDA translation units.
-#include <ember/kernels.hpp>
+// ember::kernels: the operators on half tensors and Vars and half's copies, compiled once
+// (src/kernels/operators.hpp). nvcc compiles the same instances from half.cu for its units.
+#include "operators.hpp"
 
-EMBER_KERNEL_INSTANCES(template, ember::half)
+EMBER_COMPILE_OPERATORS(ember::half)

@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "../core/compiled_once.hpp"
 #include "../ops/rows/attention.hpp"
 #include "normalization.hpp"
 #include "op_node.hpp"
@@ -26,3 +27,26 @@ Var<T> scaled_dot_product_attention(const Var<T>& q, const autograd::param_arg_t
       }));
 }
 }  // namespace ember::inline EMBER_UNIT_KIND
+
+/// Compiled once in ember::kernels (core/compiled_once.hpp): scaled dot-product attention on
+/// tensors and Vars, and its passes.
+#define EMBER_ATTENTION_INSTANCES(EXPLICIT, T)                                                    \
+  namespace ember {                                                                               \
+  EXPLICIT Tensor<T> scaled_dot_product_attention<T>(const Tensor<T>&, const Tensor<T>&,          \
+                                                     const Tensor<T>&, const Tensor<bool>&,       \
+                                                     const AttentionOptions&);                    \
+  EXPLICIT Var<T> scaled_dot_product_attention<T>(const Var<T>&, const autograd::ParamArg<T>&,    \
+                                                  const autograd::ParamArg<T>&,                   \
+                                                  const Tensor<bool>&, const AttentionOptions&);  \
+  }                                                                                               \
+  namespace ember::ops {                                                                          \
+  EXPLICIT std::pair<Tensor<T>, AttentionSaved<T>> attention_forward<T>(const Tensor<T>&,         \
+                                                                        const Tensor<T>&,         \
+                                                                        const Tensor<T>&,         \
+                                                                        const Tensor<bool>&,      \
+                                                                        const AttentionOptions&); \
+  EXPLICIT std::tuple<Tensor<T>, Tensor<T>, Tensor<T>> attention_backward<T>(                     \
+      const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, const AttentionSaved<T>&,             \
+      const AttentionOptions&, const Tensor<T>&);                                                 \
+  }
+EMBER_EXTERN_INSTANCES(EMBER_ATTENTION_INSTANCES)

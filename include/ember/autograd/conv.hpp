@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "../core/compiled_once.hpp"
 #include "../ops/conv/conv.hpp"
 #include "normalization.hpp"
 #include "op_node.hpp"
@@ -33,3 +34,21 @@ Var<T> conv2d(const Var<T>& x, const autograd::param_arg_t<T>& weight,
   return conv2d<T>(x, weight, Tensor<T>(), opt);
 }
 }  // namespace ember::inline EMBER_UNIT_KIND
+
+/// Compiled once in ember::kernels (core/compiled_once.hpp): conv2d on tensors and Vars, and its
+/// backward.
+#define EMBER_CONV_INSTANCES(EXPLICIT, T)                                                         \
+  namespace ember {                                                                               \
+  EXPLICIT Tensor<T> conv2d<T>(const Tensor<T>&, const Tensor<T>&, const Tensor<T>&,              \
+                               const Conv2dOptions&);                                             \
+  EXPLICIT Tensor<T> conv2d<T>(const Tensor<T>&, const Tensor<T>&, const Conv2dOptions&);         \
+  EXPLICIT Var<T> conv2d<T>(const Var<T>&, const autograd::ParamArg<T>&,                          \
+                            const autograd::ParamArg<T>&, const Conv2dOptions&);                  \
+  EXPLICIT Var<T> conv2d<T>(const Var<T>&, const autograd::ParamArg<T>&, const Conv2dOptions&);   \
+  }                                                                                               \
+  namespace ember::ops {                                                                          \
+  EXPLICIT std::pair<Tensor<T>, Tensor<T>> conv2d_backward<T>(const Tensor<T>&, const Tensor<T>&, \
+                                                              const Tensor<T>&,                   \
+                                                              const Conv2dOptions&, bool, bool);  \
+  }
+EMBER_EXTERN_INSTANCES(EMBER_CONV_INSTANCES)

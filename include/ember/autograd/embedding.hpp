@@ -7,6 +7,7 @@
 
 #include <optional>
 
+#include "../core/compiled_once.hpp"
 #include "../ops/indexing/embedding.hpp"
 #include "op_node.hpp"
 #include "var.hpp"
@@ -36,3 +37,20 @@ Var<T> embedding(const Var<T>& weight, const Tensor<std::int64_t>& ids,
   return Var<T>::from_node(std::move(node));
 }
 }  // namespace ember::inline EMBER_UNIT_KIND
+
+/// Compiled once in ember::kernels (core/compiled_once.hpp): embedding on tensors and Vars, and its
+/// backward.
+#define EMBER_EMBEDDING_INSTANCES(EXPLICIT, T)                                                 \
+  namespace ember {                                                                            \
+  EXPLICIT Tensor<T> embedding<T>(const Tensor<T>&, const Tensor<std::int64_t>&,               \
+                                  std::optional<std::int64_t>, std::optional<double>, double); \
+  EXPLICIT Var<T> embedding<T>(const Var<T>&, const Tensor<std::int64_t>&,                     \
+                               std::optional<std::int64_t>, std::optional<double>, double);    \
+  }                                                                                            \
+  namespace ember::ops {                                                                       \
+  EXPLICIT Tensor<T> embedding_backward<T>(const Tensor<T>&, const Tensor<std::int64_t>&,      \
+                                           std::int64_t, std::int64_t, std::int64_t);          \
+  EXPLICIT void embedding_backward_add<T>(const Tensor<T>&, const Tensor<T>&,                  \
+                                          const Tensor<std::int64_t>&, std::int64_t);          \
+  }
+EMBER_EXTERN_INSTANCES(EMBER_EMBEDDING_INSTANCES)

@@ -21,6 +21,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "../core/compiled_once.hpp"
 #include "../ops/matmul/feed_forward.hpp"
 #include "matmul.hpp"
 
@@ -86,3 +87,14 @@ feed_forward(const X& x, const W1& w1, const B1& b1, const W2& w2, const B2& b2,
       }));
 }
 }  // namespace ember::inline EMBER_UNIT_KIND
+
+/// Compiled once in ember::kernels (core/compiled_once.hpp): the feed-forward block on tensors and
+/// Vars.
+#define EMBER_FEED_FORWARD_INSTANCES(EXPLICIT, T)                                             \
+  namespace ember {                                                                           \
+  EXPLICIT Tensor<T> feed_forward<T>(const Tensor<T>&, const Tensor<T>&, const Tensor<T>&,    \
+                                     const Tensor<T>&, const Tensor<T>&, Activation);         \
+  EXPLICIT Var<T> feed_forward<Var<T>, Var<T>, Var<T>, Var<T>, Var<T>>(                       \
+      const Var<T>&, const Var<T>&, const Var<T>&, const Var<T>&, const Var<T>&, Activation); \
+  }
+EMBER_EXTERN_INSTANCES(EMBER_FEED_FORWARD_INSTANCES)

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "../core/compiled_once.hpp"
 #include "../ops/rows/losses.hpp"
 #include "../ops/rows/softmax.hpp"
 #include "op_node.hpp"
@@ -84,3 +85,36 @@ requires(autograd::is_var<A>::value ||
   return mean<decltype(square(a - b))>(square(a - b));
 }
 }  // namespace ember::inline EMBER_UNIT_KIND
+
+/// Compiled once in ember::kernels (core/compiled_once.hpp): softmax, log-softmax, cross-entropy,
+/// NLL and MSE on tensors and Vars, and their passes.
+#define EMBER_LOSS_INSTANCES(EXPLICIT, T)                                                     \
+  namespace ember {                                                                           \
+  EXPLICIT Tensor<T> softmax<T>(const Tensor<T>&, int);                                       \
+  EXPLICIT Tensor<T> log_softmax<T>(const Tensor<T>&, int);                                   \
+  EXPLICIT Var<T> softmax<T>(const Var<T>&, int);                                             \
+  EXPLICIT Var<T> log_softmax<T>(const Var<T>&, int);                                         \
+  EXPLICIT Tensor<T> cross_entropy<T>(const Tensor<T>&, const Tensor<std::int64_t>&,          \
+                                      const CrossEntropyOptions&);                            \
+  EXPLICIT Var<T> cross_entropy<T>(const Var<T>&, const Tensor<std::int64_t>&,                \
+                                   const CrossEntropyOptions&);                               \
+  EXPLICIT Tensor<T> nll_loss<T>(const Tensor<T>&, const Tensor<std::int64_t>&, Reduction,    \
+                                 std::int64_t);                                               \
+  EXPLICIT Var<T> nll_loss<T>(const Var<T>&, const Tensor<std::int64_t>&, Reduction,          \
+                              std::int64_t);                                                  \
+  EXPLICIT Tensor<T> mse_loss<T>(const Tensor<T>&, const Tensor<T>&, Reduction);              \
+  }                                                                                           \
+  namespace ember::ops {                                                                      \
+  EXPLICIT Tensor<T> softmax_backward<T>(const Tensor<T>&, const Tensor<T>&, int);            \
+  EXPLICIT Tensor<T> log_softmax_backward<T>(const Tensor<T>&, const Tensor<T>&, int);        \
+  EXPLICIT CrossEntropyTerms<acc_t<T>> cross_entropy_terms<T>(const Tensor<T>&,               \
+                                                              const Tensor<std::int64_t>&,    \
+                                                              const CrossEntropyOptions&);    \
+  EXPLICIT Tensor<T> cross_entropy_backward<T>(const Tensor<T>&, const Tensor<std::int64_t>&, \
+                                               const Tensor<acc_t<T>>&, const Tensor<T>&,     \
+                                               const CrossEntropyOptions&, double);           \
+  EXPLICIT std::pair<Tensor<T>, double> nll_loss_forward<T>(const Tensor<T>&,                 \
+                                                            const Tensor<std::int64_t>&,      \
+                                                            Reduction, std::int64_t);         \
+  }
+EMBER_EXTERN_INSTANCES(EMBER_LOSS_INSTANCES)

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "../core/compiled_once.hpp"
 #include "../exec/reduce.hpp"
 #include "../ops/matmul/matmul.hpp"
 #include "op_node.hpp"
@@ -193,3 +194,24 @@ requires ProductOperands<X, W> || ProductOperands<X, Bias> || ProductOperands<W,
       }));
 }
 }  // namespace ember::inline EMBER_UNIT_KIND
+
+/// Compiled once in ember::kernels (core/compiled_once.hpp): matmul and linear on tensors and Vars,
+/// and linear's backward passes.
+#define EMBER_MATMUL_INSTANCES(EXPLICIT, T)                                                       \
+  namespace ember {                                                                               \
+  EXPLICIT Tensor<T> matmul<T>(const Tensor<T>&, const Tensor<T>&);                               \
+  EXPLICIT Tensor<T> linear<T>(const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, Activation); \
+  EXPLICIT Var<T> matmul<Var<T>, Var<T>>(const Var<T>&, const Var<T>&);                           \
+  EXPLICIT Var<T> linear<Var<T>, Var<T>, Var<T>>(const Var<T>&, const Var<T>&, const Var<T>&,     \
+                                                 Activation);                                     \
+  EXPLICIT Var<T> linear<Var<T>, Var<T>, Tensor<T>>(const Var<T>&, const Var<T>&,                 \
+                                                    const Tensor<T>&, Activation);                \
+  }                                                                                               \
+  namespace ember::autograd {                                                                     \
+  EXPLICIT LinearSaved<T> linear_saving<T>(const Tensor<T>&, const Tensor<T>&, const Tensor<T>&,  \
+                                           Activation, bool);                                     \
+  EXPLICIT Tensor<T> activation_grad<T>(const Tensor<T>&, const LinearSaved<T>&, Activation);     \
+  EXPLICIT std::pair<Tensor<T>, Tensor<T>> linear_param_grads<T>(const Tensor<T>&,                \
+                                                                 const Tensor<T>&, bool);         \
+  }
+EMBER_EXTERN_INSTANCES(EMBER_MATMUL_INSTANCES)

@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "../core/compiled_once.hpp"
 #include "../ops/dropout.hpp"
 #include "../ops/normalization/normalization.hpp"
 #include "../ops/rows/dropout_add_layer_norm.hpp"
@@ -172,3 +173,59 @@ Var<T> dropout(const Var<T>& x, double p, bool training, std::uint64_t seed,
       }));
 }
 }  // namespace ember::inline EMBER_UNIT_KIND
+
+/// Compiled once in ember::kernels (core/compiled_once.hpp): batch norm (and its fused add + ReLU),
+/// layer norm, dropout and dropout + add + layer norm on tensors and Vars, and the passes behind
+/// them.
+#define EMBER_NORMALIZATION_INSTANCES(EXPLICIT, T)                                                \
+  namespace ember {                                                                               \
+  EXPLICIT Tensor<T> batch_norm<T>(const Tensor<T>&, const Tensor<T>&, const Tensor<T>&,          \
+                                   const Tensor<T>&, const Tensor<T>&, bool, double, double);     \
+  EXPLICIT Tensor<T> batch_norm_add_relu<T>(const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, \
+                                            const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, \
+                                            bool, double, double);                                \
+  EXPLICIT Var<T> batch_norm<T>(const Var<T>&, const autograd::ParamArg<T>&,                      \
+                                const autograd::ParamArg<T>&, const Tensor<T>&, const Tensor<T>&, \
+                                bool, double, double, ops::StatisticsGroupPtr);                   \
+  EXPLICIT Var<T> batch_norm_add_relu<T>(const Var<T>&, const autograd::ParamArg<T>&,             \
+                                         const autograd::ParamArg<T>&,                            \
+                                         const autograd::ParamArg<T>&, const Tensor<T>&,          \
+                                         const Tensor<T>&, bool, double, double,                  \
+                                         ops::StatisticsGroupPtr);                                \
+  EXPLICIT Tensor<T> layer_norm<T>(const Tensor<T>&, const Shape&, const Tensor<T>&,              \
+                                   const Tensor<T>&, double);                                     \
+  EXPLICIT Var<T> layer_norm<T>(const Var<T>&, const Shape&, const autograd::ParamArg<T>&,        \
+                                const autograd::ParamArg<T>&, double);                            \
+  EXPLICIT Tensor<T> dropout_add_layer_norm<T>(const Tensor<T>&, const Tensor<T>&,                \
+                                               const Tensor<T>&, const Tensor<T>&, double,        \
+                                               const DropoutOptions&);                            \
+  EXPLICIT Var<T> dropout_add_layer_norm<T>(const Var<T>&, const autograd::ParamArg<T>&,          \
+                                            const autograd::ParamArg<T>&,                         \
+                                            const autograd::ParamArg<T>&, double,                 \
+                                            const DropoutOptions&);                               \
+  EXPLICIT Tensor<T> dropout<T>(const Tensor<T>&, double, bool, std::uint64_t, std::uint64_t);    \
+  EXPLICIT Var<T> dropout<T>(const Var<T>&, double, bool, std::uint64_t, std::uint64_t);          \
+  }                                                                                               \
+  namespace ember::ops {                                                                          \
+  EXPLICIT NormStats<acc_t<T>> norm_stats<T>(const Tensor<T>&, const Dims&, double, const char*); \
+  EXPLICIT Tensor<T> normalize<T>(const Tensor<T>&, const NormStats<acc_t<T>>&, const Tensor<T>&, \
+                                  const Tensor<T>&);                                              \
+  EXPLICIT std::tuple<Tensor<T>, Tensor<T>, Tensor<T>> normalize_backward<T>(                     \
+      const Tensor<T>&, const NormStats<acc_t<T>>&, const Tensor<T>&, const Tensor<T>&,           \
+      const Tensor<T>&, const Dims&, bool);                                                       \
+  EXPLICIT BatchNormSetup<T> batch_norm_setup<T>(const Tensor<T>&, const Tensor<T>&,              \
+                                                 const Tensor<T>&, const Tensor<T>&,              \
+                                                 const Tensor<T>&, bool, double, double,          \
+                                                 StatisticsGroupPtr);                             \
+  EXPLICIT std::tuple<Tensor<T>, Tensor<T>, Tensor<T>, Tensor<T>> channel_batch_norm_backward<T>( \
+      const Tensor<T>&, const BatchNormSetup<T>&, const Tensor<T>&, const Tensor<T>&, bool);      \
+  EXPLICIT std::tuple<Tensor<T>, Tensor<T>, Tensor<T>> batch_norm_backward<T>(                    \
+      const Tensor<T>&, const BatchNormSetup<T>&, const Tensor<T>&, bool);                        \
+  EXPLICIT Tensor<T> batch_norm_output<T>(const Tensor<T>&, const BatchNormSetup<T>&);            \
+  EXPLICIT Tensor<T> normalize_add_relu<T>(const Tensor<T>&, const BatchNormSetup<T>&,            \
+                                           const Tensor<T>&);                                     \
+  EXPLICIT std::tuple<Tensor<T>, RowNormSaved<T>> dropout_add_layer_norm_forward<T>(              \
+      const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, double,             \
+      const DropoutOptions&);                                                                     \
+  }
+EMBER_EXTERN_INSTANCES(EMBER_NORMALIZATION_INSTANCES)

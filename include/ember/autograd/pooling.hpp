@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "../core/compiled_once.hpp"
 #include "../ops/pooling.hpp"
 #include "grad_mode.hpp"
 #include "op_node.hpp"
@@ -50,3 +51,26 @@ Var<T> adaptive_avg_pool2d(const Var<T>& x, std::array<std::int64_t, 2> out) {
       }));
 }
 }  // namespace ember::inline EMBER_UNIT_KIND
+
+/// Compiled once in ember::kernels (core/compiled_once.hpp): max, average and adaptive average
+/// pooling on tensors and Vars, and their passes.
+#define EMBER_POOLING_INSTANCES(EXPLICIT, T)                                                       \
+  namespace ember {                                                                                \
+  EXPLICIT Tensor<T> max_pool2d<T>(const Tensor<T>&, const Pool2dOptions&);                        \
+  EXPLICIT Tensor<T> avg_pool2d<T>(const Tensor<T>&, const Pool2dOptions&);                        \
+  EXPLICIT Tensor<T> adaptive_avg_pool2d<T>(const Tensor<T>&, std::array<std::int64_t, 2>);        \
+  EXPLICIT Var<T> max_pool2d<T>(const Var<T>&, const Pool2dOptions&);                              \
+  EXPLICIT Var<T> avg_pool2d<T>(const Var<T>&, const Pool2dOptions&);                              \
+  EXPLICIT Var<T> adaptive_avg_pool2d<T>(const Var<T>&, std::array<std::int64_t, 2>);              \
+  }                                                                                                \
+  namespace ember::ops {                                                                           \
+  EXPLICIT std::pair<Tensor<T>, Tensor<std::int32_t>> max_pool2d_forward<T>(const Tensor<T>&,      \
+                                                                            const Pool2dGeometry&, \
+                                                                            bool);                 \
+  EXPLICIT Tensor<T> avg_pool2d_forward<T>(const Tensor<T>&, const Pool2dGeometry&, bool);         \
+  EXPLICIT Tensor<T> max_pool2d_backward<T>(const Tensor<T>&, const Tensor<std::int32_t>&,         \
+                                            const Pool2dGeometry&, MemoryFormat);                  \
+  EXPLICIT Tensor<T> avg_pool2d_backward<T>(const Tensor<T>&, const Pool2dGeometry&, bool,         \
+                                            MemoryFormat);                                         \
+  }
+EMBER_EXTERN_INSTANCES(EMBER_POOLING_INSTANCES)

@@ -9,6 +9,7 @@
 #include <memory>
 #include <type_traits>
 
+#include "../core/compiled_once.hpp"
 #include "../exec/assign.hpp"
 #include "../exec/generate.hpp"
 #include "../expr/leaf.hpp"
@@ -99,3 +100,10 @@ void accumulate_grad(VarNode<T>& v, const Tensor<G>& g, bool owned) {
 }
 
 }  // namespace ember::autograd::inline EMBER_UNIT_KIND
+
+/// Compiled once in ember::kernels (core/compiled_once.hpp): a gradient's accumulation.
+#define EMBER_GRADIENT_INSTANCES(EXPLICIT, T)                               \
+  namespace ember::autograd {                                               \
+  EXPLICIT void accumulate_grad<T, T>(VarNode<T>&, const Tensor<T>&, bool); \
+  }
+EMBER_EXTERN_INSTANCES(EMBER_GRADIENT_INSTANCES)

@@ -342,3 +342,69 @@ std::vector<T> Tensor<T>::to_vector() const {
 }
 
 }  // namespace ember
+
+// ---- Compiled once in ember::kernels (core/compiled_once.hpp): what every program copies ----
+
+/// Evaluating `__VA_ARGS__` (an expression type) into a Tensor<T> with store `Op`, as a tensor's
+/// `=` and `+=` do: `evaluate_into`, and with it the `evaluate` it calls.
+#define EMBER_EVALUATION_INSTANCE(EXPLICIT, Op, T, ...)                     \
+  namespace ember::exec {                                                   \
+  EXPLICIT void evaluate_into<StoreOp::Op>(Tensor<T>&, const __VA_ARGS__&); \
+  }
+
+/// A store of a Tensor<T> through `evaluate` by value: every evaluation whose operands alias its
+/// output makes one (it materialises the expression first, then stores that).
+#define EMBER_LEAF_STORE_INSTANCE(EXPLICIT, Op, T)                       \
+  namespace ember::exec {                                                \
+  EXPLICIT void evaluate<StoreOp::Op>(const std::tuple<Tensor<T>>&,      \
+                                      const std::tuple<expr::Leaf<T>>&); \
+  }
+
+/// What every element type needs: a Tensor<T>'s copying members (contiguous, clone, to,
+/// pin_memory, to_vector, copy_ from its own type, and the gather to the host that `to` makes of a
+/// view), what they evaluate (copies and the aliasing fallback's store), and fills.
+#define EMBER_COPY_INSTANCES(EXPLICIT, T)                                   \
+  namespace ember {                                                         \
+  EXPLICIT Tensor<T> Tensor<T>::contiguous<exec::mode>(MemoryFormat) const; \
+  EXPLICIT Tensor<T> Tensor<T>::clone<exec::mode>() const;                  \
+  EXPLICIT Tensor<T> Tensor<T>::to<exec::mode>(Device, bool) const;         \
+  EXPLICIT Tensor<T> Tensor<T>::pin_memory<exec::mode>() const;             \
+  EXPLICIT std::vector<T> Tensor<T>::to_vector<exec::mode>() const;         \
+  EXPLICIT Tensor<T>& Tensor<T>::copy_<T, exec::mode>(const Tensor<T>&);    \
+  EXPLICIT Tensor<T> detail::gather_to_host<T>(const Tensor<T>&);           \
+  }                                                                         \
+  EMBER_LEAF_STORE_INSTANCE(EXPLICIT, set, T)                               \
+  EMBER_EVALUATION_INSTANCE(EXPLICIT, set, T, expr::Leaf<T>)                \
+  EMBER_EVALUATION_INSTANCE(EXPLICIT, set, T, expr::Cast<T, expr::ScalarNode<double>>)
+
+/// For a floating Tensor<T> also: `+=` of one tensor (gradient accumulation), casts from each
+/// floating type (copy_, the master weights, checkpoints), and the sum of two tensors (a gradient
+/// that two paths reach).
+#define EMBER_FLOATING_COPY_INSTANCES(EXPLICIT, T)                                    \
+  EMBER_COPY_INSTANCES(EXPLICIT, T)                                                   \
+  EMBER_LEAF_STORE_INSTANCE(EXPLICIT, add, T)                                         \
+  EMBER_EVALUATION_INSTANCE(EXPLICIT, add, T, expr::Leaf<T>)                          \
+  EMBER_EVALUATION_INSTANCE(EXPLICIT, set, T, expr::Cast<T, expr::Leaf<float>>)       \
+  EMBER_EVALUATION_INSTANCE(EXPLICIT, set, T, expr::Cast<T, expr::Leaf<double>>)      \
+  EMBER_EVALUATION_INSTANCE(EXPLICIT, set, T, expr::Cast<T, expr::Leaf<ember::bf16>>) \
+  EMBER_EVALUATION_INSTANCE(EXPLICIT, set, T, expr::Cast<T, expr::Leaf<ember::half>>) \
+  EMBER_EVALUATION_INSTANCE(EXPLICIT, set, T, expr::Map<fn::Add, expr::Leaf<T>, expr::Leaf<T>>)
+
+/// For the element types that are not floating (labels, indices, masks, pixels: what data
+/// pipelines, losses and checkpoints copy) also copy_'s cast from its own type.
+#define EMBER_INTEGER_COPY_INSTANCES(EXPLICIT, T) \
+  EMBER_COPY_INSTANCES(EXPLICIT, T)               \
+  EMBER_EVALUATION_INSTANCE(EXPLICIT, set, T, expr::Cast<T, expr::Leaf<T>>)
+
+// Every element type, in both kinds of unit (double's copies too: checkpoints and metrics make
+// them in nvcc's units as well).
+#if defined(EMBER_KERNELS)
+EMBER_FLOATING_COPY_INSTANCES(extern template, float)
+EMBER_FLOATING_COPY_INSTANCES(extern template, double)
+EMBER_FLOATING_COPY_INSTANCES(extern template, ember::bf16)
+EMBER_FLOATING_COPY_INSTANCES(extern template, ember::half)
+EMBER_INTEGER_COPY_INSTANCES(extern template, std::int64_t)
+EMBER_INTEGER_COPY_INSTANCES(extern template, std::int32_t)
+EMBER_INTEGER_COPY_INSTANCES(extern template, std::uint8_t)
+EMBER_INTEGER_COPY_INSTANCES(extern template, bool)
+#endif

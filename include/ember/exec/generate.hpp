@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "../core/compiled_once.hpp"
 #include "../expr/generator.hpp"
 #include "assign.hpp"
 
@@ -79,3 +80,11 @@ Tensor<T> randn(const Shape& shape, std::uint64_t seed, Device device = Device::
       shape, device, {seed, offset, static_cast<float>(mean), static_cast<float>(stddev)}));
 }
 }  // namespace ember::inline EMBER_UNIT_KIND
+
+/// Compiled once in ember::kernels (core/compiled_once.hpp): rand and randn.
+#define EMBER_RANDOM_INSTANCES(EXPLICIT, T)                                                        \
+  namespace ember {                                                                                \
+  EXPLICIT Tensor<T> rand<T>(const Shape&, std::uint64_t, Device, double, double, std::uint64_t);  \
+  EXPLICIT Tensor<T> randn<T>(const Shape&, std::uint64_t, Device, double, double, std::uint64_t); \
+  }
+EMBER_EXTERN_INSTANCES(EMBER_RANDOM_INSTANCES)

@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "../autograd/var.hpp"
+#include "../core/compiled_once.hpp"
 #include "../core/config.hpp"
 #include "../exec/generate.hpp"
 #include "../expr/functors.hpp"
@@ -300,3 +301,14 @@ Var<T>& xavier_normal_(Var<T>& p, double gain = 1.0) {
 }
 
 }  // namespace ember::nn::init::inline EMBER_UNIT_KIND
+
+/// Compiled once in ember::kernels (core/compiled_once.hpp): the initialisers that draw.
+#define EMBER_INIT_INSTANCES(EXPLICIT, T)                                                   \
+  namespace ember::nn::init {                                                               \
+  EXPLICIT Tensor<T> uniform<T>(const Shape&, double, double, Device);                      \
+  EXPLICIT Tensor<T> normal<T>(const Shape&, double, double, Device);                       \
+  EXPLICIT Tensor<T> trunc_normal<T>(const Shape&, double, double, double, double, Device); \
+  EXPLICIT Tensor<T> kaiming_uniform<T>(const Shape&, double, Device);                      \
+  EXPLICIT Tensor<T> kaiming_normal<T>(const Shape&, double, Device);                       \
+  }
+EMBER_EXTERN_INSTANCES(EMBER_INIT_INSTANCES)

@@ -21,6 +21,7 @@
 #include <utility>
 
 #include "../autograd/normalization.hpp"
+#include "../core/compiled_once.hpp"
 #include "dropout.hpp"
 #include "init.hpp"
 #include "module.hpp"
@@ -195,3 +196,11 @@ Var<T> dropout_add_layer_norm(const Var<T>& x, const Var<T>& residual, const Dro
 }
 
 }  // namespace ember::nn::inline EMBER_UNIT_KIND
+
+/// Compiled once in ember::kernels (core/compiled_once.hpp): nn::dropout_add_layer_norm.
+#define EMBER_NN_NORMALIZATION_INSTANCES(EXPLICIT, T)                                        \
+  namespace ember::nn {                                                                      \
+  EXPLICIT Var<T> dropout_add_layer_norm<T>(const Var<T>&, const Var<T>&, const Dropout<T>&, \
+                                            const LayerNorm<T>&);                            \
+  }
+EMBER_EXTERN_INSTANCES(EMBER_NN_NORMALIZATION_INSTANCES)

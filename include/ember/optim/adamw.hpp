@@ -79,3 +79,7 @@ class AdamW : public FusedOptimizer<AdamW, AdamWOptions> {
 };
 
 }  // namespace ember::optim
+
+#if defined(EMBER_KERNELS)
+EMBER_OPTIMIZER_INSTANCES(extern template, AdamW)
+#endif

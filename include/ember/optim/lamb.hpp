@@ -112,3 +112,7 @@ class LAMB : public FusedOptimizer<LAMB, LAMBOptions> {
 };
 
 }  // namespace ember::optim
+
+#if defined(EMBER_KERNELS)
+EMBER_OPTIMIZER_INSTANCES(extern template, LAMB)
+#endif

@@ -98,3 +98,7 @@ class LARS : public FusedOptimizer<LARS, LARSOptions> {
 };
 
 }  // namespace ember::optim
+
+#if defined(EMBER_KERNELS)
+EMBER_OPTIMIZER_INSTANCES(extern template, LARS)
+#endif

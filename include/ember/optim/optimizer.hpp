@@ -282,8 +282,8 @@ class FusedOptimizer {
 
  private:
   // The passes behind grad_norm, step, state_dict and load_state_dict, defined after the class
-  // so that they are not inline: ember::kernels compiles them once per optimizer
-  // (include/ember/kernels.hpp). Without default template arguments: nvcc's front end copies a
+  // so that they are not inline: ember::kernels compiles them once per optimizer (the list at
+  // the end of this header). Without default template arguments: nvcc's front end copies a
   // default onto an out-of-class definition, which the host compiler then rejects.
   template <class Mode>
   GradNorm compute_grad_norm();
@@ -555,3 +555,15 @@ void FusedOptimizer<Derived, Options>::restore_state(const OptimizerState& state
 }
 
 }  // namespace ember::optim
+
+/// Compiled once in ember::kernels (core/compiled_once.hpp) for each optimizer `Opt` (options
+/// `Opt##Options`), in both kinds of unit: its fused step, gradient norm and state (the
+/// constructors stay inline). Each optimizer's header declares its own.
+#define EMBER_OPTIMIZER_INSTANCES(EXPLICIT, Opt)                                                \
+  namespace ember::optim {                                                                      \
+  EXPLICIT void FusedOptimizer<Opt, Opt##Options>::update_all<exec::mode>();                    \
+  EXPLICIT GradNorm FusedOptimizer<Opt, Opt##Options>::compute_grad_norm<exec::mode>();         \
+  EXPLICIT OptimizerState FusedOptimizer<Opt, Opt##Options>::collect_state<exec::mode>() const; \
+  EXPLICIT void FusedOptimizer<Opt, Opt##Options>::restore_state<exec::mode>(                   \
+      const OptimizerState&, bool);                                                             \
+  }

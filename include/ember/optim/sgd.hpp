@@ -71,3 +71,7 @@ class SGD : public FusedOptimizer<SGD, SGDOptions> {
 };
 
 }  // namespace ember::optim
+
+#if defined(EMBER_KERNELS)
+EMBER_OPTIMIZER_INSTANCES(extern template, SGD)
+#endif

@@ -88,3 +88,21 @@ Tensor<T> from_blob(T* data, const Shape& shape, const Strides& strides, Device 
 }
 
 }  // namespace ember
+
+/// `empty<T>` does not evaluate (it is outside the kinds' namespaces, core/config.hpp): compiled
+/// once in ember::kernels by its host units for every element type, declared extern in every
+/// unit that links it.
+#define EMBER_EMPTY_INSTANCE(EXPLICIT, T)                          \
+  namespace ember {                                                \
+  EXPLICIT Tensor<T> empty<T>(const Shape&, Device, MemoryFormat); \
+  }
+#if defined(EMBER_KERNELS)
+EMBER_EMPTY_INSTANCE(extern template, float)
+EMBER_EMPTY_INSTANCE(extern template, double)
+EMBER_EMPTY_INSTANCE(extern template, ember::bf16)
+EMBER_EMPTY_INSTANCE(extern template, ember::half)
+EMBER_EMPTY_INSTANCE(extern template, std::int64_t)
+EMBER_EMPTY_INSTANCE(extern template, std::int32_t)
+EMBER_EMPTY_INSTANCE(extern template, std::uint8_t)
+EMBER_EMPTY_INSTANCE(extern template, bool)
+#endif
