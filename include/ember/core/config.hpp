@@ -11,8 +11,9 @@
 //                       host compiler, also get EMBER_CUDA_UNIT (nvcc's __CUDACC__ there), and
 //                       with it EMBER_CUDA_KERNELS.
 //   EMBER_CPU_LOOPS_ELSEWHERE  defined only by ember::kernels' nvcc units (src/kernels/*.cu):
-//                       the CPU loops (exec::cpu::run and run_reduce) are declared, not
-//                       defined; the library's host units, which instantiate the same
+//                       the CPU loops (exec::cpu::run and run_reduce) are declared, and
+//                       their definitions (exec/cpu_loops.hpp, exec/reduce_loops.hpp) not
+//                       included; the library's host units, which instantiate the same
 //                       operators, emit every one of them (exec/cpu_executor.hpp says why).
 //   EMBER_IO_COMPILED   defined by CMake for targets that link ember::kernels built with
 //                       nlohmann/json: the safetensors reader and writer and the metrics
