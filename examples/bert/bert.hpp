@@ -124,7 +124,7 @@ class BertEmbeddings : public ember::nn::Module {
       : word_embeddings(c.vocab_size, c.hidden, device, c.pad_token_id),
         position_embeddings(c.max_positions, c.hidden, device),
         token_type_embeddings(c.type_vocab, c.hidden, device),
-        LayerNorm(c.hidden, c.layer_norm_eps, true, device),
+        LayerNorm(c.hidden, {.eps = c.layer_norm_eps}, device),
         dropout(c.dropout) {
     detail::init_embedding<T>(word_embeddings, c.init_std);
     detail::init_embedding<T>(position_embeddings, c.init_std);
@@ -210,7 +210,7 @@ class BertResidualOutput : public ember::nn::Module {
 
   BertResidualOutput(std::int64_t in, const BertConfig& c, ember::Device device)
       : dense(in, c.hidden, true, device),
-        LayerNorm(c.hidden, c.layer_norm_eps, true, device),
+        LayerNorm(c.hidden, {.eps = c.layer_norm_eps}, device),
         dropout(c.dropout) {
     detail::init_linear<T>(dense, c.init_std);
     register_module("dense", dense);
@@ -388,7 +388,7 @@ class BertPredictionHeadTransform : public ember::nn::Module {
 
   BertPredictionHeadTransform(const BertConfig& c, ember::Device device)
       : dense(c.hidden, c.hidden, true, device, ember::Activation::gelu),
-        LayerNorm(ember::Shape{c.hidden}, c.layer_norm_eps, true, device) {
+        LayerNorm(ember::Shape{c.hidden}, {.eps = c.layer_norm_eps}, device) {
     detail::init_linear<T>(dense, c.init_std);
     register_module("dense", dense);
     register_module("LayerNorm", LayerNorm);

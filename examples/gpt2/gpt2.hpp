@@ -191,9 +191,9 @@ class GPT2Block : public ember::nn::Module {
   GPT2MLP<T> mlp;
 
   GPT2Block(const GPT2Config& c, ember::Device device)
-      : ln_1(c.n_embd, c.layer_norm_eps, true, device),
+      : ln_1(c.n_embd, {.eps = c.layer_norm_eps}, device),
         attn(c, device),
-        ln_2(c.n_embd, c.layer_norm_eps, true, device),
+        ln_2(c.n_embd, {.eps = c.layer_norm_eps}, device),
         mlp(c, device) {
     register_module("ln_1", ln_1);
     register_module("attn", attn);
@@ -222,7 +222,7 @@ class GPT2Model : public ember::nn::Module {
       : wte(c.vocab_size, c.n_embd, device),
         wpe(c.n_positions, c.n_embd, device),
         drop(c.dropout),
-        ln_f(c.n_embd, c.layer_norm_eps, true, device) {
+        ln_f(c.n_embd, {.eps = c.layer_norm_eps}, device) {
     ember::nn::init::normal_(wte.weight, 0.0, c.init_std);
     ember::nn::init::normal_(wpe.weight, 0.0, c.init_std);
     for (std::int64_t i = 0; i < c.n_layer; ++i) h.emplace_back(c, device);

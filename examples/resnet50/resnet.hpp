@@ -150,7 +150,7 @@ std::unique_ptr<ember::nn::Sequential<T>> make_downsample(std::int64_t in, std::
   auto seq = std::make_unique<ember::nn::Sequential<T>>();
   seq->template emplace<ember::nn::Conv2d<T>>(
       in, out, 1, ember::Conv2dOptions{.stride = {stride, stride}}, false, device);
-  seq->template emplace<ember::nn::BatchNorm2d<T>>(out, 1e-5, 0.1, true, true, device);
+  seq->template emplace<ember::nn::BatchNorm2d<T>>(out, ember::nn::BatchNorm2dOptions{}, device);
   return seq;
 }
 
@@ -169,9 +169,9 @@ class BasicBlock : public ember::nn::Module {
   BasicBlock(std::int64_t inplanes, std::int64_t planes, std::int64_t stride, bool with_downsample,
              ember::Device device)
       : conv1(inplanes, planes, 3, {.stride = {stride, stride}, .padding = {1, 1}}, false, device),
-        bn1(planes, 1e-5, 0.1, true, true, device),
+        bn1(planes, {}, device),
         conv2(planes, planes, 3, {.padding = {1, 1}}, false, device),
-        bn2(planes, 1e-5, 0.1, true, true, device) {
+        bn2(planes, {}, device) {
     register_module("conv1", conv1);
     register_module("bn1", bn1);
     register_module("conv2", conv2);
@@ -215,11 +215,11 @@ class Bottleneck : public ember::nn::Module {
   Bottleneck(std::int64_t inplanes, std::int64_t planes, std::int64_t stride, bool with_downsample,
              ember::Device device)
       : conv1(inplanes, planes, 1, {}, false, device),
-        bn1(planes, 1e-5, 0.1, true, true, device),
+        bn1(planes, {}, device),
         conv2(planes, planes, 3, {.stride = {stride, stride}, .padding = {1, 1}}, false, device),
-        bn2(planes, 1e-5, 0.1, true, true, device),
+        bn2(planes, {}, device),
         conv3(planes, planes * expansion, 1, {}, false, device),
-        bn3(planes * expansion, 1e-5, 0.1, true, true, device) {
+        bn3(planes * expansion, {}, device) {
     register_module("conv1", conv1);
     register_module("bn1", bn1);
     register_module("conv2", conv2);
@@ -264,7 +264,7 @@ class ResNet : public ember::nn::Module {
               opt.small_stem ? ember::Conv2dOptions{.stride = {1, 1}, .padding = {1, 1}}
                              : ember::Conv2dOptions{.stride = {2, 2}, .padding = {3, 3}},
               false, opt.device),
-        bn1(opt.width, 1e-5, 0.1, true, true, opt.device),
+        bn1(opt.width, {}, opt.device),
         fc(8 * opt.width *
                (spec(opt.arch).bottleneck ? Bottleneck<T>::expansion : BasicBlock<T>::expansion),
            opt.num_classes, true, opt.device) {

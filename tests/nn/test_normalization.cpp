@@ -51,7 +51,7 @@ TEST_CASE("nn::BatchNorm2d: PyTorch's parameters, buffers and initial values", "
   REQUIRE(bn.num_batches_tracked.item() == 0);
   REQUIRE(std::holds_alternative<Tensor<std::int64_t>*>(bn.named_buffers()[2].second));
 
-  ember::nn::BatchNorm2d<float> plain(8, 1e-5, 0.1, false, false);
+  ember::nn::BatchNorm2d<float> plain(8, {.affine = false, .track_running_stats = false});
   REQUIRE(plain.named_parameters().empty());
   REQUIRE(plain.named_buffers().empty());
   // Without running statistics it normalises with the batch's, in evaluation too.
@@ -140,7 +140,7 @@ TEST_CASE("nn::LayerNorm: PyTorch's parameters; forward and gradients (float64)"
   fx::require_matches(ln.bias.grad(), "ln.g.bias");
 
   // Without parameters: the same normalisation, weight 1 and bias 0.
-  ember::nn::LayerNorm<double> bare(Shape{4, 5}, 1e-5, false);
+  ember::nn::LayerNorm<double> bare(Shape{4, 5}, {.elementwise_affine = false});
   REQUIRE(bare.named_parameters().empty());
   ember::nn::LayerNorm<double> unit(Shape{4, 5});
   const Var<double> x2 = fx::input("ln.x");
@@ -154,14 +154,14 @@ TEST_CASE("nn::LayerNorm: PyTorch's parameters; forward and gradients (float64)"
 
 TEST_CASE("nn::BatchNorm2d, nn::LayerNorm: bad arguments are ember::Error", "[nn]") {
   REQUIRE_THROWS_AS(ember::nn::BatchNorm2d<float>(0), ember::Error);
-  REQUIRE_THROWS_AS(ember::nn::BatchNorm2d<float>(4, 0.0), ember::Error);
-  REQUIRE_THROWS_AS(ember::nn::BatchNorm2d<float>(4, 1e-5, 1.5), ember::Error);
+  REQUIRE_THROWS_AS(ember::nn::BatchNorm2d<float>(4, {.eps = 0.0}), ember::Error);
+  REQUIRE_THROWS_AS(ember::nn::BatchNorm2d<float>(4, {.momentum = 1.5}), ember::Error);
   ember::nn::BatchNorm2d<float> bn(4);
   REQUIRE_THROWS_WITH(bn(Var<float>(ember::zeros<float>(Shape{2, 3, 5, 5}))),
                       Catch::Contains("nn::BatchNorm2d") && Catch::Contains("[2, 3, 5, 5]"));
   REQUIRE_THROWS_AS(bn(Var<float>(ember::zeros<float>(Shape{2, 4}))), ember::Error);
   REQUIRE(bn.num_batches_tracked.item() == 0);  // nothing counted for rejected input
-  ember::nn::BatchNorm2d<float> no_affine(4, 1e-5, 0.1, false);
+  ember::nn::BatchNorm2d<float> no_affine(4, {.affine = false});
   REQUIRE_THROWS_AS(
       no_affine.forward_add_relu(Var<float>(ember::zeros<float>(Shape{2, 4, 3, 3})), {}),
       ember::Error);

@@ -77,9 +77,9 @@ inline ops::StatisticsGroupPtr world_statistics() {
 template <FloatingElement T>
 class SyncBatchNorm2d : public nn::BatchNorm2d<T> {
  public:
-  explicit SyncBatchNorm2d(std::int64_t features, double epsilon = 1e-5, double momentum_ = 0.1,
+  explicit SyncBatchNorm2d(std::int64_t features, const nn::BatchNorm2dOptions& opt = {},
                            Device device = Device::cpu())
-      : nn::BatchNorm2d<T>(features, epsilon, momentum_, true, true, device) {
+      : nn::BatchNorm2d<T>(features, opt, device) {
     this->statistics_group = world_statistics();
   }
 };

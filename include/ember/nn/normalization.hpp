@@ -28,6 +28,20 @@
 
 namespace ember::nn {
 
+/// BatchNorm2d's settings, PyTorch's defaults: `BatchNorm2d<T>(64, {.momentum = 0.01}, device)`.
+struct BatchNorm2dOptions {
+  double eps = 1e-5;
+  double momentum = 0.1;            // of the running statistics' update
+  bool affine = true;               // a learned weight and bias
+  bool track_running_stats = true;  // running mean and variance, for evaluation
+};
+
+/// LayerNorm's settings, PyTorch's defaults: `LayerNorm<T>(768, {.eps = 1e-12}, device)`.
+struct LayerNormOptions {
+  double eps = 1e-5;
+  bool elementwise_affine = true;  // a learned weight and bias
+};
+
 template <FloatingElement T = float>
 class BatchNorm2d : public Module {
  public:
@@ -44,19 +58,18 @@ class BatchNorm2d : public Module {
   ops::StatisticsGroupPtr statistics_group;
 
   template <class Mode = exec::mode>
-  explicit BatchNorm2d(std::int64_t features, double epsilon = 1e-5, double momentum_ = 0.1,
-                       bool affine_ = true, bool track_running_stats_ = true,
+  explicit BatchNorm2d(std::int64_t features, const BatchNorm2dOptions& opt = {},
                        Device device = Device::cpu())
       : num_features(features),
-        eps(epsilon),
-        momentum(momentum_),
-        affine(affine_),
-        track_running_stats(track_running_stats_) {
+        eps(opt.eps),
+        momentum(opt.momentum),
+        affine(opt.affine),
+        track_running_stats(opt.track_running_stats) {
     EMBER_CHECK(features > 0, "ember: nn::BatchNorm2d: num_features must be positive, got ",
                 features);
-    EMBER_CHECK(epsilon > 0 && momentum_ >= 0 && momentum_ <= 1,
-                "ember: nn::BatchNorm2d: needs eps > 0 and momentum in [0, 1], got eps ", epsilon,
-                ", momentum ", momentum_);
+    EMBER_CHECK(eps > 0 && momentum >= 0 && momentum <= 1,
+                "ember: nn::BatchNorm2d: needs eps > 0 and momentum in [0, 1], got eps ", eps,
+                ", momentum ", momentum);
     if (affine) {
       weight = param(init::ones<T>(Shape{features}, device));
       bias = param(init::zeros<T>(Shape{features}, device));
@@ -129,9 +142,10 @@ class LayerNorm : public Module {
   bool elementwise_affine;
 
   template <class Mode = exec::mode>
-  explicit LayerNorm(Shape shape, double epsilon = 1e-5, bool affine = true,
-                     Device device = Device::cpu())
-      : normalized_shape(std::move(shape)), eps(epsilon), elementwise_affine(affine) {
+  explicit LayerNorm(Shape shape, const LayerNormOptions& opt = {}, Device device = Device::cpu())
+      : normalized_shape(std::move(shape)),
+        eps(opt.eps),
+        elementwise_affine(opt.elementwise_affine) {
     EMBER_CHECK(normalized_shape.rank() >= 1 && normalized_shape.numel() > 0,
                 "ember: nn::LayerNorm: normalized_shape must be non-empty with positive extents, "
                 "got ",
@@ -140,7 +154,7 @@ class LayerNorm : public Module {
       EMBER_CHECK(normalized_shape[d] > 0, "ember: nn::LayerNorm: normalized_shape ",
                   normalized_shape.str(), " has a non-positive extent");
     }
-    EMBER_CHECK(epsilon > 0, "ember: nn::LayerNorm: eps must be positive, got ", epsilon);
+    EMBER_CHECK(eps > 0, "ember: nn::LayerNorm: eps must be positive, got ", eps);
     if (elementwise_affine) {
       weight = param(init::ones<T>(normalized_shape, device));
       bias = param(init::zeros<T>(normalized_shape, device));
@@ -150,9 +164,9 @@ class LayerNorm : public Module {
   }
   /// LayerNorm(768): over the last dim.
   template <class Mode = exec::mode>
-  explicit LayerNorm(std::int64_t features, double epsilon = 1e-5, bool affine = true,
+  explicit LayerNorm(std::int64_t features, const LayerNormOptions& opt = {},
                      Device device = Device::cpu())
-      : LayerNorm(Shape{features}, epsilon, affine, device) {}
+      : LayerNorm(Shape{features}, opt, device) {}
 
   /// x [..., normalized_shape] -> the same shape.
   template <class Mode = exec::mode>
