@@ -128,17 +128,6 @@ void kaiming_normal_fan_out(ember::nn::Conv2d<T>& conv) {
                                                         conv.weight.value().device()));
 }
 
-/// The output shape of `conv` for an input of shape `in` ([N, C, H, W]).
-template <ember::FloatingElement T>
-ember::Shape conv_output_shape(const ember::nn::Conv2d<T>& conv, const ember::Shape& in) {
-  auto out = [&](int d) {
-    const auto& o = conv.options;
-    const std::int64_t span = o.dilation[d] * (conv.kernel_size[d] - 1) + 1;
-    return (in[2 + d] + 2 * o.padding[d] - span) / o.stride[d] + 1;
-  };
-  return ember::Shape{in[0], conv.out_channels, out(0), out(1)};
-}
-
 }  // namespace detail
 
 /// torchvision's `downsample`: conv1x1(in, out, stride) then a batch norm, as an nn::Sequential
@@ -191,7 +180,7 @@ class BasicBlock : public ember::nn::Module {
 
   /// Shape inference, for summary(): the output shape for an input of shape `in`.
   ember::Shape output_shape(const ember::Shape& in) const {
-    return detail::conv_output_shape(conv2, detail::conv_output_shape(conv1, in));
+    return conv2.output_shape(conv1.output_shape(in));
   }
   /// The batch norm that ends the residual branch (zero_init_residual zeroes its weight).
   ember::nn::BatchNorm2d<T>& last_bn() { return bn2; }
@@ -241,8 +230,7 @@ class Bottleneck : public ember::nn::Module {
   ember::Var<T> operator()(const ember::Var<T>& x) const { return forward(x); }
 
   ember::Shape output_shape(const ember::Shape& in) const {
-    const ember::Shape a = detail::conv_output_shape(conv1, in);
-    return detail::conv_output_shape(conv3, detail::conv_output_shape(conv2, a));
+    return conv3.output_shape(conv2.output_shape(conv1.output_shape(in)));
   }
   ember::nn::BatchNorm2d<T>& last_bn() { return bn3; }
 };
@@ -405,19 +393,13 @@ std::string summary(const ResNet<T>& model, ember::Shape input = {}) {
                     "), input " + input.str() + "\n";
   out += rule + "\n" + row("Stage", "Block", "Output shape", "Parameters") + double_rule + "\n";
 
-  ember::Shape shape = detail::conv_output_shape(model.conv1, input);
+  ember::Shape shape = model.conv1.output_shape(input);
   const std::string stem = std::to_string(model.conv1.kernel_size[0]) + "x" +
                            std::to_string(model.conv1.kernel_size[1]) + " conv1, bn1, relu";
   out += row("stem", stem, shape.str(),
              thousands(model.conv1.parameter_count() + model.bn1.parameter_count()));
   if (!o.small_stem) {
-    const auto& p = model.maxpool.options;
-    auto pooled = [&](int d) {
-      return (shape[2 + d] + 2 * p.padding[d] - p.dilation[d] * (p.kernel[d] - 1) - 1) /
-                 p.stride[d] +
-             1;
-    };
-    shape = ember::Shape{shape[0], shape[1], pooled(0), pooled(1)};
+    shape = model.maxpool.output_shape(shape);
     out += row("", "3x3 maxpool, stride 2", shape.str(), "0");
   }
   const auto stages = model.stages();

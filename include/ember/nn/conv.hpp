@@ -72,6 +72,11 @@ class Conv2d : public Module {
   Var<T> operator()(const Var<T>& x) const {
     return forward(x);
   }
+
+  /// The output shape for an input of shape `in` ([N, in, H, W]), without running it.
+  Shape output_shape(const Shape& in) const {
+    return ops::conv_geometry(in, weight.shape(), options).out_shape();
+  }
 };
 
 }  // namespace ember::nn

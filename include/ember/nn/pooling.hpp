@@ -59,6 +59,12 @@ class MaxPool2d : public Module {
   Var<T> operator()(const Var<T>& x) const {
     return forward(x);
   }
+
+  /// The output shape for an input of shape `in` ([N, C, H, W]), without running it.
+  Shape output_shape(const Shape& in) const {
+    const ops::Pool2dGeometry g = ops::pool2d_geometry(in, options, "nn::MaxPool2d");
+    return Shape{g.N, g.C, g.h.out, g.w.out};
+  }
 };
 
 template <FloatingElement T = float>

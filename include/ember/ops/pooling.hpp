@@ -56,7 +56,7 @@ struct Pool2dOptions {
 };
 }  // namespace ember
 
-namespace ember::ops::inline EMBER_UNIT_KIND {
+namespace ember::ops {
 
 /// The windows along one spatial axis: fixed (kernel, stride, padding, dilation) or adaptive.
 struct PoolAxis {
@@ -150,6 +150,45 @@ struct Pool2dGeometry {
     return cl ? ((n * A + a) * B + b) * C + c : ((n * C + c) * A + a) * B + b;
   }
 };
+
+/// The geometry of a fixed-window pooling of an input of shape x after PyTorch's checks (no
+/// strides or layout: the tensor version below adds them); errors name `name`.
+inline Pool2dGeometry pool2d_geometry(const Shape& x, const Pool2dOptions& o, const char* name) {
+  EMBER_CHECK(x.rank() == 4, "ember: ", name, ": input must be [N, C, H, W], got ", x.str());
+  Pool2dGeometry g;
+  g.N = x[0];
+  g.C = x[1];
+  PoolAxis* axes[2] = {&g.h, &g.w};
+  for (int d = 0; d < 2; ++d) {
+    PoolAxis& a = *axes[d];
+    a.in = x[2 + d];
+    a.kernel = o.kernel[d];
+    a.stride = o.stride[d] == 0 ? o.kernel[d] : o.stride[d];
+    a.pad = o.padding[d];
+    a.dilation = o.dilation[d];
+    EMBER_CHECK(a.kernel > 0 && a.stride > 0 && a.dilation > 0 && a.pad >= 0, "ember: ", name,
+                ": kernel, stride and dilation must be positive and padding non-negative (kernel ",
+                o.kernel[0], "x", o.kernel[1], ", stride ", o.stride[0], "x", o.stride[1],
+                ", padding ", o.padding[0], "x", o.padding[1], ", dilation ", o.dilation[0], "x",
+                o.dilation[1], ")");
+    EMBER_CHECK(a.pad <= a.kernel / 2, "ember: ", name, ": padding ", o.padding[0], "x",
+                o.padding[1], " must be at most half the kernel ", o.kernel[0], "x", o.kernel[1]);
+    const std::int64_t span = a.dilation * (a.kernel - 1) + 1;
+    const std::int64_t room = a.in + 2 * a.pad - span;  // negative: the window does not fit
+    a.out = room < 0 ? 0 : (o.ceil_mode ? (room + a.stride - 1) / a.stride : room / a.stride) + 1;
+    // With ceil_mode, the last window must start inside the input or the left padding.
+    if (o.ceil_mode && a.out > 0 && (a.out - 1) * a.stride >= a.in + a.pad) --a.out;
+    EMBER_CHECK(a.out >= 1, "ember: ", name, ": the kernel ", o.kernel[0], "x", o.kernel[1],
+                " (dilation ", o.dilation[0], "x", o.dilation[1],
+                ") is larger than the padded input ", x.str(), " (padding ", o.padding[0], "x",
+                o.padding[1], ")");
+  }
+  return g;
+}
+
+}  // namespace ember::ops
+
+namespace ember::ops::inline EMBER_UNIT_KIND {
 
 /// Strides of a 4-D gradient tensor, read where it lies (it may be a broadcast view).
 struct Strides4 {
@@ -398,36 +437,8 @@ void max_pool2d_backward_rows(const MaxPool2dBackward<T>& f) {
 /// The geometry of a fixed-window pooling of x after PyTorch's checks; errors name `name`.
 template <Storable T>
 Pool2dGeometry pool2d_geometry(const Tensor<T>& x, const Pool2dOptions& o, const char* name) {
-  EMBER_CHECK(x.defined() && x.rank() == 4, "ember: ", name, ": input must be [N, C, H, W], got ",
-              x.defined() ? x.shape().str() : std::string("undefined"));
-  Pool2dGeometry g;
-  g.N = x.size(0);
-  g.C = x.size(1);
-  PoolAxis* axes[2] = {&g.h, &g.w};
-  for (int d = 0; d < 2; ++d) {
-    PoolAxis& a = *axes[d];
-    a.in = x.size(2 + d);
-    a.kernel = o.kernel[d];
-    a.stride = o.stride[d] == 0 ? o.kernel[d] : o.stride[d];
-    a.pad = o.padding[d];
-    a.dilation = o.dilation[d];
-    EMBER_CHECK(a.kernel > 0 && a.stride > 0 && a.dilation > 0 && a.pad >= 0, "ember: ", name,
-                ": kernel, stride and dilation must be positive and padding non-negative (kernel ",
-                o.kernel[0], "x", o.kernel[1], ", stride ", o.stride[0], "x", o.stride[1],
-                ", padding ", o.padding[0], "x", o.padding[1], ", dilation ", o.dilation[0], "x",
-                o.dilation[1], ")");
-    EMBER_CHECK(a.pad <= a.kernel / 2, "ember: ", name, ": padding ", o.padding[0], "x",
-                o.padding[1], " must be at most half the kernel ", o.kernel[0], "x", o.kernel[1]);
-    const std::int64_t span = a.dilation * (a.kernel - 1) + 1;
-    const std::int64_t room = a.in + 2 * a.pad - span;  // negative: the window does not fit
-    a.out = room < 0 ? 0 : (o.ceil_mode ? (room + a.stride - 1) / a.stride : room / a.stride) + 1;
-    // With ceil_mode, the last window must start inside the input or the left padding.
-    if (o.ceil_mode && a.out > 0 && (a.out - 1) * a.stride >= a.in + a.pad) --a.out;
-    EMBER_CHECK(a.out >= 1, "ember: ", name, ": the kernel ", o.kernel[0], "x", o.kernel[1],
-                " (dilation ", o.dilation[0], "x", o.dilation[1],
-                ") is larger than the padded input ", x.shape().str(), " (padding ", o.padding[0],
-                "x", o.padding[1], ")");
-  }
+  EMBER_CHECK(x.defined(), "ember: ", name, ": input must be [N, C, H, W], got undefined");
+  Pool2dGeometry g = pool2d_geometry(x.shape(), o, name);
   for (int d = 0; d < 4; ++d) g.xs[d] = x.stride(d);
   // PyTorch's suggest_memory_format, in short: channels nearer than columns is channels-last.
   g.channels_last = x.size(1) > 1 && x.stride(1) < x.stride(3);
