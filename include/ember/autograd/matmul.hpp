@@ -172,8 +172,7 @@ requires ProductOperands<A, B> Var<typename autograd::product_arg<A>::type> matm
 
 /// linear of Vars: x [..., K], w [N, K], optional bias [N] (an undefined Tensor for none), then
 /// `act`; recorded for backward. Any of x, w, bias may be a Tensor (a constant).
-template <class X, class W, class Bias = Tensor<typename autograd::product_arg<X>::type>,
-          class Mode = exec::mode>
+template <class X, class W, class Bias = Tensor<typename autograd::product_arg<X>::type>>
 requires ProductOperands<X, W> || ProductOperands<X, Bias> || ProductOperands<W, Bias>
     Var<typename autograd::product_arg<X>::type> linear(const X& x, const W& w,
                                                         const Bias& bias = {},

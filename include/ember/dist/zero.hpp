@@ -76,7 +76,6 @@ class ZeroRedundancyOptimizer {
 
   /// The global L2 norm of the gradients (each rank's shard, summed over the ranks) and whether
   /// all were finite.
-  template <class Mode = exec::mode>
   optim::GradNorm grad_norm() {
     const optim::GradNorm mine = inner_.grad_norm();
     const Tensor<double> sums =
@@ -86,7 +85,6 @@ class ZeroRedundancyOptimizer {
   }
 
   /// As FusedOptimizer::clip_grad_norm, on the global norm; returns it.
-  template <class Mode = exec::mode>
   double clip_grad_norm(double max_norm) {
     EMBER_CHECK(max_norm > 0, "ember: dist::ZeroRedundancyOptimizer.clip_grad_norm: max_norm ",
                 "must be positive, got ", max_norm);
@@ -101,7 +99,6 @@ class ZeroRedundancyOptimizer {
   void reset_grad_scale() { inner_.reset_grad_scale(); }
 
   /// Updates this rank's parameters, then gives every rank every parameter's new value.
-  template <class Mode = exec::mode>
   void step() {
     inner_.step();
     if (world_size() == 1) return;
@@ -124,7 +121,6 @@ class ZeroRedundancyOptimizer {
 
   /// The whole optimizer's state, named as the unsharded Opt names it ("state.<i>.<name>" for
   /// parameter i), on the CPU, on every rank.
-  template <class Mode = exec::mode>
   optim::OptimizerState state_dict() const {
     optim::OptimizerState mine = inner_.state_dict();
     for (auto& [name, t] : mine) name = rename(name, global_index_);
@@ -140,7 +136,6 @@ class ZeroRedundancyOptimizer {
   }
 
   /// Restores what state_dict() (or the unsharded Opt's) saved: each rank keeps its share.
-  template <class Mode = exec::mode>
   void load_state_dict(const optim::OptimizerState& state, bool check_only = false) {
     std::vector<std::int64_t> local(params_.size(), -1);
     for (std::size_t j = 0; j < global_index_.size(); ++j) {
@@ -205,7 +200,6 @@ class ZeroRedundancyOptimizer {
 
   /// `state` of rank `root` on every rank: a header (names, element types, shapes) as int64,
   /// then each tensor.
-  template <class Mode = exec::mode>
   static optim::OptimizerState broadcast_state(const optim::OptimizerState& state, int root) {
     const bool sending = rank() == root;
     std::vector<std::int64_t> header;
