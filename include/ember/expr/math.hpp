@@ -66,9 +66,8 @@ EMBER_HD EMBER_FORCEINLINE double rsqrt(double x) {
 }
 
 /// c ? a : b without a branch. GCC keeps a ternary on floats as a branch (or a scalar blend)
-/// that stops the loops around it from vectorising, forward and backward alike (measured: the
-/// backward of relu(a*b + c) * 0.5 + a*c ran 7x slower than its loop); masks on the bits always
-/// vectorise. Device code and other types take the ternary.
+/// that stops the loops around it from vectorising, forward and backward alike; masks on the
+/// bits always vectorise. Device code and other types take the ternary.
 template <class X>
 EMBER_HD EMBER_FORCEINLINE X select(bool c, X a, X b) {
 #if !defined(EMBER_DEVICE_CODE)

@@ -282,9 +282,9 @@ class Convolution {
   /// The input gradient of a stride-1 convolution is a forward convolution of dy with the
   /// weights transposed (O and C trade places) and flipped in space, padded by K - 1 - p. oneDNN
   /// 3.x computes it so; 2.6 runs its older JIT kernel for the input gradient of channels-last
-  /// tensors, while its forward is a brgconv kernel. Measured on AVX-512 (docs/benchmarks.md), the
-  /// forward kernel is 1.2-2x faster from 32 channels and 7x7 outputs up, and slower on smaller
-  /// maps (4x4: 512 channels 7.96 -> 9.68 ms) and on 16 channels. So where the shape is of that
+  /// tensors, while its forward is a brgconv kernel. On AVX-512 the forward kernel is faster from
+  /// 32 channels and 7x7 outputs up, slower on smaller maps and on 16 channels
+  /// (docs/benchmarks.md has the table). So where the shape is of that
   /// kind and oneDNN's choices are those two kernels, this returns the forward's descriptor; null
   /// elsewhere. The rule depends on the shape and the library only: the same program takes the
   /// same path every run.
@@ -408,11 +408,9 @@ void flip_taps(const T* w, T* out, std::int64_t kernels, std::int64_t taps) {
 /// ungrouped channels-last one is y [N*H*W, O] = x [N*H*W, C] w^T, its input gradient dy w and
 /// its weight gradient dy^T x. oneDNN's matmul reads the plain weight where its 1x1 convolution
 /// kernels want it reordered into and out of a blocked layout, each pass of each step, so the
-/// products win where the weight outweighs the pixels. Measured (docs/benchmarks.md, the three
-/// passes with their reorders): at up to 784 pixels (N*OH*OW) the products are 1.05-4.5x faster
-/// (2048 -> 512 channels on 128 pixels: 5.0 -> 1.1 ms); at 2,048 and 3,136 the two are within
-/// 10% either way; at 12,544 the convolution wins (its weight gradient by 1.1-1.5x). So up to
-/// 1,024 pixels take them.
+/// products win where the weight outweighs the pixels: up to 1,024 pixels (N*OH*OW), by the
+/// measured crossover of the three passes with their reorders (docs/benchmarks.md, "ResNet and
+/// BERT on the AMD EPYC").
 inline bool pointwise_as_matmul(const ConvGeometry& g) {
   return g.channels_last && g.groups == 1 && g.KH == 1 && g.KW == 1 && g.opt.stride[0] == 1 &&
          g.opt.stride[1] == 1 && g.opt.padding[0] == 0 && g.opt.padding[1] == 0 &&

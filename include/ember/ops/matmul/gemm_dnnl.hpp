@@ -74,9 +74,8 @@ struct Matmul {
 
 /// Whether B is given to oneDNN's matmul in a layout of its choosing, reordered first: a plain
 /// [K, N] B (unit column stride) with N past 2,048, which oneDNN 2.6 reads at about half speed
-/// (1024 x 3072 x 768: 171 GFLOP/s, against 322 with the same B transposed and OpenBLAS's 334;
-/// 116 at K = 3072; N up to 2,048 runs at 310-330). A linear's weight is read transposed and
-/// never needs it; its input gradient, dY W, does.
+/// (docs/benchmarks.md, "The CPU matrix product"). A linear's weight is read transposed and never
+/// needs it; its input gradient, dY W, does.
 template <class T>
 bool plain_b_reordered(const MatrixBatch<const T>& B) {
   return B.batch_rank == 0 && B.first.rows > 1 && B.first.cs == 1 && B.first.cols > 2048;
