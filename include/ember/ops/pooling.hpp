@@ -438,7 +438,7 @@ void max_pool2d_backward_rows(const MaxPool2dBackward<T>& f) {
 template <Storable T>
 Pool2dGeometry pool2d_geometry(const Tensor<T>& x, const Pool2dOptions& o, const char* name) {
   EMBER_CHECK(x.defined(), "ember: ", name, ": input must be [N, C, H, W], got undefined");
-  Pool2dGeometry g = pool2d_geometry(x.shape(), o, name);
+  Pool2dGeometry g = ops::pool2d_geometry(x.shape(), o, name);  // the Shape overload, outside
   for (int d = 0; d < 4; ++d) g.xs[d] = x.stride(d);
   // PyTorch's suggest_memory_format, in short: channels nearer than columns is channels-last.
   g.channels_last = x.size(1) > 1 && x.stride(1) < x.stride(3);
