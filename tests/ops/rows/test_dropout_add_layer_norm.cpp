@@ -165,7 +165,7 @@ TEST_CASE("dropout_add_layer_norm: gradients equal the unfused layers'", "[ops][
 
 TEST_CASE("nn::dropout_add_layer_norm: LayerNorm(Dropout(x) + residual), fused", "[nn][norm]") {
   ember::nn::manual_seed(4);
-  ember::nn::LayerNorm<double> ln(5, 1e-6);
+  ember::nn::LayerNorm<double> ln(5, {.eps = 1e-6});
   ember::nn::Dropout<double> drop(0.5);
   Tensor<double> weight = ln.weight.value();  // a handle on the parameter's storage
   weight.copy_(rand_tensor(Shape{5}, 41, 1.0));
