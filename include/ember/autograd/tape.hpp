@@ -133,7 +133,9 @@ inline void queue_callback(std::function<void()> f) {
   detail::queued_callbacks->push_back(std::move(f));
 }
 
-namespace detail {
+}  // namespace ember::autograd
+
+namespace ember::autograd::detail::inline EMBER_UNIT_KIND {
 /// Whether ins[k] is a leaf with gradient-ready hooks that `ins` lists for the first time: a
 /// node that lists a leaf twice (x * x) feeds it once.
 inline bool first_hooked_leaf(const std::vector<VarNodeBase*>& ins, std::size_t k) {
@@ -195,7 +197,9 @@ class CallbackQueue {
   std::vector<std::function<void()>> callbacks_;
   std::vector<std::function<void()>>* previous_;
 };
-}  // namespace detail
+}  // namespace ember::autograd::detail::inline EMBER_UNIT_KIND
+
+namespace ember::autograd::inline EMBER_UNIT_KIND {
 
 /// Runs backward from `root` (whose gradient is already seeded).
 inline void run_backward(VarNodeBase& root, bool retain_graph) {
@@ -233,4 +237,4 @@ inline void run_backward(VarNodeBase& root, bool retain_graph) {
   }
 }
 
-}  // namespace ember::autograd
+}  // namespace ember::autograd::inline EMBER_UNIT_KIND

@@ -69,7 +69,10 @@ class Var {
   const Tensor<T>& grad() const { return node_ref().grad; }
   bool requires_grad() const { return node_ref().requires_grad; }
   /// The value of a one-element Var (a loss), as PyTorch's .item(); an Error otherwise.
-  T item() const { return node_ref().value.item(); }
+  template <class Mode = exec::mode>
+  T item() const {
+    return node_ref().value.item();
+  }
   bool is_leaf() const { return node_ref().is_leaf(); }
   const Shape& shape() const { return node_ref().value.shape(); }
   Device device() const { return node_ref().value.device(); }

@@ -205,6 +205,9 @@ class Batches {
   mutable std::int64_t cached_epoch_ = -1;
 };
 
+}  // namespace ember::data
+
+namespace ember::data::inline EMBER_UNIT_KIND {
 /// A new dense CPU tensor whose row k is row rows[k] of `t` (rows along the first dimension):
 /// shape [rows.size(), t.shape()[1:]...]. `t` must be a CPU tensor of rank >= 1, in any layout
 /// (rows that are dense in row-major order are copied with memcpy). Throws ember::Error for an
@@ -261,4 +264,4 @@ Tensor<T> gather_rows(const Tensor<T>& t, const Tensor<std::int64_t>& rows) {
   return gather_rows(t, std::span<const std::int64_t>(idx));
 }
 
-}  // namespace ember::data
+}  // namespace ember::data::inline EMBER_UNIT_KIND

@@ -37,9 +37,7 @@ constexpr void check_assignable() {
                 "tensor; convert it explicitly with ember::cast<T>(expression)");
 }
 
-inline namespace EMBER_UNIT_KIND {
-
-namespace detail {
+namespace detail::inline EMBER_UNIT_KIND {
 /// An output as the checks see it, whatever its element type.
 template <Storable T>
 expr::LeafInfo output_info(const Tensor<T>& o) {
@@ -120,7 +118,9 @@ auto assign_plan(const std::tuple<Tensor<Ts>...>& outs, const std::tuple<Es...>&
       expr::Pack<OutputSlot<Op, Ts, typename node_of<Es>::plan_type>...>(
           slot(std::integral_constant<std::size_t, I>{})...)};
 }
-}  // namespace detail
+}  // namespace detail::inline EMBER_UNIT_KIND
+
+inline namespace EMBER_UNIT_KIND {
 
 /// Evaluates es[k] into outs[k] for every k in one launch. Outputs must share one shape and
 /// device; each expression must broadcast to that shape. `es` holds the expressions or

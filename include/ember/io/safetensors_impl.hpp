@@ -311,7 +311,9 @@ inline void test_save_delay() {
   }
 }
 
-// Writes the dense host copy of `t` (row-major, little-endian).
+// Writes the dense host copy of `t` (row-major, little-endian). One symbol for both kinds of unit
+// by design (it is compiled once, with the writer): it brings the bytes to the host first, which
+// any unit can (tests/CMakeLists.txt allows it in check_unit_kinds).
 template <Storable T>
 void write_tensor_data(TempFile& out, const Tensor<T>& t) {
   if (t.numel() == 0) return;
