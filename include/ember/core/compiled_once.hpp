@@ -25,8 +25,8 @@
 #define EMBER_EXTERN_INSTANCES(LIST) \
   LIST(extern template, float) LIST(extern template, ember::bf16) LIST(extern template, ember::half)
 #else
-#define EMBER_EXTERN_INSTANCES(LIST)                               \
-  LIST(extern template, float)                                     \
-  LIST(extern template, double) LIST(extern template, ember::bf16) \
-      LIST(extern template, ember::half)
+#define EMBER_EXTERN_INSTANCES(LIST) \
+  LIST(extern template, float)       \
+  LIST(extern template, double)      \
+  LIST(extern template, ember::bf16) LIST(extern template, ember::half)
 #endif
