@@ -61,7 +61,8 @@ namespace ember::io::inline EMBER_UNIT_KIND {
 
 /// The module's parameters then buffers, by dotted name, on the CPU (the same tensors when
 /// already there: no copy).
-inline NamedTensors state_dict(const nn::Module& module, const std::string& prefix = {}) {
+template <class = void>  // compiled only where called (docs/design.md)
+NamedTensors state_dict(const nn::Module& module, const std::string& prefix = {}) {
   NamedTensors out;
   for (const auto& [name, p] : module.named_parameters()) {
     // `&name = name`: clang before 16 cannot capture a structured binding (C++20) otherwise.
@@ -78,9 +79,9 @@ inline NamedTensors state_dict(const nn::Module& module, const std::string& pref
 
 /// Copies `tensors` into the module's parameters and buffers (their devices and layouts kept),
 /// after checking every one (see the file comment). `check_only`: only the checks.
-inline void load_state_dict(nn::Module& module, const NamedTensors& tensors,
-                            const LoadOptions& opt = {}, const std::string& what = "the state",
-                            bool check_only = false) {
+template <class = void>  // compiled only where called (docs/design.md)
+void load_state_dict(nn::Module& module, const NamedTensors& tensors, const LoadOptions& opt = {},
+                     const std::string& what = "the state", bool check_only = false) {
   std::map<std::string, const AnyTensor*> by_name;
   for (const auto& [name, t] : tensors) {
     if (name.rfind(opt.prefix, 0) == 0) by_name.emplace(name.substr(opt.prefix.size()), &t);
@@ -147,14 +148,15 @@ inline void load_state_dict(nn::Module& module, const NamedTensors& tensors,
 }
 
 /// Writes the module's parameters and buffers to `path` (atomically).
-inline void save(const nn::Module& module, const std::filesystem::path& path,
-                 const std::map<std::string, std::string>& metadata = {}) {
+template <class = void>  // compiled only where called (docs/design.md)
+void save(const nn::Module& module, const std::filesystem::path& path,
+          const std::map<std::string, std::string>& metadata = {}) {
   save_safetensors(state_dict(module), path, metadata);
 }
 
 /// Reads the module's parameters and buffers from `path` (see the file comment).
-inline void load(nn::Module& module, const std::filesystem::path& path,
-                 const LoadOptions& opt = {}) {
+template <class = void>  // compiled only where called (docs/design.md)
+void load(nn::Module& module, const std::filesystem::path& path, const LoadOptions& opt = {}) {
   load_state_dict(module, load_safetensors(path), opt, "'" + path.string() + "'");
 }
 
@@ -203,9 +205,10 @@ namespace ember::io::inline EMBER_UNIT_KIND {
 
 /// Saves model, an optimizer's state (its state_dict()), the random stream and `progress` to
 /// `path`, atomically.
-inline void save_training_checkpoint(const std::filesystem::path& path, const nn::Module& model,
-                                     const NamedTensors& optimizer_state,
-                                     const TrainingProgress& progress) {
+template <class = void>  // compiled only where called (docs/design.md)
+void save_training_checkpoint(const std::filesystem::path& path, const nn::Module& model,
+                              const NamedTensors& optimizer_state,
+                              const TrainingProgress& progress) {
   NamedTensors tensors = state_dict(model, kModelPrefix);
   for (const auto& [name, t] : optimizer_state) {
     tensors.emplace_back(detail::kOptimizerPrefix + name, t);

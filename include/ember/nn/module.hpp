@@ -172,7 +172,8 @@ namespace ember::nn::inline EMBER_UNIT_KIND {
 /// converting the element type (a float model into its bf16 twin, say): the modules must have
 /// the same names and shapes, else an ember::Error names the first difference and nothing is
 /// copied.
-inline void copy_state(const Module& from, Module& to) {
+template <class = void>  // compiled only where called (docs/design.md)
+void copy_state(const Module& from, Module& to) {
   const auto src_p = from.named_parameters(), dst_p = to.named_parameters();
   const auto src_b = from.named_buffers(), dst_b = to.named_buffers();
   auto check = [](const auto& src, const auto& dst, const char* what) {

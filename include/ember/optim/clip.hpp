@@ -76,7 +76,8 @@ namespace ember::optim::inline EMBER_UNIT_KIND {
 
 /// Clips the gradients of `params` to a global L2 norm of at most max_norm; returns the norm
 /// before clipping. A non-finite norm is an ember::Error, nothing scaled.
-inline double clip_grad_norm(const ParamList& params, double max_norm) {
+template <class = void>  // compiled only where called (docs/design.md)
+double clip_grad_norm(const ParamList& params, double max_norm) {
   EMBER_CHECK(max_norm > 0, "ember: clip_grad_norm: max_norm must be positive, got ", max_norm);
   double sq = 0;
   detail::for_each_grad_table(params, 1.0, [&](auto& table) {

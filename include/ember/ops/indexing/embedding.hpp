@@ -170,6 +170,7 @@ struct EmbeddingRuns {
   Tensor<std::int32_t> order, start;
 };
 /// embedding_runs' work for exec::launch.
+template <class = void>  // compiled only where used (docs/design.md)
 struct EmbeddingRunsSort {
   const std::int64_t* ids;
   std::int64_t M, V;
@@ -192,9 +193,10 @@ struct EmbeddingRunsSort {
   void on_cuda(int device) const { gpu::sort_runs(ids, M, V, device, out.order, out.start); }
 #endif
 };
-inline EmbeddingRuns embedding_runs(const Tensor<std::int64_t>& ids, std::int64_t V) {
+template <class = void>  // compiled only where called (docs/design.md)
+EmbeddingRuns embedding_runs(const Tensor<std::int64_t>& ids, std::int64_t V) {
   EmbeddingRuns r;
-  exec::launch(EmbeddingRunsSort{ids.data(), ids.numel(), V, r}, ids.device());
+  exec::launch(EmbeddingRunsSort<>{ids.data(), ids.numel(), V, r}, ids.device());
   return r;
 }
 

@@ -52,10 +52,11 @@ struct RunStarts {
 };
 
 /// The positions 0..M-1 of the dense ids (each in [0, V)) ordered stably by id, and where each
-/// id's run starts ([V + 1]), on CUDA device `device`. A template (on ops/indexing/embedding.hpp's
-/// translation-unit tag) so that CUB's radix sort is compiled only where embeddings are used.
-inline void sort_runs(const std::int64_t* ids, std::int64_t M, std::int64_t V, int device,
-                      Tensor<std::int32_t>& order, Tensor<std::int32_t>& start) {
+/// id's run starts ([V + 1]), on CUDA device `device`. A template (of nothing) so that CUB's
+/// radix sort is compiled only where embeddings are used.
+template <class = void>
+void sort_runs(const std::int64_t* ids, std::int64_t M, std::int64_t V, int device,
+               Tensor<std::int32_t>& order, Tensor<std::int32_t>& start) {
   const Device dev = Device::cuda(device);
   order = empty<std::int32_t>(Shape{M}, dev);
   start = empty<std::int32_t>(Shape{V + 1}, dev);

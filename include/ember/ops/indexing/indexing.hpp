@@ -60,7 +60,8 @@ inline Geometry geometry(const Shape& sizes, const Strides& strides) {
 /// An index of `idx` outside [0, n) (the smallest when one is negative, else the largest), or
 /// none. One reduction (one wait for a GPU) counts them; the offender is looked up only when
 /// there is one.
-inline std::optional<std::int64_t> index_outside(const Tensor<std::int64_t>& idx, std::int64_t n) {
+template <class = void>  // compiled only where called (docs/design.md)
+std::optional<std::int64_t> index_outside(const Tensor<std::int64_t>& idx, std::int64_t n) {
   if (idx.numel() == 0) return std::nullopt;
   const auto outside = logical_or(idx < std::int64_t{0}, idx >= n);
   if (sum<decltype(outside)>(outside).item() == 0) return std::nullopt;
@@ -69,8 +70,9 @@ inline std::optional<std::int64_t> index_outside(const Tensor<std::int64_t>& idx
 }
 
 /// Throws unless every index is in [0, n), naming the op and the shape indexed.
-inline void check_indices(const Tensor<std::int64_t>& idx, std::int64_t n, const char* name,
-                          const Shape& of) {
+template <class = void>  // compiled only where called (docs/design.md)
+void check_indices(const Tensor<std::int64_t>& idx, std::int64_t n, const char* name,
+                   const Shape& of) {
   if (const auto bad = index_outside(idx, n)) {
     fail("ember: ", name, ": index ", *bad, " is outside [0, ", n, ") (a dimension of ", of.str(),
          ")");
@@ -266,7 +268,8 @@ auto masked_fill(const X& t, const M& mask, const V& value) {
 }
 
 /// int64 [..., n]: 1 at each id's class, 0 elsewhere; n < 0 takes the largest id + 1.
-inline Tensor<std::int64_t> one_hot(const Tensor<std::int64_t>& ids, std::int64_t n = -1) {
+template <class = void>  // compiled only where called (docs/design.md)
+Tensor<std::int64_t> one_hot(const Tensor<std::int64_t>& ids, std::int64_t n = -1) {
   EMBER_CHECK(ids.defined(), "ember: one_hot: an undefined tensor");
   EMBER_CHECK(ids.rank() < kMaxRank, "ember: one_hot: ids of rank ", ids.rank(), " (at most ",
               kMaxRank - 1, ")");

@@ -262,8 +262,9 @@ inline std::int64_t roll_shift(std::int64_t shift, std::int64_t n) {
 }
 
 /// The mask of tril (lower) or triu for a shape's last two dimensions: [m, n] bools.
-inline Tensor<bool> triangle_mask(const Shape& shape, Device device, std::int64_t diagonal,
-                                  bool lower, const char* name) {
+template <class = void>  // compiled only where called (docs/design.md)
+Tensor<bool> triangle_mask(const Shape& shape, Device device, std::int64_t diagonal, bool lower,
+                           const char* name) {
   EMBER_CHECK(shape.rank() >= 2, "ember: ", name, ": needs a tensor of rank 2 or more, got ",
               shape.str());
   const std::int64_t m = shape[shape.rank() - 2], n = shape[shape.rank() - 1];

@@ -83,6 +83,7 @@ struct SortKeys {
 
 /// sort_lines' work for exec::launch: std::stable_sort per line on the CPU, CUB's segmented
 /// sort on CUDA (sort_cuda.cuh).
+template <class = void>  // compiled only where used (docs/design.md)
 struct LineSort {
   const std::int64_t* keys;
   std::int64_t* idx;
@@ -105,10 +106,11 @@ struct LineSort {
 
 /// The order of every line of n keys (dense [lines, n]): idx[l, j] = the position in line l of
 /// its j-th smallest key, equal keys in position order.
-inline void sort_lines(const Tensor<std::int64_t>& keys, Tensor<std::int64_t>& idx,
-                       std::int64_t lines, std::int64_t n) {
+template <class = void>  // compiled only where called (docs/design.md)
+void sort_lines(const Tensor<std::int64_t>& keys, Tensor<std::int64_t>& idx, std::int64_t lines,
+                std::int64_t n) {
   if (lines * n == 0) return;
-  exec::launch(LineSort{keys.data(), idx.data(), lines, n}, keys.device());
+  exec::launch(LineSort<>{keys.data(), idx.data(), lines, n}, keys.device());
 }
 
 /// The indices that sort t along dimension d, in t's layout (dense).

@@ -31,10 +31,11 @@ struct LineOffsets {
 };
 
 /// idx[l, j]: the position in line l of its j-th smallest key, equal keys in position order.
-/// A template (on ops/indexing/sort.hpp's translation-unit tag) so that CUB's sort kernels are
-/// compiled only in the translation units that sort, not in every one that includes ember.
-inline void sort_lines(const std::int64_t* keys, std::int64_t* idx, std::int64_t lines,
-                       std::int64_t n, int device) {
+/// A template (of nothing) so that CUB's sort kernels are compiled only in the translation units
+/// that sort, not in every one that includes ember.
+template <class = void>
+void sort_lines(const std::int64_t* keys, std::int64_t* idx, std::int64_t lines, std::int64_t n,
+                int device) {
   const Device dev = Device::cuda(device);
   const std::int64_t total = lines * n;
   const Tensor<std::int64_t> positions = empty<std::int64_t>(Shape{total}, dev);

@@ -69,8 +69,9 @@ inline auto class_index(const ClassLayout& l, Device device) {
 /// Throws unless every target is in [0, C) or equal to ignore_index; returns how many are not
 /// ignore_index (a mean's divisor). One integer reduction, so one wait for a GPU: a kept target
 /// counts 1 and a bad one 2^32; the bad value itself is looked up only when there is one.
-inline std::int64_t checked_target_count(const Tensor<std::int64_t>& t, std::int64_t C,
-                                         std::int64_t ignore, const char* name) {
+template <class = void>  // compiled only where called (docs/design.md)
+std::int64_t checked_target_count(const Tensor<std::int64_t>& t, std::int64_t C,
+                                  std::int64_t ignore, const char* name) {
   if (t.numel() == 0) return 0;
   constexpr std::int64_t kBad = std::int64_t{1} << 32;
   const auto kept = t != ignore;
