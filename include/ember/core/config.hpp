@@ -77,15 +77,15 @@
 // The two kinds of translation unit. One program may hold both: nvcc's units, which can launch
 // CUDA kernels, and the host compiler's, which cannot. A function that evaluates expressions is
 // compiled differently in each, so it must never be one symbol to the linker. The rule, stated
-// once (docs/design.md, "Two kinds of translation unit"):
+// once (docs/design.md, "One source, two kinds of translation unit"):
 //   - every function of ember's that evaluates lives in an inline namespace named after the kind,
 //     innermost: `namespace ember::ops::inline EMBER_UNIT_KIND { ... }`. Callers never name it;
 //     `ember::ops::conv2d` is, in each unit, its own kind's copy;
 //   - the types a user's code shares between kinds (Tensor, Var, modules, optimizers, options)
 //     live outside it; their member templates that evaluate take `class Mode = exec::mode`
 //     (below), which puts the kind into the member's symbol instead.
-// tests/two_kinds checks both, and scripts/check_unit_kinds.py fails the test build where a
-// function outside the namespace calls into it (a forgotten rule the linker would merge).
+// tests/two_kinds checks both, and scripts/check_unit_kinds.py (ctest check_unit_kinds) fails
+// where a function outside the namespace calls into it (a forgotten rule the linker would merge).
 #if defined(EMBER_CUDA_KERNELS)
 #define EMBER_UNIT_KIND cuda_units
 #else
