@@ -4,20 +4,11 @@
 // instance; double.cpp has the host's).
 #include <ember/ember.hpp>
 
-EMBER_INTEGER_COPY_INSTANCES(template, std::int64_t)
-EMBER_INTEGER_COPY_INSTANCES(template, std::int32_t)
-EMBER_INTEGER_COPY_INSTANCES(template, std::uint8_t)
-EMBER_INTEGER_COPY_INSTANCES(template, bool)
+EMBER_INTEGER_TYPES(EMBER_INTEGER_COPY_INSTANCES, template)
 #if defined(EMBER_CUDA_KERNELS)
 EMBER_FLOATING_COPY_INSTANCES(template, double)
 #else
 // empty does not evaluate: one instance serves both kinds.
-EMBER_EMPTY_INSTANCE(template, float)
-EMBER_EMPTY_INSTANCE(template, double)
-EMBER_EMPTY_INSTANCE(template, ember::bf16)
-EMBER_EMPTY_INSTANCE(template, ember::half)
-EMBER_EMPTY_INSTANCE(template, std::int64_t)
-EMBER_EMPTY_INSTANCE(template, std::int32_t)
-EMBER_EMPTY_INSTANCE(template, std::uint8_t)
-EMBER_EMPTY_INSTANCE(template, bool)
+EMBER_FLOATING_TYPES(EMBER_EMPTY_INSTANCE, template)
+EMBER_INTEGER_TYPES(EMBER_EMPTY_INSTANCE, template)
 #endif

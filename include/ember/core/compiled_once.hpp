@@ -15,6 +15,15 @@
 
 #include "config.hpp"
 
+/// Apply LIST(EXPLICIT, T) for each floating element type, and for each of the others (labels,
+/// indices, masks, pixels).
+#define EMBER_FLOATING_TYPES(LIST, EXPLICIT) \
+  LIST(EXPLICIT, float)                      \
+  LIST(EXPLICIT, double) LIST(EXPLICIT, ember::bf16) LIST(EXPLICIT, ember::half)
+#define EMBER_INTEGER_TYPES(LIST, EXPLICIT) \
+  LIST(EXPLICIT, std::int64_t)              \
+  LIST(EXPLICIT, std::int32_t) LIST(EXPLICIT, std::uint8_t) LIST(EXPLICIT, bool)
+
 /// Declares family LIST's instances extern for every element type the library compiles
 /// operators for, where the program links the library: float, bf16, half, and double in
 /// host-compiled units only (GPUs train in the other three; an nvcc unit that uses double
@@ -25,8 +34,5 @@
 #define EMBER_EXTERN_INSTANCES(LIST) \
   LIST(extern template, float) LIST(extern template, ember::bf16) LIST(extern template, ember::half)
 #else
-#define EMBER_EXTERN_INSTANCES(LIST) \
-  LIST(extern template, float)       \
-  LIST(extern template, double)      \
-  LIST(extern template, ember::bf16) LIST(extern template, ember::half)
+#define EMBER_EXTERN_INSTANCES(LIST) EMBER_FLOATING_TYPES(LIST, extern template)
 #endif

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "../core/compiled_once.hpp"
 #include "../core/concepts.hpp"
 #include "../core/cuda.hpp"
 #include "../expr/leaf.hpp"
@@ -399,12 +400,6 @@ std::vector<T> Tensor<T>::to_vector() const {
 // Every element type, in both kinds of unit (double's copies too: checkpoints and metrics make
 // them in nvcc's units as well).
 #if defined(EMBER_KERNELS)
-EMBER_FLOATING_COPY_INSTANCES(extern template, float)
-EMBER_FLOATING_COPY_INSTANCES(extern template, double)
-EMBER_FLOATING_COPY_INSTANCES(extern template, ember::bf16)
-EMBER_FLOATING_COPY_INSTANCES(extern template, ember::half)
-EMBER_INTEGER_COPY_INSTANCES(extern template, std::int64_t)
-EMBER_INTEGER_COPY_INSTANCES(extern template, std::int32_t)
-EMBER_INTEGER_COPY_INSTANCES(extern template, std::uint8_t)
-EMBER_INTEGER_COPY_INSTANCES(extern template, bool)
+EMBER_FLOATING_TYPES(EMBER_FLOATING_COPY_INSTANCES, extern template)
+EMBER_INTEGER_TYPES(EMBER_INTEGER_COPY_INSTANCES, extern template)
 #endif

@@ -6,6 +6,7 @@
 #include <functional>
 #include <vector>
 
+#include "../core/compiled_once.hpp"
 #include "../core/dtype.hpp"
 #include "../core/shape.hpp"
 #include "copy.hpp"
@@ -97,12 +98,6 @@ Tensor<T> from_blob(T* data, const Shape& shape, const Strides& strides, Device 
   EXPLICIT Tensor<T> empty<T>(const Shape&, Device, MemoryFormat); \
   }
 #if defined(EMBER_KERNELS)
-EMBER_EMPTY_INSTANCE(extern template, float)
-EMBER_EMPTY_INSTANCE(extern template, double)
-EMBER_EMPTY_INSTANCE(extern template, ember::bf16)
-EMBER_EMPTY_INSTANCE(extern template, ember::half)
-EMBER_EMPTY_INSTANCE(extern template, std::int64_t)
-EMBER_EMPTY_INSTANCE(extern template, std::int32_t)
-EMBER_EMPTY_INSTANCE(extern template, std::uint8_t)
-EMBER_EMPTY_INSTANCE(extern template, bool)
+EMBER_FLOATING_TYPES(EMBER_EMPTY_INSTANCE, extern template)
+EMBER_INTEGER_TYPES(EMBER_EMPTY_INSTANCE, extern template)
 #endif
