@@ -30,7 +30,7 @@ struct Block : nn::Module {
       : ln_1(c.d_model),
         ln_2(c.d_model),
         attn(c.d_model, c.heads),
-        fc(c.d_model, 4 * c.d_model, true, Device::cpu(), Activation::gelu_tanh),
+        fc(c.d_model, 4 * c.d_model, {.activation = Activation::gelu_tanh}),
         proj(4 * c.d_model, c.d_model) {
     register_module("ln_1", ln_1);
     register_module("attn", attn);
@@ -57,7 +57,7 @@ struct Gpt : nn::Module {
         wte(c.vocab, c.d_model),
         wpe(c.context, c.d_model),
         ln_f(c.d_model),
-        lm_head(c.d_model, c.vocab, false) {
+        lm_head(c.d_model, c.vocab, {.bias = false}) {
     register_module("wte", wte);
     register_module("wpe", wpe);
     for (std::int64_t i = 0; i < c.layers; ++i) h.emplace<Block>(c);

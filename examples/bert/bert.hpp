@@ -169,9 +169,9 @@ class BertSelfAttention : public ember::nn::Module {
   double dropout;
 
   BertSelfAttention(const BertConfig& c, ember::Device device)
-      : query(c.hidden, c.hidden, true, device),
-        key(c.hidden, c.hidden, true, device),
-        value(c.hidden, c.hidden, true, device),
+      : query(c.hidden, c.hidden, {}, device),
+        key(c.hidden, c.hidden, {}, device),
+        value(c.hidden, c.hidden, {}, device),
         num_heads(c.heads),
         head_dim(c.hidden / c.heads),
         dropout(c.dropout) {
@@ -209,7 +209,7 @@ class BertResidualOutput : public ember::nn::Module {
   ember::nn::Dropout<T> dropout;
 
   BertResidualOutput(std::int64_t in, const BertConfig& c, ember::Device device)
-      : dense(in, c.hidden, true, device),
+      : dense(in, c.hidden, {}, device),
         LayerNorm(c.hidden, {.eps = c.layer_norm_eps}, device),
         dropout(c.dropout) {
     detail::init_linear<T>(dense, c.init_std);
@@ -248,7 +248,7 @@ class BertIntermediate : public ember::nn::Module {
   ember::nn::Linear<T> dense;
 
   BertIntermediate(const BertConfig& c, ember::Device device)
-      : dense(c.hidden, c.intermediate, true, device, ember::Activation::gelu) {
+      : dense(c.hidden, c.intermediate, {.activation = ember::Activation::gelu}, device) {
     detail::init_linear<T>(dense, c.init_std);
     register_module("dense", dense);
   }
@@ -312,7 +312,7 @@ class BertPooler : public ember::nn::Module {
  public:
   ember::nn::Linear<T> dense;
 
-  BertPooler(const BertConfig& c, ember::Device device) : dense(c.hidden, c.hidden, true, device) {
+  BertPooler(const BertConfig& c, ember::Device device) : dense(c.hidden, c.hidden, {}, device) {
     detail::init_linear<T>(dense, c.init_std);
     register_module("dense", dense);
   }
@@ -328,6 +328,11 @@ struct BertModelOutput {
   ember::Var<T> pooler_output;      // [B, H]; undefined without the pooler
 };
 
+/// BertModel's settings beyond the configuration, Hugging Face's keyword arguments by name.
+struct BertModelOptions {
+  bool add_pooling_layer = true;  // the pooler ([CLS] -> dense -> tanh) and pooler_output
+};
+
 template <ember::FloatingElement T = float>
 class BertModel : public ember::nn::Module {
  public:
@@ -336,12 +341,12 @@ class BertModel : public ember::nn::Module {
   BertEncoder<T> encoder;
   std::unique_ptr<BertPooler<T>> pooler;  // null when built without add_pooling_layer
 
-  explicit BertModel(const BertConfig& c = BertConfig::base(), bool add_pooling_layer = true,
+  explicit BertModel(const BertConfig& c = BertConfig::base(), const BertModelOptions& opt = {},
                      ember::Device device = ember::Device::cpu())
       : config(c), embeddings(c, device), encoder(c, device) {
     register_module("embeddings", embeddings);
     register_module("encoder", encoder);
-    if (add_pooling_layer) {
+    if (opt.add_pooling_layer) {
       pooler = std::make_unique<BertPooler<T>>(c, device);
       register_module("pooler", *pooler);
     }
@@ -387,7 +392,7 @@ class BertPredictionHeadTransform : public ember::nn::Module {
   ember::nn::LayerNorm<T> LayerNorm;  // NOLINT(readability-identifier-naming): HF's name
 
   BertPredictionHeadTransform(const BertConfig& c, ember::Device device)
-      : dense(c.hidden, c.hidden, true, device, ember::Activation::gelu),
+      : dense(c.hidden, c.hidden, {.activation = ember::Activation::gelu}, device),
         LayerNorm(ember::Shape{c.hidden}, {.eps = c.layer_norm_eps}, device) {
     detail::init_linear<T>(dense, c.init_std);
     register_module("dense", dense);
@@ -427,7 +432,7 @@ class BertPreTrainingHeads : public ember::nn::Module {
   ember::nn::Linear<T> seq_relationship;
 
   BertPreTrainingHeads(const BertConfig& c, ember::Device device)
-      : predictions(c, device), seq_relationship(c.hidden, 2, true, device) {
+      : predictions(c, device), seq_relationship(c.hidden, 2, {}, device) {
     detail::init_linear<T>(seq_relationship, c.init_std);
     register_module("predictions", predictions);
     register_module("seq_relationship", seq_relationship);
@@ -459,7 +464,7 @@ class BertForPreTraining : public ember::nn::Module {
 
   explicit BertForPreTraining(const BertConfig& c = BertConfig::base(),
                               ember::Device device = ember::Device::cpu())
-      : bert(c, true, device), cls(c, device) {
+      : bert(c, {}, device), cls(c, device) {
     register_module("bert", bert);
     register_module("cls", cls);
   }
@@ -515,19 +520,19 @@ class BertForPreTraining : public ember::nn::Module {
   }
 };
 
-/// The parameter count of BertModel(c, add_pooling_layer), from the configuration alone.
-inline std::int64_t parameter_count(const BertConfig& c, bool add_pooling_layer = true) {
+/// The parameter count of BertModel(c, opt), from the configuration alone.
+inline std::int64_t parameter_count(const BertConfig& c, const BertModelOptions& opt = {}) {
   const std::int64_t H = c.hidden, I = c.intermediate;
   const std::int64_t embeddings = (c.vocab_size + c.max_positions + c.type_vocab) * H + 2 * H;
   const std::int64_t layer = 4 * (H * H + H) + 2 * H + (H * I + I) + (I * H + H) + 2 * H;
-  return embeddings + c.layers * layer + (add_pooling_layer ? H * H + H : 0);
+  return embeddings + c.layers * layer + (opt.add_pooling_layer ? H * H + H : 0);
 }
 
 /// The parameter count of BertForPreTraining(c): the encoder with pooler, the masked-LM head's
 /// transform and bias (its decoder is the word embeddings) and the next-sentence head.
 inline std::int64_t pretraining_parameter_count(const BertConfig& c) {
   const std::int64_t H = c.hidden;
-  return parameter_count(c, true) + (H * H + H) + 2 * H + c.vocab_size + (2 * H + 2);
+  return parameter_count(c) + (H * H + H) + 2 * H + c.vocab_size + (2 * H + 2);
 }
 
 }  // namespace bert

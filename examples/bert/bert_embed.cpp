@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
   }
   try {
     const ember::data::WordPieceTokenizer tokenizer(vocab);
-    bert::BertModel<float> model(bert::minilm_config(), /*add_pooling_layer=*/false);
+    bert::BertModel<float> model(bert::minilm_config(), {.add_pooling_layer = false});
     ember::io::load(model, weights, {.allow_unexpected = true});  // the pooler's weights
     model.eval();
     std::ios::sync_with_stdio(false);

@@ -138,7 +138,7 @@ std::unique_ptr<ember::nn::Sequential<T>> make_downsample(std::int64_t in, std::
                                                           ember::Device device) {
   auto seq = std::make_unique<ember::nn::Sequential<T>>();
   seq->template emplace<ember::nn::Conv2d<T>>(
-      in, out, 1, ember::Conv2dOptions{.stride = {stride, stride}}, false, device);
+      in, out, 1, ember::nn::Conv2dOptions{.stride = {stride, stride}, .bias = false}, device);
   seq->template emplace<ember::nn::BatchNorm2d<T>>(out, ember::nn::BatchNorm2dOptions{}, device);
   return seq;
 }
@@ -157,9 +157,10 @@ class BasicBlock : public ember::nn::Module {
 
   BasicBlock(std::int64_t inplanes, std::int64_t planes, std::int64_t stride, bool with_downsample,
              ember::Device device)
-      : conv1(inplanes, planes, 3, {.stride = {stride, stride}, .padding = {1, 1}}, false, device),
+      : conv1(inplanes, planes, 3, {.stride = {stride, stride}, .padding = {1, 1}, .bias = false},
+              device),
         bn1(planes, {}, device),
-        conv2(planes, planes, 3, {.padding = {1, 1}}, false, device),
+        conv2(planes, planes, 3, {.padding = {1, 1}, .bias = false}, device),
         bn2(planes, {}, device) {
     register_module("conv1", conv1);
     register_module("bn1", bn1);
@@ -203,11 +204,12 @@ class Bottleneck : public ember::nn::Module {
 
   Bottleneck(std::int64_t inplanes, std::int64_t planes, std::int64_t stride, bool with_downsample,
              ember::Device device)
-      : conv1(inplanes, planes, 1, {}, false, device),
+      : conv1(inplanes, planes, 1, {.bias = false}, device),
         bn1(planes, {}, device),
-        conv2(planes, planes, 3, {.stride = {stride, stride}, .padding = {1, 1}}, false, device),
+        conv2(planes, planes, 3, {.stride = {stride, stride}, .padding = {1, 1}, .bias = false},
+              device),
         bn2(planes, {}, device),
-        conv3(planes, planes * expansion, 1, {}, false, device),
+        conv3(planes, planes * expansion, 1, {.bias = false}, device),
         bn3(planes * expansion, {}, device) {
     register_module("conv1", conv1);
     register_module("bn1", bn1);
@@ -249,13 +251,14 @@ class ResNet : public ember::nn::Module {
   explicit ResNet(const ResNetOptions& opt = {})
       : options(checked(opt)),
         conv1(opt.in_channels, opt.width, opt.small_stem ? 3 : 7,
-              opt.small_stem ? ember::Conv2dOptions{.stride = {1, 1}, .padding = {1, 1}}
-                             : ember::Conv2dOptions{.stride = {2, 2}, .padding = {3, 3}},
-              false, opt.device),
+              opt.small_stem
+                  ? ember::nn::Conv2dOptions{.stride = {1, 1}, .padding = {1, 1}, .bias = false}
+                  : ember::nn::Conv2dOptions{.stride = {2, 2}, .padding = {3, 3}, .bias = false},
+              opt.device),
         bn1(opt.width, {}, opt.device),
         fc(8 * opt.width *
                (spec(opt.arch).bottleneck ? Bottleneck<T>::expansion : BasicBlock<T>::expansion),
-           opt.num_classes, true, opt.device) {
+           opt.num_classes, {}, opt.device) {
     const ArchSpec s = spec(opt.arch);
     register_module("conv1", conv1);
     register_module("bn1", bn1);

@@ -80,7 +80,7 @@ TEST_CASE("DistributedDataParallel on CUDA: the averaged gradients equal the CPU
   ember::nn::manual_seed(2);
   ember::nn::Linear<float> cpu_layer(8, 4);
   ember::nn::manual_seed(2);
-  ember::nn::Linear<float> gpu_layer(8, 4, true, gpu());
+  ember::nn::Linear<float> gpu_layer(8, 4, {}, gpu());
   dist::DistributedDataParallel on_cpu(cpu_layer), on_gpu(gpu_layer);
   const Tensor<float> x =
       ember::randn<float>(Shape{16, 8}, 3 + static_cast<std::uint64_t>(dist::rank()));

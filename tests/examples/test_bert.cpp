@@ -124,7 +124,7 @@ TEST_CASE("bert: parameter counts", "[examples][bert]") {
     REQUIRE(model.parameter_count() == expected_count(c));
     REQUIRE(bert::parameter_count(c) == expected_count(c));
     if (c.hidden < 768) {  // BERT-base takes seconds to initialise: once is enough
-      BertModel<float> headless(c, false);
+      BertModel<float> headless(c, {.add_pooling_layer = false});
       REQUIRE(headless.parameter_count() == expected_count(c, false));
     }
   }
@@ -221,7 +221,7 @@ TEST_CASE("bert: forward shapes", "[examples][bert]") {
   // Without token types and mask: defaults (all type 0, no padding).
   const auto plain = model(ids(tok, B, S));
   REQUIRE(plain.last_hidden_state.shape() == Shape{B, S, 128});
-  BertModel<float> headless(BertConfig::tiny(), false);
+  BertModel<float> headless(BertConfig::tiny(), {.add_pooling_layer = false});
   REQUIRE_FALSE(headless(ids(tok, B, S)).pooler_output.defined());
 }
 

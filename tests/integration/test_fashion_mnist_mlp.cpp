@@ -23,7 +23,7 @@ namespace {
 namespace test_integration_fashion_mnist_mlp {
 
 struct Mlp : nn::Module {
-  nn::Linear<float> fc1{784, 256, true, Device::cpu(), Activation::relu};
+  nn::Linear<float> fc1{784, 256, {.activation = Activation::relu}};
   nn::Dropout<float> drop{0.1};
   nn::Linear<float> fc2{256, 10};
   Mlp() {

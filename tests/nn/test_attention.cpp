@@ -61,7 +61,7 @@ TEST_CASE("nn::MultiheadSelfAttention: nn.MultiheadAttention's names, counts and
   const Tensor<float> wo = bert.out_proj.weight.value();
   REQUIRE(Tensor<float>(ember::max(ember::abs(wo))).item() <= 1.0 / std::sqrt(768.0));
 
-  ember::nn::MultiheadSelfAttention<float> no_bias(64, 4, 0.0, false);
+  ember::nn::MultiheadSelfAttention<float> no_bias(64, 4, {.bias = false});
   REQUIRE(names(no_bias) == std::vector<std::string>{"in_proj_weight", "out_proj.weight"});
   REQUIRE(no_bias.parameter_count() == 4 * 64 * 64);
 }
@@ -98,7 +98,7 @@ TEST_CASE("nn::MultiheadSelfAttention: equals nn.MultiheadAttention (float64)", 
 
 TEST_CASE("nn::MultiheadSelfAttention: dropout in training only, seeded", "[nn]") {
   ember::nn::manual_seed(4);
-  ember::nn::MultiheadSelfAttention<float> mha(16, 4, 0.5);
+  ember::nn::MultiheadSelfAttention<float> mha(16, 4, {.dropout = 0.5});
   const Var<float> x(ember::randn<float>(Shape{2, 6, 16}, 9));
   ember::nn::manual_seed(10);
   const auto a = mha(x).value().to_vector();
@@ -117,7 +117,7 @@ TEST_CASE("nn::MultiheadSelfAttention: bad arguments are ember::Error", "[nn]") 
   REQUIRE_THROWS_WITH(M(10, 4), Catch::Contains("num_heads 4") && Catch::Contains("10"));
   REQUIRE_THROWS_AS(M(0, 1), ember::Error);
   REQUIRE_THROWS_AS(M(8, 0), ember::Error);
-  REQUIRE_THROWS_AS(M(8, 2, 1.0), ember::Error);
+  REQUIRE_THROWS_AS(M(8, 2, {.dropout = 1.0}), ember::Error);
   M mha(8, 2);
   REQUIRE_THROWS_AS(mha(Var<float>(ember::zeros<float>(Shape{2, 5, 6}))), ember::Error);
   REQUIRE_THROWS_AS(mha(Var<float>(ember::zeros<float>(Shape{5, 8}))), ember::Error);

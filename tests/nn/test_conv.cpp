@@ -15,10 +15,10 @@
 namespace {
 namespace test_nn_conv {
 
-using ember::Conv2dOptions;
 using ember::Shape;
 using ember::Tensor;
 using ember::Var;
+using ember::nn::Conv2dOptions;
 namespace fx = ember::testing::layers;
 
 std::vector<std::string> names(const ember::nn::Module& m) {
@@ -48,7 +48,8 @@ void check_case(const std::string& c, ember::nn::Conv2d<double>& conv) {
 
 TEST_CASE("nn::Conv2d: PyTorch's names, shapes and counts", "[nn]") {
   // ResNet-50's stem: 64 * 3 * 7 * 7 = 9,408 parameters, no bias.
-  ember::nn::Conv2d<float> stem(3, 64, 7, Conv2dOptions{{2, 2}, {3, 3}}, false);
+  ember::nn::Conv2d<float> stem(3, 64, 7,
+                                Conv2dOptions{.stride = {2, 2}, .padding = {3, 3}, .bias = false});
   REQUIRE(names(stem) == std::vector<std::string>{"weight"});
   REQUIRE(stem.weight.shape() == Shape{64, 3, 7, 7});
   REQUIRE_FALSE(stem.bias.defined());
@@ -95,7 +96,10 @@ TEST_CASE("nn::Conv2d: forward and gradients equal PyTorch's (float64)", "[nn]")
     check_case("conv_a", conv);
   }
   SECTION("3x2, stride 1x2, padding 2x1, dilation 2x1, 2 groups, no bias") {
-    ember::nn::Conv2d<double> conv(4, 6, {3, 2}, Conv2dOptions{{1, 2}, {2, 1}, {2, 1}, 2}, false);
+    ember::nn::Conv2d<double> conv(
+        4, 6, {3, 2},
+        Conv2dOptions{
+            .stride = {1, 2}, .padding = {2, 1}, .dilation = {2, 1}, .groups = 2, .bias = false});
     check_case("conv_g", conv);
   }
 }

@@ -21,9 +21,9 @@ using ember::Device;
 struct Bottleneck {
   ember::nn::Conv2d<float> conv1, conv2, conv3;
   Bottleneck(std::int64_t stride, Device device)
-      : conv1(8, 8, 1, {}, false, device),
-        conv2(8, 8, 3, {.stride = {stride, stride}, .padding = {1, 1}}, false, device),
-        conv3(8, 8, 1, {}, false, device) {}
+      : conv1(8, 8, 1, {.bias = false}, device),
+        conv2(8, 8, 3, {.stride = {stride, stride}, .padding = {1, 1}, .bias = false}, device),
+        conv3(8, 8, 1, {.bias = false}, device) {}
 };
 
 void require_options(const Conv2dOptions& o, std::int64_t stride, std::int64_t padding) {

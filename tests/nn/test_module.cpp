@@ -22,7 +22,7 @@ using ember::Var;
 // A two-layer MLP with a buffer, shaped like what checkpoints will see.
 struct Mlp : ember::nn::Module {
   ember::nn::Linear<float> fc1{4, 8};
-  ember::nn::Linear<float> fc2{8, 3, false};
+  ember::nn::Linear<float> fc2{8, 3, {.bias = false}};
   Tensor<std::int64_t> steps = ember::zeros<std::int64_t>(Shape{});
   Mlp() {
     register_module("fc1", fc1);

@@ -18,7 +18,7 @@
 namespace {
 namespace test_nn_sequential {
 
-using ember::Conv2dOptions;
+using ember::nn::Conv2dOptions;
 using ember::Shape;
 using ember::Var;
 namespace fx = ember::testing::layers;

@@ -24,7 +24,7 @@ namespace nn = ember::nn;
 
 /// conv -> batch norm -> ReLU -> global average pool -> linear: a small image classifier.
 struct Net : nn::Module {
-  nn::Conv2d<float> conv{1, 8, 3, ember::Conv2dOptions{.padding = {1, 1}}};
+  nn::Conv2d<float> conv{1, 8, 3, nn::Conv2dOptions{.padding = {1, 1}}};
   nn::BatchNorm2d<float> bn{8};
   nn::Linear<float> fc{8, 4};
   Net() {

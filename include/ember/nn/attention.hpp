@@ -29,6 +29,13 @@
 
 namespace ember::nn {
 
+/// nn::MultiheadSelfAttention's settings beyond its sizes, nn.MultiheadAttention's keyword
+/// arguments by name: `{.dropout = 0.1}`, `{.bias = false}`.
+struct MultiheadSelfAttentionOptions {
+  double dropout = 0.0;  // on the attention probabilities, in training
+  bool bias = true;      // in_proj_bias and out_proj.bias
+};
+
 template <FloatingElement T = float>
 class MultiheadSelfAttention : public Module {
  public:
@@ -39,16 +46,17 @@ class MultiheadSelfAttention : public Module {
   double dropout;
 
   template <class Mode = exec::mode>
-  MultiheadSelfAttention(std::int64_t embed, std::int64_t heads, double dropout_p = 0.0,
-                         bool with_bias = true, Device device = Device::cpu())
-      : out_proj(checked_embed(embed, heads, dropout_p), embed, with_bias, device),
+  MultiheadSelfAttention(std::int64_t embed, std::int64_t heads,
+                         const MultiheadSelfAttentionOptions& opt = {},
+                         Device device = Device::cpu())
+      : out_proj(checked_embed(embed, heads, opt.dropout), embed, {.bias = opt.bias}, device),
         embed_dim(embed),
         num_heads(heads),
         head_dim(embed / heads),
-        dropout(dropout_p) {
+        dropout(opt.dropout) {
     in_proj_weight = param(init::xavier_uniform<T>(Shape{3 * embed, embed}, 1.0, device));
     register_parameter("in_proj_weight", in_proj_weight);
-    if (with_bias) {
+    if (opt.bias) {
       in_proj_bias = param(init::zeros<T>(Shape{3 * embed}, device));
       register_parameter("in_proj_bias", in_proj_bias);
       out_proj.bias = param(init::zeros<T>(Shape{embed}, device));

@@ -2,7 +2,7 @@
 // are public Vars, initialised as PyTorch does (kaiming_uniform with a = sqrt(5) for the weight,
 // i.e. U(+-1/sqrt(fan_in)), and U(+-1/sqrt(fan_in)) for the bias, fan_in = in / groups * kh * kw,
 // from nn::manual_seed's stream); forward is ember::conv2d (stride, padding, dilation, groups in
-// Conv2dOptions).
+// nn::Conv2dOptions, with the bias).
 #pragma once
 
 #include <array>
@@ -16,6 +16,18 @@
 
 namespace ember::nn {
 
+/// nn::Conv2d's settings beyond its sizes, nn.Conv2d's keyword arguments by name: the
+/// convolution's (ember::Conv2dOptions, which conv2d takes) and whether the layer has a bias.
+struct Conv2dOptions {
+  std::array<std::int64_t, 2> stride{1, 1};
+  std::array<std::int64_t, 2> padding{0, 0};
+  std::array<std::int64_t, 2> dilation{1, 1};
+  std::int64_t groups = 1;
+  bool bias = true;  // nn.Conv2d's bias=
+
+  ember::Conv2dOptions convolution() const { return {stride, padding, dilation, groups}; }
+};
+
 template <FloatingElement T = float>
 class Conv2d : public Module {
  public:
@@ -23,15 +35,15 @@ class Conv2d : public Module {
   Var<T> bias;  // undefined when built without one
   std::int64_t in_channels, out_channels;
   std::array<std::int64_t, 2> kernel_size;
-  Conv2dOptions options;
+  ember::Conv2dOptions options;  // the convolution's
 
-  /// Conv2d(3, 64, {7, 7}, {.stride = {2, 2}, .padding = {3, 3}}, false): ResNet's stem.
+  /// Conv2d(3, 64, {7, 7}, {.stride = {2, 2}, .padding = {3, 3}, .bias = false}): ResNet's stem.
   /// The options come by reference: taken by value, GCC 12.2 at -march=native (AVX-512) built a
   /// defaulted `{}` wrongly beside a designated sibling (tests/nn/test_conv_native_arch.cpp).
   template <class Mode = exec::mode>
   Conv2d(std::int64_t in, std::int64_t out, std::array<std::int64_t, 2> kernel,
-         const Conv2dOptions& opt = {}, bool with_bias = true, Device device = Device::cpu())
-      : in_channels(in), out_channels(out), kernel_size(kernel), options(opt) {
+         const Conv2dOptions& opt = {}, Device device = Device::cpu())
+      : in_channels(in), out_channels(out), kernel_size(kernel), options(opt.convolution()) {
     EMBER_CHECK(in > 0 && out > 0 && kernel[0] > 0 && kernel[1] > 0,
                 "ember: nn::Conv2d: channels and kernel must be positive, got ", in, " -> ", out,
                 ", kernel ", kernel[0], "x", kernel[1]);
@@ -47,7 +59,7 @@ class Conv2d : public Module {
     const Shape wshape{out, in / opt.groups, kernel[0], kernel[1]};
     weight = param(init::kaiming_uniform<T>(wshape, std::sqrt(5.0), device));
     register_parameter("weight", weight);
-    if (with_bias) {
+    if (opt.bias) {
       const double bound = 1.0 / std::sqrt(init::fans(wshape).first);
       bias = param(init::uniform<T>(Shape{out}, -bound, bound, device));
       register_parameter("bias", bias);
@@ -56,8 +68,8 @@ class Conv2d : public Module {
   /// A square kernel: Conv2d(64, 64, 3, {.padding = {1, 1}}).
   template <class Mode = exec::mode>
   Conv2d(std::int64_t in, std::int64_t out, std::int64_t kernel, const Conv2dOptions& opt = {},
-         bool with_bias = true, Device device = Device::cpu())
-      : Conv2d(in, out, std::array<std::int64_t, 2>{kernel, kernel}, opt, with_bias, device) {}
+         Device device = Device::cpu())
+      : Conv2d(in, out, std::array<std::int64_t, 2>{kernel, kernel}, opt, device) {}
 
   /// x [N, in, H, W] -> [N, out, OH, OW].
   template <class Mode = exec::mode>

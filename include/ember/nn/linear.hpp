@@ -12,6 +12,13 @@
 
 namespace ember::nn {
 
+/// nn::Linear's settings beyond its sizes, PyTorch's keyword arguments by name:
+/// `Linear<float>(784, 256, {.activation = Activation::relu})`, `{.bias = false}`.
+struct LinearOptions {
+  bool bias = true;                          // nn.Linear's bias=
+  Activation activation = Activation::none;  // fused into the product (ember::linear)
+};
+
 template <FloatingElement T = float>
 class Linear : public Module {
  public:
@@ -22,15 +29,15 @@ class Linear : public Module {
   // A layer is a type both kinds of unit share, so its evaluating members take the kind's tag
   // (core/config.hpp): .cpp and .cu files may both build and run the same layer type.
   template <class Mode = exec::mode>
-  Linear(std::int64_t in, std::int64_t out, bool with_bias = true, Device device = Device::cpu(),
-         Activation activation = Activation::none)
-      : in_features(in), out_features(out), activation_(activation) {
+  Linear(std::int64_t in, std::int64_t out, const LinearOptions& opt = {},
+         Device device = Device::cpu())
+      : in_features(in), out_features(out), activation_(opt.activation) {
     EMBER_CHECK(in > 0 && out > 0, "ember: nn::Linear: features must be positive, got ", in, " -> ",
                 out);
     const double bound = 1.0 / std::sqrt(static_cast<double>(in));
     weight = param(init::uniform<T>(Shape{out, in}, -bound, bound, device));
     register_parameter("weight", weight);
-    if (with_bias) {
+    if (opt.bias) {
       bias = param(init::uniform<T>(Shape{out}, -bound, bound, device));
       register_parameter("bias", bias);
     }

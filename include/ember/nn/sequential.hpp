@@ -5,7 +5,8 @@
 // translation-unit tag is fixed when the layer is emplaced: see core/config.hpp).
 //
 //   nn::Sequential<float> stem;
-//   auto& conv = stem.emplace<nn::Conv2d<float>>(3, 64, 7, Conv2dOptions{{2, 2}, {3, 3}}, false);
+//   auto& conv = stem.emplace<nn::Conv2d<float>>(
+//       3, 64, 7, nn::Conv2dOptions{.stride = {2, 2}, .padding = {3, 3}, .bias = false});
 //   stem.emplace<nn::BatchNorm2d<float>>(64);
 //   stem.emplace<nn::ReLU<float>>();
 //   stem.emplace<nn::MaxPool2d<float>>(3, 2, 1);
