@@ -1,6 +1,6 @@
 // The BERT pretraining trainer's options: what its command line sets. options.cpp reads them,
 // in a translation unit of its own (CLI11 is a large header-only library:
-// common/command_line.hpp); pretrain_main.hpp settles the defaults and checks them.
+// common/command_line.hpp); validate_options.hpp settles the defaults and checks them.
 #pragma once
 
 #include <cstdint>
@@ -23,7 +23,7 @@ struct PretrainConfig {
   std::int64_t steps = 400;
   double warmup = 0.1;  // fraction of the steps
   std::string optimizer = "lamb";
-  double lr = 0;  // 0: 5e-3 for LAMB, 1e-3 for AdamW (tiny); see settle_pretrain_defaults
+  double lr = 0;  // 0: 5e-3 for LAMB, 1e-3 for AdamW (tiny); see settle_defaults
   double weight_decay = 0.01;
   double max_grad_norm = 1.0;
   std::string precision = "auto";

@@ -1,9 +1,10 @@
-// What both example trainers (examples/resnet50, examples/bert) need around their training loop:
-// OpenBLAS's idle threads put to sleep, a file-size limit reported instead of ending the process,
-// the options checked once parsed (exit status 2 for a bad option, --out writable; the trainers'
-// options.cpp parse them, command_line.hpp), the check that the loss is finite, the device from
-// --device, printing on rank 0 only, waiting for the device before reading a clock, the rank of a
-// label among scores, durations as h:mm:ss, and the curves drawn from the JSONL metrics by
+// What the three example trainers (examples/resnet50, examples/bert, examples/gpt2) do alike
+// around their training loop: main() (trainer::main: OpenBLAS's idle threads put to sleep, a
+// file-size limit reported instead of ending the process, the ranks joined, the options read,
+// settled and checked with exit status 2 for a bad one, the device from --device), the compute
+// type --precision names, the check that the loss is finite, printing on rank 0 only, waiting for
+// the device before reading a clock, the rank of a label among scores, durations as h:mm:ss, the
+// end of the results report, and the curves drawn from the JSONL metrics by
 // scripts/plot_metrics.py.
 #pragma once
 
@@ -20,6 +21,7 @@
 #include <ostream>
 #include <string>
 #include <system_error>
+#include <utility>
 
 #include <unistd.h>
 
@@ -169,23 +171,62 @@ inline std::string hms(double s) {
   return buf;
 }
 
-/// Draws the curves of `jsonl` into `png` with scripts/plot_metrics.py when python3 and
-/// matplotlib are there (EMBER_SOURCE_DIR: the repository, defined by examples/CMakeLists.txt).
-inline void plot_curves(const std::filesystem::path& jsonl, const std::filesystem::path& png,
-                        const std::string& title) {
+/// Draws OUT/metrics.jsonl into OUT/curves.png under `title` with scripts/plot_metrics.py when
+/// python3 and matplotlib are there (rank 0; EMBER_SOURCE_DIR: the repository, defined by
+/// examples/CMakeLists.txt).
+inline void plot_curves(const std::filesystem::path& out, const std::string& title) {
   const std::filesystem::path script =
       std::filesystem::path(EMBER_SOURCE_DIR) / "scripts" / "plot_metrics.py";
-  if (!std::filesystem::exists(script)) return;
+  if (ember::dist::rank() != 0 || !std::filesystem::exists(script)) return;
   // Debian's python3-matplotlib belongs to Debian's interpreter, which another python3 earlier
   // on the PATH (a pyenv or venv one) would not see.
   const std::string python =
       std::filesystem::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+  const std::filesystem::path jsonl = out / "metrics.jsonl", png = out / "curves.png";
   const std::string cmd = python + " '" + script.string() + "' '" + jsonl.string() + "' --out '" +
                           png.string() + "' --title '" + title + "' >/dev/null 2>&1";
   if (std::system(cmd.c_str()) == 0) {
     std::printf("curves: %s\n", png.string().c_str());
   } else {
     std::printf("curves: not drawn (scripts/plot_metrics.py needs python3-matplotlib)\n");
+  }
+}
+
+/// The compute type --precision names (float or bf16; checked with the options): `f(T{})`.
+template <class F>
+decltype(auto) with_precision(const std::string& precision, F&& f) {
+  if (precision == "bf16") return f(ember::bf16{});
+  return f(float{});
+}
+
+/// main() of a trainer, the same for the three. In order: OpenBLAS's idle threads put to sleep,
+/// the file-size limit reported, the ranks joined (under mpirun; MPI may take its own arguments
+/// out of argv), then the trainer's own three functions, found in its namespace beside `Config`:
+/// parse_options (options.cpp: --help, or a bad option, ends the program here),
+/// settle_defaults(c, device) (the defaults that depend on --device) and validate_options(c)
+/// (every option checked: an ember::Error is a bad option, one line on stderr and exit status 2,
+/// before any data is read). Then `program(c, device, world)` is the run; an exception from it is
+/// printed as one line and gives exit status 1.
+template <class Config, class Program>
+int main(int argc, char** argv, const char* name, Program&& program) {
+  quiet_blas_threads(argv);
+  report_file_size_limit_as_error();
+  ember::dist::World world = ember::dist::init(argc, argv);
+  Config c;
+  if (const auto status = parse_options(c, argc, argv)) return *status;
+  ember::Device device = ember::Device::cpu();
+  if (const auto status = check_options([&] {
+        device = pick_device(c.device, name, world.local_rank());
+        settle_defaults(c, device);
+        validate_options(c);
+      })) {
+    return *status;
+  }
+  try {
+    return program(std::as_const(c), device, world);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return kExitFailure;
   }
 }
 

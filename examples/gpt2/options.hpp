@@ -1,9 +1,10 @@
 // The GPT-2 trainer's options: what its command line sets. options.cpp reads them, in a
 // translation unit of its own (CLI11 is a large header-only library: common/command_line.hpp);
-// train_main.hpp settles the defaults and checks them.
+// validate_options.hpp settles the defaults and checks them.
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 
@@ -25,7 +26,7 @@ struct TrainConfig {
   double weight_decay = 0.1;
   double max_grad_norm = 1.0;
   double dropout = 0.0;  // embedding, attention and residual (GPT-2 had 0.1; 0 as llm.c)
-  bool zero = false;      // ZeRO-1: AdamW's state sharded over the ranks
+  bool zero = false;     // ZeRO-1: AdamW's state sharded over the ranks
   std::string precision = "auto";
   std::string device = "auto";
   std::int64_t eval_every = 200;
@@ -43,5 +44,10 @@ struct TrainConfig {
 /// Reads the command line into `c`: --help prints and gives 0, a bad option prints CLI11's line
 /// and gives trainer::kExitBadOption; nothing when the program goes on (options.cpp).
 std::optional<int> parse_options(TrainConfig& c, int argc, char** argv);
+
+/// Where the token files are: --data, or OUT/data where --text is tokenized.
+inline std::filesystem::path data_dir(const TrainConfig& c) {
+  return c.data.empty() ? std::filesystem::path(c.out) / "data" : std::filesystem::path(c.data);
+}
 
 }  // namespace gpt2

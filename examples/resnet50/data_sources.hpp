@@ -22,7 +22,10 @@
 #include <ember/data/cifar10.hpp>
 #include <ember/data/fashion_mnist.hpp>
 #include <ember/data/image_folder.hpp>
+#include <ember/dist/world.hpp>
 #include <ember/ember.hpp>
+
+#include "options.hpp"
 
 namespace resnet {
 
@@ -230,6 +233,59 @@ inline std::unique_ptr<ImageSource> image_folder(const std::string& dir, std::in
                                                  std::int64_t size, std::uint64_t seed, int workers,
                                                  bool pin_memory, Shard shard = {}) {
   return std::make_unique<ImageFolderSource>(dir, batch, size, seed, workers, pin_memory, shard);
+}
+
+// ---- --data, read and opened ------------------------------------------------------------------
+
+/// --data read into what it names; the only place that reads the text.
+inline DataChoice read_data_choice(const std::string& d) {
+  using Kind = DataChoice::Kind;
+  if (d == "synthetic") return {Kind::synthetic, {}};
+  if (d == "fashion-mnist") return {Kind::fashion_mnist, {}};
+  if (d.rfind("cifar10=", 0) == 0 && d.size() > 8) return {Kind::cifar10, d.substr(8)};
+  if (d.rfind("imagefolder=", 0) == 0 && d.size() > 12) return {Kind::image_folder, d.substr(12)};
+  ember::fail(
+      "resnet50: --data must be synthetic, fashion-mnist, cifar10=DIR or imagefolder=DIR, got '", d,
+      "'");
+}
+
+/// This rank's part of the data (--batch-size is the global batch).
+inline std::unique_ptr<ImageSource> open_data(const Config& c, ember::Device device) {
+  const Shard shard{ember::dist::rank(), ember::dist::world_size()};
+  // On a GPU the host-side batches are page-locked, so their copies do not block the step.
+  const bool pin = device.is_cuda();
+  switch (c.source.kind) {
+    case DataChoice::Kind::synthetic:
+      return std::make_unique<SyntheticSource>(c.batch / shard.ranks, c.image_size, 1000,
+                                               c.steps_per_epoch > 0 ? c.steps_per_epoch : 50,
+                                               device, c.seed);
+    case DataChoice::Kind::fashion_mnist:
+      return fashion_mnist(c.batch, c.seed, pin, shard);
+    case DataChoice::Kind::cifar10:
+      return cifar10(c.source.dir, c.batch, c.seed, pin, shard);
+    case DataChoice::Kind::image_folder:
+      return image_folder(c.source.dir, c.batch, c.image_size, c.seed, c.workers, pin, shard);
+  }
+  ember::fail("resnet50: unknown data source");
+}
+
+/// The images a model is built for: from the opened source, or (for --summary, which opens
+/// nothing) what --data names: image folders are taken to have ImageNet's 1000 classes.
+struct ImageShape {
+  std::int64_t channels, size, classes;
+};
+inline ImageShape shape_of(const ImageSource& data) {
+  return {data.channels(), data.image_size(), data.classes()};
+}
+inline ImageShape expected_shape(const Config& c) {
+  switch (c.source.kind) {
+    case DataChoice::Kind::fashion_mnist:
+      return {1, 28, 10};
+    case DataChoice::Kind::cifar10:
+      return {3, 32, 10};
+    default:
+      return {3, c.image_size, 1000};
+  }
 }
 
 }  // namespace resnet

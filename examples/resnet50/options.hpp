@@ -1,6 +1,6 @@
 // The ResNet trainer's options: what its command line sets. options.cpp reads them, in a
 // translation unit of its own (CLI11 is a large header-only library: common/command_line.hpp);
-// train_main.hpp settles the defaults and checks them.
+// validate_options.hpp settles the defaults and checks them.
 #pragma once
 
 #include <cstdint>

@@ -296,7 +296,7 @@ TEST_CASE("bert: all-MiniLM-L6-v2 sentence embeddings match sentence-transformer
           ember::get_tensor<std::int64_t>(fx, "input_ids").to_vector());
   REQUIRE(batch.attention_mask.to_vector() ==
           ember::get_tensor<std::int64_t>(fx, "attention_mask").to_vector());
-  BertModel<float> model(bert::minilm_config(), /*add_pooling_layer=*/false);
+  BertModel<float> model(bert::minilm_config(), {.add_pooling_layer = false});
   ember::io::load(model, *weights, {.allow_unexpected = true});
   model.eval();
   const Tensor<float> got = bert::sentence_embeddings(model, batch);

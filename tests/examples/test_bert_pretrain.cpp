@@ -36,7 +36,7 @@ bert::PretrainConfig synthetic_config(const fs::path& out) {
   c.log_every = 3;
   c.device = "cpu";
   c.out = out.string();
-  bert::settle_pretrain_defaults(c, Device::cpu());
+  bert::settle_defaults(c, Device::cpu());
   return c;
 }
 
@@ -115,7 +115,7 @@ TEST_CASE("bert_pretrain learns more than token frequencies from GCIDE", "[examp
   c.lr = 2e-3;
   c.device = "cpu";
   c.out = (tmp.path / "run").string();
-  bert::settle_pretrain_defaults(c, Device::cpu());
+  bert::settle_defaults(c, Device::cpu());
   const data::WordPieceTokenizer tok(c.vocab);
   const bert::PretrainData data = bert::open_pretrain_data(c, tok);
   REQUIRE(data.train.size() > 20000);
@@ -133,12 +133,12 @@ TEST_CASE("bert_pretrain checks its options before reading the corpus", "[exampl
   const auto fails = [](auto change, const char* words) {
     bert::PretrainConfig c;
     change(c);
-    bert::settle_pretrain_defaults(c, Device::cpu());
+    bert::settle_defaults(c, Device::cpu());
     INFO(words);
     REQUIRE_THROWS_WITH(bert::validate_options(c), Catch::Contains(words));
   };
   bert::PretrainConfig good;
-  bert::settle_pretrain_defaults(good, Device::cpu());
+  bert::settle_defaults(good, Device::cpu());
   REQUIRE_NOTHROW(bert::validate_options(good));
   fails([](bert::PretrainConfig& c) { c.config = "huge"; }, "unknown configuration 'huge'");
   fails([](bert::PretrainConfig& c) { c.optimizer = "sgd"; }, "--optimizer must be lamb or adamw");

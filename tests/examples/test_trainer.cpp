@@ -173,7 +173,7 @@ TEST_CASE("the ResNet trainer reads CIFAR-10 binaries and JPEG image folders", "
     REQUIRE(source->eval_size() == 16);
     REQUIRE(source->image_size() == 32);
     const resnet::RunResult r = resnet::run(c, *source, Device::cpu(), true);
-    REQUIRE(r.images_per_second > 0);
+    REQUIRE(r.items_per_second > 0);
     REQUIRE(fs::exists(dir / "run-cifar" / "ckpt-last.safetensors"));
   }
   SECTION("imagefolder=DIR, an unreadable file skipped and counted") {
@@ -196,7 +196,7 @@ TEST_CASE("the ResNet trainer reads CIFAR-10 binaries and JPEG image folders", "
     REQUIRE(source->classes() == 3);
     REQUIRE(source->train_size() == 36 + 3 + 1);
     const resnet::RunResult r = resnet::run(c, *source, Device::cpu(), true);
-    REQUIRE(r.images_per_second > 0);
+    REQUIRE(r.items_per_second > 0);
     REQUIRE(source->skipped() == 1);
   }
 }

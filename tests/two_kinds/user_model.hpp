@@ -15,7 +15,7 @@ struct TwoLayerNet : ember::nn::Module {
   ember::nn::Linear<T> fc1, fc2;
 
   TwoLayerNet(std::int64_t in, std::int64_t hidden, std::int64_t out, ember::Device device)
-      : fc1(in, hidden, true, device), fc2(hidden, out, true, device) {
+      : fc1(in, hidden, {}, device), fc2(hidden, out, {}, device) {
     register_module("fc1", fc1);
     register_module("fc2", fc2);
   }
