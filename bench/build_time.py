@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Build time as a benchmark: compiles the example programs' translation units (the trainers under
-g++ and under nvcc, resnet_predict, quickstart) one by one and records each one's wall and CPU
+"""Build time as a benchmark: compiles the example programs' translation units (the three trainers
+under g++ and under nvcc, resnet_predict, quickstart) one by one and records each one's wall and CPU
 seconds and peak memory; with --baseline REV, the same translation units of that commit too, each
 pair compiled side by side so that both see the same load (the ratio is what to read; this VM's
 speed drifts between days).
@@ -29,12 +29,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The trainers' options.cpp (their command lines) and BERT's pretraining data (its library) are
 # host code in both configurations.
 SOURCES = [("cpu", "examples/resnet50/train.cpp"), ("cpu", "examples/bert/pretrain.cpp"),
-           ("cpu", "examples/resnet50/options.cpp"), ("cpu", "examples/bert/options.cpp")] + \
+           ("cpu", "examples/gpt2/train.cpp"), ("cpu", "examples/resnet50/options.cpp"),
+           ("cpu", "examples/bert/options.cpp"), ("cpu", "examples/gpt2/options.cpp")] + \
           [("cpu", f"examples/bert/pretraining/{unit}.cpp")
            for unit in ("batches", "documents", "gcide", "instance_cache", "instances")] + \
           [("cpu", "examples/resnet50/predict.cpp"), ("cpu", "examples/quickstart.cpp"),
            ("cuda", "examples/resnet50/train.cu"), ("cuda", "examples/bert/pretrain.cu"),
-           ("cuda", "examples/quickstart.cu")]
+           ("cuda", "examples/gpt2/train.cu"), ("cuda", "examples/quickstart.cu")]
 
 
 def configure(kind, build_root):
