@@ -28,7 +28,7 @@ trap 'rm -rf "$work"' EXIT
 
 # GPT-2's tokens: the GPL's text (a Debian base file), tokenized once by build A's trainer.
 "$build_a/examples/gpt2_train" --text /usr/share/common-licenses/GPL-3 --val-fraction 0.3 \
-  --config tiny --steps 1 --sample-tokens 0 --device cpu --out "$work/tokens" >/dev/null
+  --config tiny --steps 1 --sample-tokens 0 --device cpu --out "$work/tokens" >/dev/null 2>&1
 
 # run BUILD TRAINER OUT: the trainer's training throughput (its unit dropped).
 run() {
