@@ -10,22 +10,18 @@
 namespace ember::nn {
 
 template <FloatingElement T = float>
-class ReLU : public Module {
+class ReLU : public Module, public Callable<ReLU<T>> {
  public:
   template <class Mode = exec::mode>
   Var<T> forward(const Var<T>& x) const {
     return Var<T>(relu(x));
-  }
-  template <class Mode = exec::mode>
-  Var<T> operator()(const Var<T>& x) const {
-    return forward(x);
   }
 };
 
 /// GELU(false): 0.5 x (1 + erf(x / sqrt 2)) (BERT's; PyTorch's approximate='none');
 /// GELU(true): the tanh approximation (GPT-2's; approximate='tanh').
 template <FloatingElement T = float>
-class GELU : public Module {
+class GELU : public Module, public Callable<GELU<T>> {
  public:
   bool approximate;
 
@@ -34,10 +30,6 @@ class GELU : public Module {
   template <class Mode = exec::mode>
   Var<T> forward(const Var<T>& x) const {
     return approximate ? Var<T>(gelu_tanh(x)) : Var<T>(gelu(x));
-  }
-  template <class Mode = exec::mode>
-  Var<T> operator()(const Var<T>& x) const {
-    return forward(x);
   }
 };
 

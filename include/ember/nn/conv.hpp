@@ -29,7 +29,7 @@ struct Conv2dOptions {
 };
 
 template <FloatingElement T = float>
-class Conv2d : public Module {
+class Conv2d : public Module, public Callable<Conv2d<T>> {
  public:
   Var<T> weight;
   Var<T> bias;  // undefined when built without one
@@ -79,10 +79,6 @@ class Conv2d : public Module {
                 x.shape().str());
     using Arg = autograd::ParamArg<T>;  // a Var or none (the Tensor overloads do not match)
     return conv2d<T>(x, Arg(weight), bias.defined() ? Arg(bias) : Arg(), options);
-  }
-  template <class Mode = exec::mode>
-  Var<T> operator()(const Var<T>& x) const {
-    return forward(x);
   }
 
   /// The output shape for an input of shape `in` ([N, in, H, W]), without running it.

@@ -11,7 +11,7 @@
 namespace ember::nn {
 
 template <FloatingElement T = float>
-class Dropout : public Module {
+class Dropout : public Module, public Callable<Dropout<T>> {
  public:
   double p;
 
@@ -25,10 +25,6 @@ class Dropout : public Module {
     if (!is_training() || p == 0) return x;
     const auto [seed, offset] = reserve_random(x.value().numel());
     return dropout<T>(x, p, true, seed, offset);
-  }
-  template <class Mode = exec::mode>
-  Var<T> operator()(const Var<T>& x) const {
-    return forward(x);
   }
 };
 

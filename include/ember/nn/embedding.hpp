@@ -17,7 +17,7 @@
 namespace ember::nn {
 
 template <FloatingElement T = float>
-class Embedding : public Module {
+class Embedding : public Module, public Callable<Embedding<T>> {
  public:
   Var<T> weight;
   std::int64_t num_embeddings, embedding_dim;
@@ -52,10 +52,6 @@ class Embedding : public Module {
   Var<T> forward(const Tensor<std::int64_t>& ids) const {
     EMBER_CHECK(ids.defined(), "ember: nn::Embedding: undefined ids");
     return embedding<T>(weight, ids, padding_idx, max_norm, norm_type);
-  }
-  template <class Mode = exec::mode>
-  Var<T> operator()(const Tensor<std::int64_t>& ids) const {
-    return forward(ids);
   }
 };
 

@@ -20,7 +20,7 @@ struct LinearOptions {
 };
 
 template <FloatingElement T = float>
-class Linear : public Module {
+class Linear : public Module, public Callable<Linear<T>> {
  public:
   Var<T> weight;
   Var<T> bias;  // undefined when built without one
@@ -48,10 +48,6 @@ class Linear : public Module {
   Var<T> forward(const Var<T>& x) const {
     return bias.defined() ? linear<Var<T>, Var<T>, Var<T>>(x, weight, bias, activation_)
                           : linear<Var<T>, Var<T>, Tensor<T>>(x, weight, Tensor<T>(), activation_);
-  }
-  template <class Mode = exec::mode>
-  Var<T> operator()(const Var<T>& x) const {
-    return forward(x);
   }
 
  private:

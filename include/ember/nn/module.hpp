@@ -214,7 +214,8 @@ namespace ember::nn {
 
 /// model(x) for a module of your own, as PyTorch's module call: derive from nn::Callable<M> too,
 /// and its operator() calls M's forward with the same arguments (C++20 has no way for
-/// nn::Module itself to see the derived class's forward).
+/// nn::Module itself to see the derived class's forward). ember's own layers are Callable too;
+/// the call takes the kind's tag (core/config.hpp), as a layer's forward does.
 ///
 ///   struct Gpt : nn::Module, nn::Callable<Gpt> {
 ///     Var<float> forward(const Tensor<std::int64_t>& ids) const;
@@ -222,11 +223,11 @@ namespace ember::nn {
 ///   Var<float> logits = model(ids);
 template <class M>
 struct Callable {
-  template <class... Args>
+  template <class... Args, class Mode = exec::mode>
   decltype(auto) operator()(Args&&... args) const {
     return static_cast<const M&>(*this).forward(std::forward<Args>(args)...);
   }
-  template <class... Args>
+  template <class... Args, class Mode = exec::mode>
   decltype(auto) operator()(Args&&... args) {
     return static_cast<M&>(*this).forward(std::forward<Args>(args)...);
   }

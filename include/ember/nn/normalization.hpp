@@ -43,7 +43,7 @@ struct LayerNormOptions {
 };
 
 template <FloatingElement T = float>
-class BatchNorm2d : public Module {
+class BatchNorm2d : public Module, public Callable<BatchNorm2d<T>> {
  public:
   Var<T> weight;  // undefined unless affine
   Var<T> bias;
@@ -95,10 +95,6 @@ class BatchNorm2d : public Module {
     return batch_norm<T>(x, affine ? Arg(weight) : Arg(), affine ? Arg(bias) : Arg(), running_mean,
                          running_var, batch_stats, momentum, eps, group());
   }
-  template <class Mode = exec::mode>
-  Var<T> operator()(const Var<T>& x) const {
-    return forward(x);
-  }
 
   /// relu(forward(x) + residual) in one pass after the statistics; residual (a Var or a Tensor,
   /// x's shape) may be undefined for relu(forward(x)). Needs affine.
@@ -133,7 +129,7 @@ class BatchNorm2d : public Module {
 };
 
 template <FloatingElement T = float>
-class LayerNorm : public Module {
+class LayerNorm : public Module, public Callable<LayerNorm<T>> {
  public:
   Var<T> weight;  // undefined unless elementwise_affine
   Var<T> bias;
@@ -179,10 +175,6 @@ class LayerNorm : public Module {
                 "shape ", normalized_shape.str());
     if (elementwise_affine) return layer_norm(x, normalized_shape, weight, bias, eps);
     return layer_norm(x, normalized_shape, Tensor<T>(), Tensor<T>(), eps);
-  }
-  template <class Mode = exec::mode>
-  Var<T> operator()(const Var<T>& x) const {
-    return forward(x);
   }
 };
 

@@ -13,7 +13,7 @@
 namespace ember::nn {
 
 template <FloatingElement T = float>
-class MaxPool2d : public Module {
+class MaxPool2d : public Module, public Callable<MaxPool2d<T>> {
  public:
   Pool2dOptions options;  // stride filled in (never {0, 0})
 
@@ -55,10 +55,6 @@ class MaxPool2d : public Module {
                 x.shape().str());
     return max_pool2d<T>(x, options);
   }
-  template <class Mode = exec::mode>
-  Var<T> operator()(const Var<T>& x) const {
-    return forward(x);
-  }
 
   /// The output shape for an input of shape `in` ([N, C, H, W]), without running it.
   Shape output_shape(const Shape& in) const {
@@ -68,7 +64,7 @@ class MaxPool2d : public Module {
 };
 
 template <FloatingElement T = float>
-class AdaptiveAvgPool2d : public Module {
+class AdaptiveAvgPool2d : public Module, public Callable<AdaptiveAvgPool2d<T>> {
  public:
   std::array<std::int64_t, 2> output_size;
 
@@ -87,10 +83,6 @@ class AdaptiveAvgPool2d : public Module {
     EMBER_CHECK(x.shape().rank() == 4,
                 "ember: nn::AdaptiveAvgPool2d: input must be [N, C, H, W], got ", x.shape().str());
     return adaptive_avg_pool2d<T>(x, output_size);
-  }
-  template <class Mode = exec::mode>
-  Var<T> operator()(const Var<T>& x) const {
-    return forward(x);
   }
 };
 

@@ -38,7 +38,7 @@ struct has_var_forward<
 }  // namespace detail
 
 template <FloatingElement T = float>
-class Sequential : public Module {
+class Sequential : public Module, public Callable<Sequential<T>> {
  public:
   Sequential() = default;
 
@@ -72,10 +72,6 @@ class Sequential : public Module {
     Var<T> y = x;
     for (const auto& step : steps_) y = step(y);
     return y;
-  }
-  template <class Mode = exec::mode>
-  Var<T> operator()(const Var<T>& x) const {
-    return forward(x);
   }
 
  private:

@@ -171,6 +171,33 @@ struct SquaredGrad {
 
 }  // namespace detail
 
+namespace detail::inline EMBER_UNIT_KIND {
+
+/// `src`'s values as element type A, in a new tensor on `like`'s device in its memory format: a
+/// master copy, or a loaded state tensor placed beside its parameter.
+template <class A, class U, class V>
+Tensor<A> copy_as(const Tensor<U>& src, const Tensor<V>& like) {
+  Tensor<A> out = empty<A>(src.shape(), like.device(), like.memory_format());
+  out.template copy_<U>(src);
+  return out;
+}
+
+/// The gradient `g` laid out as its parameter `w` (same strides), as the update indexes both
+/// alike; `opt` names the optimizer in the error.
+template <class T>
+Tensor<T> dense_grad(const Tensor<T>& w, const Tensor<T>& g, const char* opt) {
+  EMBER_CHECK(g.shape() == w.shape() && g.device() == w.device(), "ember: ", opt,
+              ": a gradient of shape ", g.shape().str(), " for a parameter of shape ",
+              w.shape().str());
+  bool same = true;
+  for (int d = 0; d < w.rank(); ++d) {
+    if (w.shape()[d] != 1 && g.strides()[d] != w.strides()[d]) same = false;
+  }
+  return same ? g : copy_as<T>(g, w);
+}
+
+}  // namespace detail::inline EMBER_UNIT_KIND
+
 template <class Derived, class Options>
 class FusedOptimizer {
  public:
@@ -313,18 +340,11 @@ class FusedOptimizer {
     auto e = std::make_unique<Entry<T>>();
     e->var = v;
     e->group = group;
-    if constexpr (!std::is_same_v<T, acc_t<T>>) e->master = cast_copy<acc_t<T>>(w);
+    if constexpr (!std::is_same_v<T, acc_t<T>>) e->master = detail::copy_as<acc_t<T>>(w, w);
     e->seen_version = w.storage()->version();
     order_.push_back(e.get());
     all_.emplace_back(v);
     list.push_back(std::move(e));
-  }
-
-  template <class A, class Mode = exec::mode, class U>
-  static Tensor<A> cast_copy(const Tensor<U>& w) {
-    Tensor<A> out = empty<A>(w.shape(), w.device(), w.memory_format());
-    out.template copy_<U>(w);
-    return out;
   }
 
   template <class A>
@@ -334,14 +354,6 @@ class FusedOptimizer {
     EMBER_CHECK(t.shape() == shape, "ember: ", Derived::kName, ".load_state_dict: '", name,
                 "' has shape ", t.shape().str(), ", the parameter ", shape.str());
   }
-  template <class A, class Mode = exec::mode, class E>
-  static Tensor<A> copy_to_param_device(const AnyTensor& t, const E& e) {
-    const Tensor<A> src = t.as<A>();
-    Tensor<A> out = empty<A>(src.shape(), e.var.value().device(), e.var.value().memory_format());
-    out.template copy_<A>(src.to(e.var.value().device()));
-    return out;
-  }
-
   template <class F>
   void for_each_entry(F&& f) {
     std::apply(
@@ -373,7 +385,8 @@ class FusedOptimizer {
         if (used.empty()) continue;
         std::vector<Tensor<T>> grads;  // kept alive until the launch is done
         for (Entry<T>* e : used) {
-          grads.push_back(dense_grad<T>(*e));
+          grads.push_back(
+              detail::dense_grad(e->var.value(), e->var.node()->grad_or_ones(), Derived::kName));
           if (stepping) prepare_entry<T>(*e);
           const Tensor<T>& w = e->var.value();
           const Slot<T, Hyper> slot{w.data(),
@@ -392,24 +405,6 @@ class FusedOptimizer {
       }
     };
     std::apply([&](auto&... lists) { (one_type(lists), ...); }, entries_);
-  }
-
-  /// The gradient laid out as its parameter (same strides), as the update indexes both alike.
-  template <class T, class Mode = exec::mode>
-  static Tensor<T> dense_grad(Entry<T>& e) {
-    const Tensor<T>& w = e.var.value();
-    Tensor<T> g = e.var.node()->grad_or_ones();
-    EMBER_CHECK(g.shape() == w.shape() && g.device() == w.device(), "ember: ", Derived::kName,
-                ": a gradient of shape ", g.shape().str(), " for a parameter of shape ",
-                w.shape().str());
-    bool same = true;
-    for (int d = 0; d < w.rank(); ++d) {
-      if (w.shape()[d] != 1 && g.strides()[d] != w.strides()[d]) same = false;
-    }
-    if (same) return g;
-    Tensor<T> out = empty<T>(w.shape(), w.device(), w.memory_format());
-    out.template copy_<T>(g);
-    return out;
   }
 
   /// Allocates the state this step needs (PyTorch's lazily created state, zeros: the update
@@ -523,7 +518,7 @@ void FusedOptimizer<Derived, Options>::restore_state(const OptimizerState& state
               if (const AnyTensor* t = find(name)) {
                 check_state_tensor<A>(*t, name, e->var.value().shape());
                 if (pass == 0) ++expected;
-                if (pass == 1) e->state[k] = copy_to_param_device<A>(*t, *e);
+                if (pass == 1) e->state[k] = detail::copy_as<A>(t->as<A>(), e->var.value());
               } else if (pass == 1) {
                 e->state[k] = Tensor<A>();
               }
@@ -534,7 +529,7 @@ void FusedOptimizer<Derived, Options>::restore_state(const OptimizerState& state
               check_state_tensor<A>(*t, at + "master", e->var.value().shape());
               if (pass == 0) ++expected;
               if (pass == 1) {
-                e->master = copy_to_param_device<A>(*t, *e);
+                e->master = detail::copy_as<A>(t->as<A>(), e->var.value());
                 e->seen_version = e->var.value().storage()->version();
               }
             }
