@@ -18,9 +18,9 @@
 namespace {
 namespace test_nn_sequential {
 
-using ember::nn::Conv2dOptions;
 using ember::Shape;
 using ember::Var;
+using ember::nn::Conv2dOptions;
 namespace fx = ember::testing::layers;
 namespace nn = ember::nn;
 
