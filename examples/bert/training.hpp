@@ -142,11 +142,6 @@ inline BertConfig model_config(const PretrainConfig& c, const data::WordPieceTok
   return bc;
 }
 
-/// The checkpoint --resume names.
-inline std::filesystem::path resume_path(const PretrainConfig& c, const trainer::RunFiles& files) {
-  return c.resume == "auto" ? files.checkpoint() : std::filesystem::path(c.resume);
-}
-
 /// What a checkpoint records of the run beyond the step: the data order's epoch and position in
 /// it, so a resumed run draws the batches an uninterrupted one would.
 inline io::TrainingProgress checkpoint_progress(std::int64_t step, const data::Batches& order) {
@@ -187,11 +182,7 @@ PreTrainingOutput<T> train_step(BertForPreTraining<T>& model, Opt& opt,
     ddp.set_grad_sync(micro + 1 == c.accumulation);  // one all-reduce per step, at the last
     out.loss.backward();
   }
-  if (c.accumulation > 1) opt.scale_grads(1.0 / static_cast<double>(c.accumulation));
-  if (c.max_grad_norm > 0) opt.clip_grad_norm(c.max_grad_norm);
-  opt.set_lr(lr);
-  opt.step();
-  opt.zero_grad();
+  trainer::optimizer_step(opt, lr, c.accumulation, c.max_grad_norm);
   return out;
 }
 
@@ -222,9 +213,9 @@ std::int64_t resume(const PretrainConfig& c, const trainer::RunFiles& files,
                     BertForPreTraining<T>& model, Opt& opt, data::Batches& order) {
   const auto p = trainer::resume_from(c.resume, files, model, opt, "bert_pretrain", !c.eval_only);
   if (!p) return 0;
-  order.restore(p->epoch, batch_position(*p, resume_path(c, files)));
-  printf0("resumed from %s at step %lld\n", resume_path(c, files).string().c_str(),
-          static_cast<long long>(p->step));
+  const std::filesystem::path from = trainer::resume_path(c.resume, files.checkpoint());
+  order.restore(p->epoch, batch_position(*p, from));
+  printf0("resumed from %s at step %lld\n", from.string().c_str(), static_cast<long long>(p->step));
   return p->step;
 }
 

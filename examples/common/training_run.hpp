@@ -121,6 +121,12 @@ class RunFiles {
   std::optional<ember::io::JsonlWriter> metrics_;
 };
 
+/// The checkpoint --resume names: "auto" is the run's own (`own`), anything else a path.
+inline std::filesystem::path resume_path(const std::string& resume,
+                                         const std::filesystem::path& own) {
+  return resume == "auto" ? own : std::filesystem::path(resume);
+}
+
 /// --resume: "" (start afresh), "auto" (the run's own checkpoint when there is one) or a path.
 /// Loads the checkpoint into `model` and `opt` and gives its progress; nothing when there is none
 /// to load, which only "auto" (or `missing_ok`) allows.
@@ -130,8 +136,7 @@ std::optional<ember::io::TrainingProgress> resume_from(const std::string& resume
                                                        Optimizer& opt, const char* program,
                                                        bool missing_ok = true) {
   if (resume.empty()) return std::nullopt;
-  const std::filesystem::path from =
-      resume == "auto" ? files.checkpoint() : std::filesystem::path(resume);
+  const std::filesystem::path from = resume_path(resume, files.checkpoint());
   if (std::filesystem::exists(from)) return ember::io::load_training_checkpoint(from, model, opt);
   EMBER_CHECK(resume == "auto" && missing_ok, program, ": --resume: no checkpoint at '",
               from.string(), "'");
@@ -209,6 +214,19 @@ double step_loss(const ember::Var<T>& loss, std::int64_t step, const char* progr
   const double l = mean_over_ranks(static_cast<double>(loss.value().item()));
   check_finite_loss(l, step, program);
   return l;
+}
+
+/// The optimizer's step once the gradients of `micro_batches` micro-batches are summed: their
+/// mean through the optimizer's gradient scale (no pass of its own), the gradient clipped to norm
+/// `max_grad_norm` (0: not clipped), the update at learning rate `lr`, the gradients zeroed.
+template <class Optimizer>
+void optimizer_step(Optimizer& opt, double lr, std::int64_t micro_batches = 1,
+                    double max_grad_norm = 0) {
+  if (micro_batches > 1) opt.scale_grads(1.0 / static_cast<double>(micro_batches));
+  if (max_grad_norm > 0) opt.clip_grad_norm(max_grad_norm);
+  opt.set_lr(lr);
+  opt.step();
+  opt.zero_grad();
 }
 
 /// What a Run is told before its loop starts.

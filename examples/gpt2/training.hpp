@@ -85,11 +85,7 @@ Var<T> train_step(GPT2LMHeadModel<T>& model, Optimizer& opt, dist::DistributedDa
     ddp.set_grad_sync(micro + 1 == c.accumulation);  // one all-reduce per step, at the last
     loss.backward();
   }
-  if (c.accumulation > 1) opt.scale_grads(1.0 / static_cast<double>(c.accumulation));
-  if (c.max_grad_norm > 0) opt.clip_grad_norm(c.max_grad_norm);
-  opt.set_lr(lr);
-  opt.step();
-  opt.zero_grad();
+  trainer::optimizer_step(opt, lr, c.accumulation, c.max_grad_norm);
   return loss;
 }
 

@@ -58,12 +58,9 @@ Accuracy evaluate(ResNet<T>& model, ImageSource& data, Device device, MemoryForm
 // oneDNN's brgconv kernels read and write NHWC with no reorders (docs/benchmarks.md).
 inline constexpr MemoryFormat kFormat = MemoryFormat::channels_last;
 
-/// Where a run keeps its checkpoint, and the one --resume names ("auto": that one).
-inline std::filesystem::path last_checkpoint(const Config& c) {
-  return trainer::last_checkpoint_in(c.out);
-}
+/// The checkpoint --resume names ("auto": the one the run saves in --out).
 inline std::filesystem::path resume_path(const Config& c) {
-  return c.resume == "auto" ? last_checkpoint(c) : std::filesystem::path(c.resume);
+  return trainer::resume_path(c.resume, trainer::last_checkpoint_in(c.out));
 }
 
 /// The architecture for this run's data and device.
@@ -110,9 +107,7 @@ Var<T> train_step(ResNet<T>& model, Opt& opt, const Batch& batch, double lr, std
     trainer::check_finite_loss(static_cast<double>(loss.value().item()), step + 1, "resnet50");
   }
   loss.backward();
-  opt.set_lr(lr);
-  opt.step();
-  opt.zero_grad();
+  trainer::optimizer_step(opt, lr);
   return loss;
 }
 
