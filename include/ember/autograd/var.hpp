@@ -4,8 +4,9 @@
 // and function of the core builds the same lazy expression types over Vars, mixing Vars,
 // tensors and numbers. Materialising `Var<T> y = expr;` evaluates the expression in one launch
 // and records ONE tape node for the whole expression (fused_backward.hpp). Views of a Var are
-// Vars (views.hpp); reductions of expressions over Vars are recorded with their own backward
-// rules (reductions.hpp); users add operations with ember::apply (function.hpp).
+// Vars (their members below, recorded by views.hpp); reductions of expressions over Vars are
+// recorded with their own backward rules (reductions.hpp); users add operations with ember::apply
+// (function.hpp).
 #pragma once
 
 #include <cstdint>
@@ -21,6 +22,7 @@
 #include "grad_mode.hpp"
 #include "tape.hpp"
 #include "var_node.hpp"
+#include "views.hpp"
 
 namespace ember {
 
@@ -136,42 +138,94 @@ class Var {
   }
   plan_type plan(expr::PlanBuilder& b) const { return expr::Leaf<T>(value()).plan(b); }
 
-  // ---- views (views.hpp): Vars sharing this Var's value, with their backward rules ----
+  // ---- views: Vars sharing this Var's value, each with its gradient's way back (views.hpp) ----
   template <class Mode = exec::mode>
-  Var view(const Shape& shape) const;
+  Var view(const Shape& shape) const {
+    return autograd::view_of(*this, "view", value().view(shape),
+                             [in = this->shape()](const Tensor<T>& g) { return g.reshape(in); });
+  }
   template <class Mode = exec::mode>
-  Var reshape(const Shape& shape) const;
+  Var reshape(const Shape& shape) const {
+    return autograd::view_of(*this, "reshape", value().reshape(shape),
+                             [in = this->shape()](const Tensor<T>& g) { return g.reshape(in); });
+  }
   template <class Mode = exec::mode>
-  Var flatten() const;
+  Var flatten() const {
+    return reshape(Shape{value().numel()});
+  }
   template <class Mode = exec::mode>
-  Var permute(const Dims& order) const;
+  Var permute(const Dims& order) const {
+    Tensor<T> v = value().permute(order);  // validates the order
+    Dims inverse = order;
+    for (int i = 0; i < order.rank(); ++i) {
+      inverse[normalize_axis(order[i], order.rank(), "permute")] = i;
+    }
+    return autograd::view_of(*this, "permute", std::move(v),
+                             [inverse](const Tensor<T>& g) { return g.permute(inverse); });
+  }
   template <class Mode = exec::mode>
-  Var transpose(int d0, int d1) const;
+  Var transpose(int d0, int d1) const {
+    return autograd::view_of(*this, "transpose", value().transpose(d0, d1),
+                             [d0, d1](const Tensor<T>& g) { return g.transpose(d0, d1); });
+  }
   template <class Mode = exec::mode>
-  Var t() const;
+  Var t() const {
+    return autograd::view_of(*this, "t", value().t(), [](const Tensor<T>& g) { return g.t(); });
+  }
   template <class Mode = exec::mode>
-  Var slice(int dim, std::int64_t start, std::int64_t stop, std::int64_t step = 1) const;
+  Var slice(int dim, std::int64_t start, std::int64_t stop, std::int64_t step = 1) const {
+    return autograd::injective_view_of(
+        *this, "slice", value().slice(dim, start, stop, step),
+        [dim, start, stop, step](const Tensor<T>& z) { return z.slice(dim, start, stop, step); });
+  }
   template <class Mode = exec::mode>
-  Var narrow(int dim, std::int64_t start, std::int64_t length) const;
+  Var narrow(int dim, std::int64_t start, std::int64_t length) const {
+    return autograd::injective_view_of(
+        *this, "narrow", value().narrow(dim, start, length),
+        [dim, start, length](const Tensor<T>& z) { return z.narrow(dim, start, length); });
+  }
   template <class Mode = exec::mode>
-  Var select(int dim, std::int64_t index) const;
+  Var select(int dim, std::int64_t index) const {
+    return autograd::injective_view_of(
+        *this, "select", value().select(dim, index),
+        [dim, index](const Tensor<T>& z) { return z.select(dim, index); });
+  }
   template <class Mode = exec::mode>
-  Var squeeze() const;
+  Var squeeze() const {
+    return autograd::view_of(*this, "squeeze", value().squeeze(),
+                             [in = shape()](const Tensor<T>& g) { return g.reshape(in); });
+  }
   template <class Mode = exec::mode>
-  Var squeeze(int dim) const;
+  Var squeeze(int dim) const {
+    return autograd::view_of(*this, "squeeze", value().squeeze(dim),
+                             [in = shape()](const Tensor<T>& g) { return g.reshape(in); });
+  }
   template <class Mode = exec::mode>
-  Var unsqueeze(int dim) const;
+  Var unsqueeze(int dim) const {
+    return autograd::view_of(*this, "unsqueeze", value().unsqueeze(dim),
+                             [in = shape()](const Tensor<T>& g) { return g.reshape(in); });
+  }
   template <class Mode = exec::mode>
-  Var expand(const Shape& shape) const;
+  Var expand(const Shape& shape) const {
+    return autograd::view_of(*this, "expand", value().expand(shape),
+                             [in = this->shape()](const Tensor<T>& g) { return sum_to<T>(g, in); });
+  }
   template <class Mode = exec::mode>
   Var broadcast_to(const Shape& shape) const {
     return expand(shape);
   }
   template <class Mode = exec::mode>
-  Var contiguous(MemoryFormat format = MemoryFormat::contiguous) const;
+  Var contiguous(MemoryFormat format = MemoryFormat::contiguous) const {
+    return autograd::view_of(*this, "contiguous", value().contiguous(format),
+                             [](const Tensor<T>& g) { return g; });
+  }
   /// The value on `device` (this Var when already there); the gradient goes back.
   template <class Mode = exec::mode>
-  Var to(Device device) const;
+  Var to(Device device) const {
+    if (value().device() == device) return *this;
+    return autograd::view_of(*this, "to", value().to(device),
+                             [from = value().device()](const Tensor<T>& g) { return g.to(from); });
+  }
 
   const std::shared_ptr<autograd::VarNode<T>>& node() const { return n_; }
 
@@ -195,5 +249,3 @@ Var<T> param(Tensor<T> value) {
 }
 
 }  // namespace ember
-
-#include "views.hpp"  // the definitions of Var's view members

@@ -1,7 +1,8 @@
-// Views of Vars: reshape, permute, transpose, slice, select, squeeze, expand, ...
+// How views of Vars are recorded: reshape, permute, transpose, slice, select, squeeze, expand, ...
 //
 // A view of a Var is a Var whose value is the same view of the input's value (no copy), and
-// whose tape node maps the view's gradient back to the input's shape:
+// whose tape node maps the view's gradient back to the input's shape. Var's view members
+// (var.hpp) each state their rule and record it here:
 //   reshape, view, flatten, squeeze, unsqueeze:  the gradient reshaped back (no launch when dense)
 //   permute, transpose, t:                       the inverse permutation (a view; no launch)
 //   slice, narrow, select:                       zeros, with the gradient copied into the same view
@@ -11,18 +12,19 @@
 // upstream gradient is not copied; var_node.hpp makes sure nobody writes into it.
 #pragma once
 
-#include <cstdint>
 #include <functional>
 #include <memory>
-#include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
-#include "../exec/generate.hpp"
-#include "../exec/reduce.hpp"
-#include "fused_backward.hpp"
+#include "../tensor/factories.hpp"
 #include "op_node.hpp"
-#include "var.hpp"
+
+namespace ember {
+template <Storable T>
+class Var;
+}  // namespace ember
 
 namespace ember::autograd {
 // In the translation unit's executor namespace, like every evaluating part (core/config.hpp).
@@ -70,113 +72,3 @@ Var<T> injective_view_of(const Var<T>& x, const char* name, Tensor<T> value, Vie
 
 }  // namespace EMBER_UNIT_KIND
 }  // namespace ember::autograd
-
-namespace ember {
-
-template <Storable T>
-template <class Mode>
-Var<T> Var<T>::view(const Shape& shape) const {
-  const Shape in = this->shape();
-  return autograd::view_of(*this, "view", value().view(shape),
-                           [in](const Tensor<T>& g) { return g.reshape(in); });
-}
-template <Storable T>
-template <class Mode>
-Var<T> Var<T>::reshape(const Shape& shape) const {
-  const Shape in = this->shape();
-  return autograd::view_of(*this, "reshape", value().reshape(shape),
-                           [in](const Tensor<T>& g) { return g.reshape(in); });
-}
-template <Storable T>
-template <class Mode>
-Var<T> Var<T>::flatten() const {
-  return reshape(Shape{value().numel()});
-}
-template <Storable T>
-template <class Mode>
-Var<T> Var<T>::permute(const Dims& order) const {
-  Tensor<T> v = value().permute(order);  // validates the order
-  Dims inverse = order;
-  for (int i = 0; i < order.rank(); ++i)
-    inverse[normalize_axis(order[i], order.rank(), "permute")] = i;
-  return autograd::view_of(*this, "permute", std::move(v),
-                           [inverse](const Tensor<T>& g) { return g.permute(inverse); });
-}
-template <Storable T>
-template <class Mode>
-Var<T> Var<T>::transpose(int d0, int d1) const {
-  return autograd::view_of(*this, "transpose", value().transpose(d0, d1),
-                           [d0, d1](const Tensor<T>& g) { return g.transpose(d0, d1); });
-}
-template <Storable T>
-template <class Mode>
-Var<T> Var<T>::t() const {
-  return autograd::view_of(*this, "t", value().t(), [](const Tensor<T>& g) { return g.t(); });
-}
-template <Storable T>
-template <class Mode>
-Var<T> Var<T>::slice(int dim, std::int64_t start, std::int64_t stop, std::int64_t step) const {
-  return autograd::injective_view_of(
-      *this, "slice", value().slice(dim, start, stop, step),
-      [dim, start, stop, step](const Tensor<T>& z) { return z.slice(dim, start, stop, step); });
-}
-template <Storable T>
-template <class Mode>
-Var<T> Var<T>::narrow(int dim, std::int64_t start, std::int64_t length) const {
-  return autograd::injective_view_of(
-      *this, "narrow", value().narrow(dim, start, length),
-      [dim, start, length](const Tensor<T>& z) { return z.narrow(dim, start, length); });
-}
-template <Storable T>
-template <class Mode>
-Var<T> Var<T>::select(int dim, std::int64_t index) const {
-  return autograd::injective_view_of(
-      *this, "select", value().select(dim, index),
-      [dim, index](const Tensor<T>& z) { return z.select(dim, index); });
-}
-template <Storable T>
-template <class Mode>
-Var<T> Var<T>::squeeze() const {
-  const Shape in = shape();
-  return autograd::view_of(*this, "squeeze", value().squeeze(),
-                           [in](const Tensor<T>& g) { return g.reshape(in); });
-}
-template <Storable T>
-template <class Mode>
-Var<T> Var<T>::squeeze(int dim) const {
-  const Shape in = shape();
-  return autograd::view_of(*this, "squeeze", value().squeeze(dim),
-                           [in](const Tensor<T>& g) { return g.reshape(in); });
-}
-template <Storable T>
-template <class Mode>
-Var<T> Var<T>::unsqueeze(int dim) const {
-  const Shape in = shape();
-  return autograd::view_of(*this, "unsqueeze", value().unsqueeze(dim),
-                           [in](const Tensor<T>& g) { return g.reshape(in); });
-}
-template <Storable T>
-template <class Mode>
-Var<T> Var<T>::expand(const Shape& shape) const {
-  const Shape in = this->shape();
-  Tensor<T> v = value().expand(shape);
-  return autograd::view_of(*this, "expand", v,
-                           [in](const Tensor<T>& g) { return sum_to<T>(g, in); });
-}
-template <Storable T>
-template <class Mode>
-Var<T> Var<T>::contiguous(MemoryFormat format) const {
-  return autograd::view_of(*this, "contiguous", value().contiguous(format),
-                           [](const Tensor<T>& g) { return g; });
-}
-
-template <Storable T>
-template <class Mode>
-Var<T> Var<T>::to(Device device) const {
-  if (value().device() == device) return *this;
-  const Device from = value().device();
-  return autograd::view_of(*this, "to", value().to(device),
-                           [from](const Tensor<T>& g) { return g.to(from); });
-}
-
-}  // namespace ember

@@ -201,148 +201,76 @@ requires(sizeof...(Ts) == sizeof...(Es)) void assign(std::tuple<Tensor<Ts>&...> 
 }
 }  // namespace ember::inline EMBER_UNIT_KIND
 
-namespace ember {
+namespace ember::exec::inline EMBER_UNIT_KIND {
 
-// ---- Tensor members that evaluate ----
+// ---- What Tensor's evaluating members call (declared in tensor/tensor.hpp) ----
 
-template <Storable T>
-template <Expression E, class Mode>
-Tensor<T>::Tensor(const E& e) {
-  exec::evaluate_into<exec::StoreOp::set>(*this, e);
+template <StoreOp Op, Storable T, class E>
+void update(Tensor<T>& out, const E& operand) {
+  evaluate_into<Op>(out, expr::as_node(operand));
+}
+
+template <Storable T, Scalar S>
+void fill(Tensor<T>& out, S value) {
+  evaluate_into<StoreOp::set>(out, expr::Cast<T, expr::node_t<S>>(expr::as_node(value)));
+}
+
+template <Storable T, Storable U>
+void copy_values(Tensor<T>& out, const Tensor<U>& src) {
+  const Tensor<U> here = src.to(out.device());
+  evaluate_into<StoreOp::set>(out, expr::Cast<T, expr::Leaf<U>>(expr::Leaf<U>(here)));
 }
 
 template <Storable T>
-template <Expression E, class Mode>
-Tensor<T>& Tensor<T>::operator=(const E& e) {
-  exec::evaluate_into<exec::StoreOp::set>(*this, e);
-  return *this;
-}
-
-template <Storable T>
-template <Scalar S, class Mode>
-Tensor<T>& Tensor<T>::operator=(S value) {
-  require_defined("operator=");
-  exec::evaluate_into<exec::StoreOp::set>(*this,
-                                          expr::Cast<T, expr::node_t<S>>(expr::as_node(value)));
-  return *this;
-}
-
-#define EMBER_COMPOUND_ASSIGN(op, Op)                                \
-  template <Storable T>                                              \
-  template <Operand E, class Mode>                                   \
-  Tensor<T>& Tensor<T>::operator op(const E& e) {                    \
-    require_defined(#op);                                            \
-    exec::evaluate_into<exec::StoreOp::Op>(*this, expr::as_node(e)); \
-    return *this;                                                    \
-  }
-EMBER_COMPOUND_ASSIGN(+=, add)
-EMBER_COMPOUND_ASSIGN(-=, sub)
-EMBER_COMPOUND_ASSIGN(*=, mul)
-EMBER_COMPOUND_ASSIGN(/=, div)
-#undef EMBER_COMPOUND_ASSIGN
-
-template <Storable T>
-template <Storable U, class Mode>
-Tensor<T>& Tensor<T>::copy_(const Tensor<U>& src) {
-  require_defined("copy_");
-  const Tensor<U> here = src.to(device());
-  exec::evaluate_into<exec::StoreOp::set>(*this, expr::Cast<T, expr::Leaf<U>>(expr::Leaf<U>(here)));
-  return *this;
-}
-
-template <Storable T>
-template <class Mode>
-Tensor<T> Tensor<T>::contiguous(MemoryFormat format) const {
-  require_defined("contiguous");
-  if (is_contiguous(format)) {
-    // Dense in both layouts (see memory_format_of): the same memory, restrided to name `format`.
-    if (rank() == 4 && memory_format() != format) {
-      return Tensor<T>(storage_, offset_, shape_,
-                       format == MemoryFormat::contiguous ? contiguous_strides(shape_)
-                                                          : channels_last_strides(shape_));
-    }
-    return *this;
-  }
-  Tensor<T> out = empty<T>(shape_, device(), format);
-  out = expr::Leaf<T>(*this);
+Tensor<T> copy_of(const Tensor<T>& t, MemoryFormat format) {
+  Tensor<T> out = empty<T>(t.shape(), t.device(), format);
+  out = expr::Leaf<T>(t);
   return out;
 }
 
 template <Storable T>
-template <class Mode>
-Tensor<T> Tensor<T>::clone() const {
-  require_defined("clone");
-  Tensor<T> out = empty<T>(shape_, device());
-  out = expr::Leaf<T>(*this);
+Tensor<T> pinned_copy(const Tensor<T>& t) {
+  Tensor<T> out = empty_pinned<T>(t.shape());
+  if (t.numel() != 0) out = expr::Leaf<T>(t);
   return out;
 }
 
-}  // namespace ember
-
-namespace ember::detail::inline EMBER_UNIT_KIND {
-// The host copy of a view of device memory: copies the span of storage the view covers, then
-// gathers on the CPU, so it works from any translation unit.
+/// The host copy of a view of device memory: copies the span of storage the view covers, then
+/// gathers on the CPU, so it works from any translation unit.
 template <Storable T>
 Tensor<T> gather_to_host(const Tensor<T>& t) {
   std::int64_t span = 1;
   for (int i = 0; i < t.rank(); ++i) span += (t.shape()[i] - 1) * t.strides()[i];
   Tensor<T> raw = empty<T>(Shape{span}, Device::cpu());
-  copy_bytes(raw.data(), Device::cpu(), t.data(), t.device(),
-             static_cast<std::size_t>(span) * sizeof(T));
+  ember::detail::copy_bytes(raw.data(), Device::cpu(), t.data(), t.device(),
+                            static_cast<std::size_t>(span) * sizeof(T));
   Tensor<T> view(raw.storage(), 0, t.shape(), t.strides());
   return view.contiguous();
 }
-}  // namespace ember::detail::inline EMBER_UNIT_KIND
-
-namespace ember {
 
 template <Storable T>
-template <class Mode>
-Tensor<T> Tensor<T>::to(Device target, bool non_blocking) const {
-  require_defined("to");
-  if (target == device()) return *this;
-  if (numel() == 0) return empty<T>(shape_, target);
+Tensor<T> copy_to(const Tensor<T>& t, Device target, bool non_blocking) {
+  if (t.numel() == 0) return empty<T>(t.shape(), target);
   const bool channels_last =
-      rank() == 4 && !is_contiguous() && is_contiguous(MemoryFormat::channels_last);
-  if (!is_contiguous() && !channels_last) {
-    if (device().is_cpu()) return contiguous().to(target);
-    if (target.is_cpu()) return detail::gather_to_host<T>(*this);
-    return contiguous().to(target);
+      t.rank() == 4 && !t.is_contiguous() && t.is_contiguous(MemoryFormat::channels_last);
+  if (!t.is_contiguous() && !channels_last) {
+    if (target.is_cpu() && !t.device().is_cpu()) return gather_to_host(t);
+    return t.contiguous().to(target);
   }
   // Dense either way: the bytes as they are, in the same memory format.
-  Tensor<T> out = empty<T>(shape_, target,
+  Tensor<T> out = empty<T>(t.shape(), target,
                            channels_last ? MemoryFormat::channels_last : MemoryFormat::contiguous);
-  const auto bytes = static_cast<std::size_t>(numel()) * sizeof(T);
-  if (non_blocking && is_pinned() && target.is_cuda()) {
-    detail::copy_pinned_to_device_async(out.data(), target, data(), storage_->data(), bytes);
+  const auto bytes = static_cast<std::size_t>(t.numel()) * sizeof(T);
+  if (non_blocking && t.is_pinned() && target.is_cuda()) {
+    ember::detail::copy_pinned_to_device_async(out.data(), target, t.data(), t.storage()->data(),
+                                               bytes);
   } else {
-    detail::copy_bytes(out.data(), target, data(), device(), bytes);
+    ember::detail::copy_bytes(out.data(), target, t.data(), t.device(), bytes);
   }
   return out;
 }
 
-template <Storable T>
-template <class Mode>
-Tensor<T> Tensor<T>::pin_memory() const {
-  require_defined("pin_memory");
-  EMBER_CHECK(device().is_cpu(), "ember: pin_memory: the tensor is on ", device().str(),
-              "; only host tensors can be pinned");
-  if (is_pinned() && is_contiguous()) return *this;
-  Tensor<T> out = empty_pinned<T>(shape_);
-  if (numel() != 0) out = expr::Leaf<T>(*this);
-  return out;
-}
-
-template <Storable T>
-template <class Mode>
-std::vector<T> Tensor<T>::to_vector() const {
-  require_defined("to_vector");
-  if (numel() == 0) return {};
-  const Tensor<T> host = to(Device::cpu()).contiguous();
-  return std::vector<T>(host.data(), host.data() + numel());  // std::vector<bool> too
-}
-
-}  // namespace ember
+}  // namespace ember::exec::inline EMBER_UNIT_KIND
 
 // ---- Compiled once in ember::kernels (core/compiled_once.hpp): what every program copies ----
 
@@ -361,21 +289,19 @@ std::vector<T> Tensor<T>::to_vector() const {
                                       const std::tuple<expr::Leaf<T>>&); \
   }
 
-/// What every element type needs: a Tensor<T>'s copying members (contiguous, clone, to,
-/// pin_memory, to_vector, copy_ from its own type, and the gather to the host that `to` makes of a
-/// view), what they evaluate (copies and the aliasing fallback's store), and fills.
-#define EMBER_COPY_INSTANCES(EXPLICIT, T)                                   \
-  namespace ember {                                                         \
-  EXPLICIT Tensor<T> Tensor<T>::contiguous<exec::mode>(MemoryFormat) const; \
-  EXPLICIT Tensor<T> Tensor<T>::clone<exec::mode>() const;                  \
-  EXPLICIT Tensor<T> Tensor<T>::to<exec::mode>(Device, bool) const;         \
-  EXPLICIT Tensor<T> Tensor<T>::pin_memory<exec::mode>() const;             \
-  EXPLICIT std::vector<T> Tensor<T>::to_vector<exec::mode>() const;         \
-  EXPLICIT Tensor<T>& Tensor<T>::copy_<T, exec::mode>(const Tensor<T>&);    \
-  EXPLICIT Tensor<T> detail::gather_to_host<T>(const Tensor<T>&);           \
-  }                                                                         \
-  EMBER_LEAF_STORE_INSTANCE(EXPLICIT, set, T)                               \
-  EMBER_EVALUATION_INSTANCE(EXPLICIT, set, T, expr::Leaf<T>)                \
+/// What every element type needs: the copies behind a Tensor<T>'s copying members (contiguous,
+/// clone, to, pin_memory, to_vector, copy_ from its own type, and the gather to the host that `to`
+/// makes of a view), what they evaluate (copies and the aliasing fallback's store), and fills.
+#define EMBER_COPY_INSTANCES(EXPLICIT, T)                        \
+  namespace ember::exec {                                        \
+  EXPLICIT Tensor<T> copy_of<T>(const Tensor<T>&, MemoryFormat); \
+  EXPLICIT Tensor<T> copy_to<T>(const Tensor<T>&, Device, bool); \
+  EXPLICIT Tensor<T> pinned_copy<T>(const Tensor<T>&);           \
+  EXPLICIT void copy_values<T, T>(Tensor<T>&, const Tensor<T>&); \
+  EXPLICIT Tensor<T> gather_to_host<T>(const Tensor<T>&);        \
+  }                                                              \
+  EMBER_LEAF_STORE_INSTANCE(EXPLICIT, set, T)                    \
+  EMBER_EVALUATION_INSTANCE(EXPLICIT, set, T, expr::Leaf<T>)     \
   EMBER_EVALUATION_INSTANCE(EXPLICIT, set, T, expr::Cast<T, expr::ScalarNode<double>>)
 
 /// For a floating Tensor<T> also: `+=` of one tensor (gradient accumulation), casts from each

@@ -1,5 +1,5 @@
 // What one evaluation writes: for each output, its pointer, its strides in the iteration space,
-// the plan of the expression it receives, and how the value is stored (=, +=, -=, *=, /=).
+// the plan of the expression it receives, and how the value is stored (store_op.hpp).
 // Both executors drive this same object; only the loop around it differs.
 #pragma once
 
@@ -9,26 +9,9 @@
 #include "../core/dtype.hpp"
 #include "../expr/pack.hpp"
 #include "../expr/plan.hpp"
+#include "store_op.hpp"
 
 namespace ember::exec {
-
-/// How a computed value meets the value already stored (mshadow's `=` versus `+=`).
-enum class StoreOp { set, add, sub, mul, div };
-
-template <StoreOp Op, class A>
-EMBER_HD EMBER_FORCEINLINE A combine(A old, A v) {
-  if constexpr (Op == StoreOp::set) {
-    return v;
-  } else if constexpr (Op == StoreOp::add) {
-    return old + v;
-  } else if constexpr (Op == StoreOp::sub) {
-    return old - v;
-  } else if constexpr (Op == StoreOp::mul) {
-    return old * v;
-  } else {
-    return old / v;
-  }
-}
 
 template <StoreOp Op, Storable T, class Plan>
 struct OutputSlot {

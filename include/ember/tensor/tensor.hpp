@@ -18,6 +18,7 @@
 #include "../core/dtype.hpp"
 #include "../core/error.hpp"
 #include "../core/shape.hpp"
+#include "../exec/store_op.hpp"
 #include "../memory/storage.hpp"
 
 namespace ember {
@@ -52,6 +53,35 @@ inline MemoryFormat memory_format_of(const Shape& shape, const Strides& strides)
 }
 
 template <Storable T>
+class Tensor;
+
+// What Tensor's evaluating members call, defined in exec/assign.hpp. They live in the unit's kind
+// (core/config.hpp), so each member is one line whose only tag is its `Mode` default.
+namespace exec::inline EMBER_UNIT_KIND {
+/// Evaluates expression `e` into `out` with store `Op` (allocating `out` when undefined).
+template <StoreOp Op, Storable T, class E>
+void evaluate_into(Tensor<T>& out, const E& e);
+/// `out Op= operand`, the operand a tensor, a scalar or an expression.
+template <StoreOp Op, Storable T, class E>
+void update(Tensor<T>& out, const E& operand);
+/// Every element of `out` set to `value`.
+template <Storable T, Scalar S>
+void fill(Tensor<T>& out, S value);
+/// `src`'s values (from any device, broadcast to out's shape) converted into `out`.
+template <Storable T, Storable U>
+void copy_values(Tensor<T>& out, const Tensor<U>& src);
+/// A dense copy of `t` in `format`, on t's device.
+template <Storable T>
+Tensor<T> copy_of(const Tensor<T>& t, MemoryFormat format);
+/// A copy of `t` on another device (see Tensor::to).
+template <Storable T>
+Tensor<T> copy_to(const Tensor<T>& t, Device target, bool non_blocking);
+/// A dense copy of host tensor `t` in page-locked memory.
+template <Storable T>
+Tensor<T> pinned_copy(const Tensor<T>& t);
+}  // namespace exec::inline EMBER_UNIT_KIND
+
+template <Storable T>
 class Tensor {
  public:
   using value_type = T;
@@ -70,7 +100,9 @@ class Tensor {
 
   /// Evaluates `e` into a new tensor of its shape on its device (one launch).
   template <Expression E, class Mode = exec::mode>
-  Tensor(const E& e);  // NOLINT(google-explicit-constructor): `Tensor<float> y = a * b;`
+  Tensor(const E& e) {  // NOLINT(google-explicit-constructor): `Tensor<float> y = a * b;`
+    exec::evaluate_into<exec::StoreOp::set>(*this, e);
+  }
 
   Tensor(const Tensor&) = default;
   Tensor(Tensor&&) noexcept = default;
@@ -80,21 +112,48 @@ class Tensor {
 
   /// Evaluates `e` into this tensor's memory (allocating first if undefined).
   template <Expression E, class Mode = exec::mode>
-  Tensor& operator=(const E& e);
+  Tensor& operator=(const E& e) {
+    exec::evaluate_into<exec::StoreOp::set>(*this, e);
+    return *this;
+  }
   /// Fills every element with `value`.
   template <Scalar S, class Mode = exec::mode>
-  Tensor& operator=(S value);
+  Tensor& operator=(S value) {
+    require_defined("operator=");
+    exec::fill(*this, value);
+    return *this;
+  }
   template <Operand E, class Mode = exec::mode>
-  Tensor& operator+=(const E& e);
+  Tensor& operator+=(const E& e) {
+    require_defined("+=");
+    exec::update<exec::StoreOp::add>(*this, e);
+    return *this;
+  }
   template <Operand E, class Mode = exec::mode>
-  Tensor& operator-=(const E& e);
+  Tensor& operator-=(const E& e) {
+    require_defined("-=");
+    exec::update<exec::StoreOp::sub>(*this, e);
+    return *this;
+  }
   template <Operand E, class Mode = exec::mode>
-  Tensor& operator*=(const E& e);
+  Tensor& operator*=(const E& e) {
+    require_defined("*=");
+    exec::update<exec::StoreOp::mul>(*this, e);
+    return *this;
+  }
   template <Operand E, class Mode = exec::mode>
-  Tensor& operator/=(const E& e);
+  Tensor& operator/=(const E& e) {
+    require_defined("/=");
+    exec::update<exec::StoreOp::div>(*this, e);
+    return *this;
+  }
   /// Copies the values of `src` (broadcast to this shape) into this tensor's memory.
   template <Storable U, class Mode = exec::mode>
-  Tensor& copy_(const Tensor<U>& src);
+  Tensor& copy_(const Tensor<U>& src) {
+    require_defined("copy_");
+    exec::copy_values(*this, src);
+    return *this;
+  }
 
   // ---- properties ----
   bool defined() const { return storage_ != nullptr; }
@@ -275,26 +334,54 @@ class Tensor {
   /// This tensor if already dense in `format` (a view restrided to `format` when the tensor is
   /// dense in both layouts), else a dense copy (one launch).
   template <class Mode = exec::mode>
-  Tensor contiguous(MemoryFormat format = MemoryFormat::contiguous) const;
+  Tensor contiguous(MemoryFormat format = MemoryFormat::contiguous) const {
+    require_defined("contiguous");
+    if (!is_contiguous(format)) return exec::copy_of(*this, format);
+    // Dense in both layouts (see memory_format_of): the same memory, restrided to name `format`.
+    if (rank() == 4 && memory_format() != format) {
+      return Tensor(storage_, offset_, shape_,
+                    format == MemoryFormat::contiguous ? contiguous_strides(shape_)
+                                                       : channels_last_strides(shape_));
+    }
+    return *this;
+  }
   /// A dense copy in row-major order.
   template <class Mode = exec::mode>
-  Tensor clone() const;
+  Tensor clone() const {
+    require_defined("clone");
+    return exec::copy_of(*this, MemoryFormat::contiguous);
+  }
   /// A copy on `device` (this tensor itself when already there), channels-last when this tensor
   /// is (as PyTorch's preserve_format), else contiguous. The copy is done when `to`
   /// returns, except with `non_blocking` from pinned memory (pin_memory()) to a GPU: then it is
   /// queued on ember's stream, ahead of the kernels that will read it, and the host goes on.
   /// Writing to this tensor before the stream reaches the copy races with it.
   template <class Mode = exec::mode>
-  Tensor to(Device device, bool non_blocking = false) const;
+  Tensor to(Device device, bool non_blocking = false) const {
+    require_defined("to");
+    if (device == this->device()) return *this;
+    return exec::copy_to(*this, device, non_blocking);
+  }
   /// A dense copy of this CPU tensor in page-locked memory, whose copies to a GPU can be
   /// non-blocking (this tensor itself when already pinned and dense). Needs a CUDA device.
   template <class Mode = exec::mode>
-  Tensor pin_memory() const;
+  Tensor pin_memory() const {
+    require_defined("pin_memory");
+    EMBER_CHECK(device().is_cpu(), "ember: pin_memory: the tensor is on ", device().str(),
+                "; only host tensors can be pinned");
+    if (is_pinned() && is_contiguous()) return *this;
+    return exec::pinned_copy(*this);
+  }
   /// True when the elements live in page-locked host memory.
   bool is_pinned() const { return storage_ && storage_->pinned(); }
   /// The elements in row-major order, copied to the host.
   template <class Mode = exec::mode>
-  std::vector<T> to_vector() const;
+  std::vector<T> to_vector() const {
+    require_defined("to_vector");
+    if (numel() == 0) return {};
+    const Tensor host = to(Device::cpu()).contiguous();
+    return std::vector<T>(host.data(), host.data() + numel());  // std::vector<bool> too
+  }
   /// The value of a one-element tensor.
   template <class Mode = exec::mode>
   T item() const {
