@@ -201,7 +201,8 @@ inline void print_eval(std::int64_t step, const PretrainEval& e, double unigram_
 /// The order of the training instances: shuffled each epoch from --seed, this rank's part of every
 /// batch.
 inline data::Batches batch_order(const PretrainConfig& c, const PretrainData& data) {
-  data::Batches order(static_cast<std::int64_t>(data.train.size()), c.batch, true, c.seed, true);
+  data::Batches order(static_cast<std::int64_t>(data.train.size()), c.batch,
+                      {.seed = c.seed, .drop_last = true});
   order.shard(dist::rank(), dist::world_size());
   return order;
 }

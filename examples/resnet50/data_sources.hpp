@@ -78,7 +78,7 @@ class InMemorySource : public ImageSource {
         eval_y_(std::move(eval_y)),
         classes_(classes),
         batch_(batch),
-        order_(train_y_.numel(), batch, /*shuffle=*/true, seed, /*drop_last=*/true) {
+        order_(train_y_.numel(), batch, {.seed = seed, .drop_last = true}) {
     EMBER_CHECK(order_.batches_per_epoch() > 0, "resnet50: ", name_, " has ", train_y_.numel(),
                 " training images, fewer than one batch of ", batch);
     order_.shard(shard.rank, shard.ranks);
@@ -184,8 +184,8 @@ class ImageFolderSource : public ImageSource {
     train_size_ = train.size();
     eval_size_ = val.size();
     const int threads = workers > 0 ? workers : -1;
-    Batches train_order(train_size_, batch, true, seed, true),
-        eval_order(eval_size_, batch, false, 0, false);
+    Batches train_order(train_size_, batch, {.seed = seed, .drop_last = true}),
+        eval_order(eval_size_, batch, {.shuffle = false});
     train_order.shard(shard.rank, shard.ranks);
     eval_order.shard(shard.rank, shard.ranks);
     train_ = std::make_unique<ImageFolderLoader>(

@@ -48,10 +48,11 @@ TEST_CASE("mulhi64 is the high half of the 128-bit product", "[data]") {
 
 TEST_CASE("each epoch's order is a permutation, fixed by the seed and the epoch", "[data]") {
   for (std::int64_t n : {0, 1, 2, 3, 7, 100, 1000, 60000}) {
-    const data::Batches b(n, 32, true, 42);
+    const data::Batches b(n, 32, {.seed = 42});
     for (std::int64_t e : {0, 1, 5}) CHECK(is_permutation_of_iota(b.permutation(e)));
   }
-  const data::Batches a(1000, 10, true, 42), same(1000, 10, true, 42), other(1000, 10, true, 43);
+  const data::Batches a(1000, 10, {.seed = 42}), same(1000, 10, {.seed = 42}),
+      other(1000, 10, {.seed = 43});
   CHECK(a.permutation(0) == same.permutation(0));
   CHECK(a.permutation(7) == same.permutation(7));
   CHECK(a.permutation(0) != a.permutation(1));
@@ -59,7 +60,7 @@ TEST_CASE("each epoch's order is a permutation, fixed by the seed and the epoch"
   CHECK(a.permutation(0) != iota(1000));
   CHECK(a.permutation(3) == data::shuffled_order(1000, 42, 3));
   // Without shuffling, every epoch is in order.
-  const data::Batches plain(10, 3, false, 42);
+  const data::Batches plain(10, 3, {.shuffle = false, .seed = 42});
   CHECK(plain.permutation(0) == iota(10));
   CHECK(plain.permutation(9) == iota(10));
 }
@@ -87,7 +88,7 @@ TEST_CASE("shuffles are uniform: each of the 6 orders of 3 items comes up equall
 
 TEST_CASE("batches tile the epoch's order, with and without drop_last", "[data]") {
   SECTION("keep the last, smaller batch") {
-    data::Batches b(10, 3, true, 1, false);
+    data::Batches b(10, 3, {.seed = 1});
     CHECK(b.batches_per_epoch() == 4);
     std::vector<std::int64_t> all;
     std::vector<std::size_t> sizes;
@@ -108,7 +109,7 @@ TEST_CASE("batches tile the epoch's order, with and without drop_last", "[data]"
     CHECK(b.next() == std::vector<std::int64_t>(perm1.begin(), perm1.begin() + 3));
   }
   SECTION("drop the last, smaller batch") {
-    data::Batches b(10, 3, true, 1, true);
+    data::Batches b(10, 3, {.seed = 1, .drop_last = true});
     CHECK(b.batches_per_epoch() == 3);
     std::vector<std::int64_t> all;
     while (b.has_next()) {
@@ -118,9 +119,9 @@ TEST_CASE("batches tile the epoch's order, with and without drop_last", "[data]"
     }
     const auto perm = b.permutation(0);
     CHECK(all == std::vector<std::int64_t>(perm.begin(), perm.begin() + 9));
-    CHECK(data::Batches(9, 3, true, 1, true).batches_per_epoch() == 3);
-    CHECK(data::Batches(2, 3, true, 1, true).batches_per_epoch() == 0);
-    CHECK(data::Batches(2, 3, true, 1, false).batches_per_epoch() == 1);
+    CHECK(data::Batches(9, 3, {.seed = 1, .drop_last = true}).batches_per_epoch() == 3);
+    CHECK(data::Batches(2, 3, {.seed = 1, .drop_last = true}).batches_per_epoch() == 0);
+    CHECK(data::Batches(2, 3, {.seed = 1}).batches_per_epoch() == 1);
     CHECK(data::Batches(0, 3).batches_per_epoch() == 0);
   }
   SECTION("bad arguments") {
@@ -132,7 +133,7 @@ TEST_CASE("batches tile the epoch's order, with and without drop_last", "[data]"
 
 TEST_CASE("the cursor's state, two integers, resumes the same batches", "[data]") {
   // The whole run: 3 epochs of 25 samples in batches of 4.
-  data::Batches full(25, 4, true, 2024, false);
+  data::Batches full(25, 4, {.seed = 2024});
   std::vector<std::vector<std::int64_t>> run;
   std::vector<std::pair<std::int64_t, std::int64_t>> states;
   for (; full.epoch() < 3; full.next_epoch()) {
@@ -144,7 +145,7 @@ TEST_CASE("the cursor's state, two integers, resumes the same batches", "[data]"
   REQUIRE(run.size() == 21);
   // Resume from every saved state in a fresh object: the rest of the run is the same.
   for (std::size_t k = 0; k < states.size(); ++k) {
-    data::Batches resumed(25, 4, true, 2024, false);
+    data::Batches resumed(25, 4, {.seed = 2024});
     resumed.restore(states[k].first, states[k].second);
     std::size_t at = k;
     for (; resumed.epoch() < 3; resumed.next_epoch()) {
@@ -156,7 +157,7 @@ TEST_CASE("the cursor's state, two integers, resumes the same batches", "[data]"
     CHECK(at == run.size());
   }
   // A state at the end of an epoch (all batches served) is valid too.
-  data::Batches end(25, 4, true, 2024, false);
+  data::Batches end(25, 4, {.seed = 2024});
   end.restore(1, 7);
   CHECK_FALSE(end.has_next());
   end.next_epoch();
@@ -222,7 +223,7 @@ TEST_CASE("a training loop over Batches and gather_rows sees every sample once p
   std::vector<std::int64_t> ids(static_cast<std::size_t>(n));
   std::iota(ids.begin(), ids.end(), std::int64_t{1000});
   const Tensor<std::int64_t> labels = from_vector(ids);
-  data::Batches batches(n, 16, true, 5);
+  data::Batches batches(n, 16, {.seed = 5});
   for (; batches.epoch() < 2; batches.next_epoch()) {
     std::vector<std::int64_t> seen;
     while (batches.has_next()) {
@@ -239,7 +240,7 @@ TEST_CASE("Batches::shard: the ranks' parts of each batch are disjoint, in order
           "[data]") {
   for (const bool drop_last : {false, true}) {
     for (const int ranks : {1, 2, 3, 4}) {
-      const data::Batches whole(50, 12, true, 3, drop_last);
+      const data::Batches whole(50, 12, {.seed = 3, .drop_last = drop_last});
       std::vector<data::Batches> parts(static_cast<std::size_t>(ranks), whole);
       for (int r = 0; r < ranks; ++r) {
         parts[static_cast<std::size_t>(r)].shard(r, ranks);

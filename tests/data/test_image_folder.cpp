@@ -502,7 +502,7 @@ TEST_CASE("ImageFolderLoader skips and counts bad files, replacing them with the
   data::LoaderOptions opts;
   opts.transform = data::ImageTransform::evaluation(24);
   opts.workers = 0;
-  data::ImageFolderLoader loader(folder, data::Batches(20, 8, /*shuffle=*/false), opts);
+  data::ImageFolderLoader loader(folder, data::Batches(20, 8, {.shuffle = false}), opts);
   CHECK(loader.skipped() == 0);
   std::vector<std::int64_t> samples;
   std::vector<std::int64_t> sizes;
@@ -550,7 +550,7 @@ TEST_CASE("Prefetching on worker threads serves the batches synchronous loading 
     opts.workers = workers;
     opts.prefetch = prefetch;
     opts.seed = 11;
-    data::ImageFolderLoader loader(folder, data::Batches(20, 6, true, 5), opts);
+    data::ImageFolderLoader loader(folder, data::Batches(20, 6, {.seed = 5}), opts);
     CHECK(loader.workers() == workers);
     std::vector<data::ImageBatch> out;
     for (; loader.epoch() < 2; loader.next_epoch()) {
@@ -590,13 +590,13 @@ TEST_CASE("With pin_memory the loader serves the same batches in page-locked mem
   opts.seed = 11;
   opts.pin_memory = true;
   if (!memory::pinned_memory_available()) {
-    CHECK_THROWS_WITH(data::ImageFolderLoader(folder, data::Batches(20, 6, true, 5), opts),
+    CHECK_THROWS_WITH(data::ImageFolderLoader(folder, data::Batches(20, 6, {.seed = 5}), opts),
                       Contains("pin_memory needs a CUDA device"));
     return;
   }
-  data::ImageFolderLoader pinned(folder, data::Batches(20, 6, true, 5), opts);
+  data::ImageFolderLoader pinned(folder, data::Batches(20, 6, {.seed = 5}), opts);
   opts.pin_memory = false;
-  data::ImageFolderLoader plain(folder, data::Batches(20, 6, true, 5), opts);
+  data::ImageFolderLoader plain(folder, data::Batches(20, 6, {.seed = 5}), opts);
   while (plain.has_next()) {
     const data::ImageBatch a = pinned.next(), b = plain.next();
     CHECK(a.images.is_pinned());

@@ -71,7 +71,7 @@ struct Data {
 template <class T>
 void train(Mlp<T>& model, bool sharded, dist::DistributedDataParallel* ddp) {
   const Data<T> data;
-  ember::data::Batches batches(48, 12, /*shuffle=*/true, /*seed=*/5, /*drop_last=*/true);
+  ember::data::Batches batches(48, 12, {.seed = 5, .drop_last = true});
   if (sharded) batches.shard(dist::rank(), dist::world_size());
   ember::optim::SGD opt(model, ember::optim::SGDOptions{.lr = 0.05, .momentum = 0.9});
   for (int step = 0; step < 10; ++step) {
@@ -235,7 +235,7 @@ TEST_CASE("DistributedDataParallel: ranks with different models are told so", "[
 }
 
 TEST_CASE("data::Batches::shard: the ranks' parts are disjoint and make up each batch", "[dist]") {
-  ember::data::Batches whole(50, 12, true, 9, false);
+  ember::data::Batches whole(50, 12, {.seed = 9});
   ember::data::Batches mine = whole;
   mine.shard(dist::rank(), dist::world_size());
   for (std::int64_t epoch = 0; epoch < 2; ++epoch) {

@@ -92,7 +92,8 @@ TEST_CASE("bert_pretrain's step takes no memory and makes no primitive once warm
   auto opt = bert::make_optimizer<optim::AdamW>(model, c);
   const optim::Schedule schedule = bert::make_schedule(c);
   dist::DistributedDataParallel ddp(model);
-  data::Batches order(static_cast<std::int64_t>(data.train.size()), c.batch, true, c.seed, true);
+  data::Batches order(static_cast<std::int64_t>(data.train.size()), c.batch,
+                      {.seed = c.seed, .drop_last = true});
   ember::testing::require_steady_steps([&](std::int64_t step) {
     bert::train_step(model, opt, ddp, order, data, c, cpu, step, schedule(step));
   });

@@ -55,7 +55,7 @@ struct Training {
   static constexpr std::int64_t kBatch = 128, kEpochs = 3;
   const data::FashionMnist& train_set;
   Mlp model;
-  data::Batches batches{train_set.size(), kBatch, true, /*seed=*/7, /*drop_last=*/true};
+  data::Batches batches{train_set.size(), kBatch, {.seed = 7, .drop_last = true}};
   optim::AdamW opt{model, {.lr = 2e-3, .weight_decay = 1e-4}};
   optim::Schedule lr = optim::warmup(
       100, optim::CosineDecay(2e-3, kEpochs* batches.batches_per_epoch() - 100, 1e-5));

@@ -3,7 +3,7 @@
 // checkpoints, and gather_rows, which builds a batch from rows of a dataset tensor. See
 // docs/data.md.
 //
-//   data::Batches batches(train.size(), 128, /*shuffle=*/true, /*seed=*/42, /*drop_last=*/true);
+//   data::Batches batches(train.size(), 128, {.seed = 42, .drop_last = true});
 //   batches.restore(ckpt_epoch, ckpt_position);            // when resuming; else start at (0, 0)
 //   for (; batches.epoch() < epochs; batches.next_epoch()) {
 //     while (batches.has_next()) {
@@ -76,6 +76,13 @@ inline std::vector<std::int64_t> shuffled_order(std::int64_t n, std::uint64_t se
   return order;
 }
 
+/// How Batches orders and splits each epoch (PyTorch's DataLoader takes the same keywords).
+struct BatchesOptions {
+  bool shuffle = true;     // each epoch in the order shuffled_order(n, seed, epoch), else 0..n-1
+  std::uint64_t seed = 0;  // the shuffle's seed
+  bool drop_last = false;  // skip an epoch's last n % batch_size samples instead of a short batch
+};
+
 /// Splits `n` samples into batches of `batch_size`, epoch after epoch, in the order of
 /// shuffled_order(n, seed, epoch) (or 0, 1, ..., n-1 without shuffling). Without drop_last the
 /// last batch of an epoch holds the n % batch_size samples left over; with it they are skipped.
@@ -83,9 +90,12 @@ inline std::vector<std::int64_t> shuffled_order(std::int64_t n, std::uint64_t se
 /// already served; restore(epoch, position) returns to it.
 class Batches {
  public:
-  Batches(std::int64_t n, std::int64_t batch_size, bool shuffle = true, std::uint64_t seed = 0,
-          bool drop_last = false)
-      : n_(n), batch_size_(batch_size), shuffle_(shuffle), seed_(seed), drop_last_(drop_last) {
+  Batches(std::int64_t n, std::int64_t batch_size, const BatchesOptions& options = {})
+      : n_(n),
+        batch_size_(batch_size),
+        shuffle_(options.shuffle),
+        seed_(options.seed),
+        drop_last_(options.drop_last) {
     EMBER_CHECK(n >= 0, "ember: Batches: negative sample count ", n);
     EMBER_CHECK(batch_size > 0, "ember: Batches: batch size must be positive, got ", batch_size);
   }
