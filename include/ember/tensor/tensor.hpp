@@ -56,7 +56,7 @@ template <Storable T>
 class Tensor;
 
 // What Tensor's evaluating members call, defined in exec/assign.hpp. They live in the unit's kind
-// (core/config.hpp), so each member is one line whose only tag is its `Mode` default.
+// (core/config.hpp); a member calling them is tagged once, by its `Mode` default.
 namespace exec::inline EMBER_UNIT_KIND {
 /// Evaluates expression `e` into `out` with store `Op` (allocating `out` when undefined).
 template <StoreOp Op, Storable T, class E>
