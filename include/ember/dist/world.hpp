@@ -238,8 +238,8 @@ inline World init(int& argc, char**& argv, Options options = {}) {
   if (launched || initialised) {
     if (!initialised) {
       // OpenMPI's non-blocking all-reduce (libnbc, which ember's collectives use so that every wait
-      // is bounded) picks an algorithm 2-2.5x slower than its blocking one on one host from 64 KiB
-      // up; its ring is as fast or faster (docs/distributed.md). The user's choice stands.
+      // is bounded) picks an algorithm slower than its blocking one on one host from 64 KiB up;
+      // its ring is as fast or faster (docs/distributed.md). The user's choice stands.
       setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "1", /*overwrite=*/0);
       // FUNNELED: only the thread that called init() calls MPI (OpenMP's workers never do).
       int provided = 0;

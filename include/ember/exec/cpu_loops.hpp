@@ -8,8 +8,8 @@ namespace ember::exec::cpu {
 
 /// An empty statement the loop vectorizer cannot cross. Each block is already SIMD code (its
 /// fixed-length loops, straight-line after unrolling); without this GCC 12 may also vectorize
-/// the loop over blocks, shuffling lanes between blocks, which made a float chain 3x slower
-/// (docs/benchmarks.md, "Elementwise and autodiff chains against PyTorch").
+/// the loop over blocks, shuffling lanes between blocks, which is much slower than the blocks'
+/// own SIMD code (docs/benchmarks.md, "Elementwise and autodiff chains against PyTorch").
 EMBER_FORCEINLINE void block_boundary() {
 #if defined(__GNUC__)
   asm volatile("");

@@ -137,7 +137,8 @@ class MultiTensor {
         const detail::Chunk chunk = table.chunks_[c];
         const Slot slot = table.slots_[chunk.slot];
         // f(slot, j) touches element j alone (the contract above), so the chunk is one vector
-        // loop; without the pragma GCC kept SGD's update scalar (2% of a small ResNet's step).
+        // loop; without the pragma GCC kept SGD's update scalar (docs/benchmarks.md, "The small
+        // ResNet's own passes").
 #pragma omp simd
         for (std::int64_t j = chunk.begin; j < chunk.end; ++j) f(slot, j);
       }
@@ -170,8 +171,8 @@ class MultiTensor {
       for (std::int64_t c = 0; c < nchunks; ++c) {
         const detail::Chunk chunk = table.chunks_[c];
         const Slot& slot = table.slots_[chunk.slot];
-        // kLanes independent sums per k: one sum would be a chain of dependent double adds (the
-        // gradient norm of GPT-2 124M then took 8% of its CPU step); lanes vectorise. Element j
+        // kLanes independent sums per k: one sum would be a chain of dependent double adds, as
+        // slow as the adds' latency; lanes vectorise. Element j
         // always goes to lane (j - begin) % kLanes and the lanes are added in order: the result
         // depends on the chunk alone, not on threads.
         constexpr int kLanes = 8;

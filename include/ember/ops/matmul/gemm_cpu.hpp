@@ -151,15 +151,12 @@ inline void gemm_bf16(const MatrixView<const bf16>& A, const MatrixView<const bf
 }
 
 /// Whether oneMKL rather than oneDNN runs a float product C[M, N] = A[M, K] B[K, N] (both in the
-/// build; B read transposed or not). Measured side by side (bench/bench_gemm_cpu.cpp,
-/// docs/benchmarks.md). On a 2-core AVX-512 Xeon, MKL 2025.3 runs small and large squares, wide
-/// products, a plain B with K large (a linear's input gradient) and A transposed (a weight's
-/// gradient) 1.03-1.45x faster than oneDNN 2.6; oneDNN runs tall, narrow outputs faster (1024 x 64:
-/// 1.3x, 1024 x 128: 1.1x) and, at 256 rows, a transposed B wider than 8,192 columns (GPT-2's LM
-/// head: 1.1x; a tie at 1,024 rows). On other vendors' CPUs MKL is slower: on a 2-core Zen 4 EPYC,
-/// MKL 2026.2 ran 21 of the 22 shapes at 0.56-0.90x oneDNN's speed; the exception, K = 50,304
-/// (the LM head's input gradient), at 1.1-1.6x, so there MKL takes only K > 16,384. False without
-/// MKL or with EMBER_CPU_GEMM=onednn.
+/// build; B read transposed or not), by the two measured side by side (bench/bench_gemm_cpu.cpp;
+/// the shapes and ratios in docs/benchmarks.md, "The CPU matrix product"). On Intel's CPUs MKL
+/// is the faster on every shape class but two, which oneDNN keeps: tall, narrow outputs, and a
+/// transposed B wider than 8,192 columns (GPT-2's LM head). On other vendors' CPUs oneDNN is the
+/// faster but for a very long K (the LM head's input gradient), so MKL takes only K > 16,384.
+/// False without MKL or with EMBER_CPU_GEMM=onednn.
 inline bool mkl_takes([[maybe_unused]] std::int64_t M, [[maybe_unused]] std::int64_t N,
                       [[maybe_unused]] std::int64_t K, [[maybe_unused]] bool b_transposed) {
 #if defined(EMBER_WITH_MKL)
