@@ -134,25 +134,29 @@ class GPT2Attention : public ember::nn::Module {
   ember::Var<T> forward(const ember::Var<T>& x, ember::Var<T>* cached_k = nullptr,
                         ember::Var<T>* cached_v = nullptr) const {
     const std::int64_t B = x.shape()[0], T_ = x.shape()[1], C = x.shape()[2], H = n_head;
-    // [B, T, 3C] viewed as [B, T, 3, H, D]; q, k, v are its slices, heads moved before time.
+    // [B, T, 3C] viewed as [B, T, 3, H, D].
     const ember::Var<T> qkv = c_attn.forward(x).reshape(ember::Shape{B, T_, 3, H, C / H});
-    auto part = [&](int i) { return qkv.select(2, i).transpose(1, 2); };  // [B, H, T, D]
-    ember::Var<T> k = part(1), v = part(2);
+    const std::int64_t past = cached_k != nullptr && cached_k->defined() ? cached_k->shape()[2] : 0;
     ember::AttentionOptions opt;
     opt.causal = true;
-    if (cached_k != nullptr) {
-      if (cached_k->defined()) {
-        k = ember::cat({*cached_k, k}, 2);
-        v = ember::cat({*cached_v, v}, 2);
-      }
-      *cached_k = k, *cached_v = v;
-      // The new queries are the last of the keys: query i sees key j <= i + Lk - Lq.
-      opt.causal_align = ember::CausalAlign::lower_right;
-    }
     if (is_training() && attn_dropout > 0) {
       opt.dropout_p = attn_dropout;
-      std::tie(opt.seed, opt.offset) = ember::nn::reserve_random(B * H * T_ * k.shape()[2]);
+      std::tie(opt.seed, opt.offset) = ember::nn::reserve_random(B * H * T_ * (past + T_));
     }
+    if (cached_k == nullptr) {  // q, k and v read in place -> [B, T, H, D]
+      const ember::Var<T> y = ember::packed_qkv_attention<T>(qkv, ember::Tensor<bool>(), opt);
+      return resid_dropout.forward(c_proj.forward(y.reshape(ember::Shape{B, T_, C})));
+    }
+    // With a cache: q, k and v as qkv's slices [B, H, T, D], the keys after the cached ones.
+    auto part = [&](int i) { return qkv.select(2, i).transpose(1, 2); };
+    ember::Var<T> k = part(1), v = part(2);
+    if (past > 0) {
+      k = ember::cat({*cached_k, k}, 2);
+      v = ember::cat({*cached_v, v}, 2);
+    }
+    *cached_k = k, *cached_v = v;
+    // The new queries are the last of the keys: query i sees key j <= i + Lk - Lq.
+    opt.causal_align = ember::CausalAlign::lower_right;
     const ember::Var<T> y =
         ember::scaled_dot_product_attention<T>(part(0), k, v, ember::Tensor<bool>(), opt);
     return resid_dropout.forward(c_proj.forward(y.transpose(1, 2).reshape(ember::Shape{B, T_, C})));

@@ -26,6 +26,20 @@ Var<T> scaled_dot_product_attention(const Var<T>& q, const autograd::param_arg_t
         return std::vector<Tensor<T>>{dq, dk, dv};
       }));
 }
+
+/// packed_qkv_attention (ops/rows/attention.hpp) of a Var: qkv [..., L, 3, H, E] ->
+/// [..., L, H, E], its gradient one tensor.
+template <FloatingElement T>
+Var<T> packed_qkv_attention(const Var<T>& qkv, const Tensor<bool>& mask = {},
+                            const AttentionOptions& opt = {}) {
+  const Tensor<T> x = qkv.value();
+  auto [out, saved] = ops::packed_attention_forward<T>(x, mask, opt);
+  return Var<T>::from_node(autograd::record_op<T>(
+      "packed_qkv_attention", out, {qkv.node()}, {x},
+      [x, saved = std::move(saved), opt](const Tensor<T>& g) {
+        return std::vector<Tensor<T>>{ops::packed_attention_backward<T>(x, saved, opt, g)};
+      }));
+}
 }  // namespace ember::inline EMBER_UNIT_KIND
 
 /// Compiled once in ember::kernels (core/compiled_once.hpp): scaled dot-product attention on
@@ -38,6 +52,10 @@ Var<T> scaled_dot_product_attention(const Var<T>& q, const autograd::param_arg_t
   EXPLICIT Var<T> scaled_dot_product_attention<T>(const Var<T>&, const autograd::ParamArg<T>&,    \
                                                   const autograd::ParamArg<T>&,                   \
                                                   const Tensor<bool>&, const AttentionOptions&);  \
+  EXPLICIT Tensor<T> packed_qkv_attention<T>(const Tensor<T>&, const Tensor<bool>&,               \
+                                             const AttentionOptions&);                            \
+  EXPLICIT Var<T> packed_qkv_attention<T>(const Var<T>&, const Tensor<bool>&,                     \
+                                          const AttentionOptions&);                               \
   }                                                                                               \
   namespace ember::ops {                                                                          \
   EXPLICIT std::pair<Tensor<T>, AttentionSaved<T>> attention_forward<T>(const Tensor<T>&,         \
@@ -48,5 +66,9 @@ Var<T> scaled_dot_product_attention(const Var<T>& q, const autograd::param_arg_t
   EXPLICIT std::tuple<Tensor<T>, Tensor<T>, Tensor<T>> attention_backward<T>(                     \
       const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, const AttentionSaved<T>&,             \
       const AttentionOptions&, const Tensor<T>&);                                                 \
+  EXPLICIT std::pair<Tensor<T>, AttentionSaved<T>> packed_attention_forward<T>(                   \
+      const Tensor<T>&, const Tensor<bool>&, const AttentionOptions&);                            \
+  EXPLICIT Tensor<T> packed_attention_backward<T>(const Tensor<T>&, const AttentionSaved<T>&,     \
+                                                  const AttentionOptions&, const Tensor<T>&);     \
   }
 EMBER_EXTERN_INSTANCES(EMBER_ATTENTION_INSTANCES)

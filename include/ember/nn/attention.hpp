@@ -4,8 +4,9 @@
 // (zeros) and out_proj, an nn::Linear (out_proj.weight as Linear's default, out_proj.bias zeros).
 //
 //   forward(x [B, S, E], mask = {}, causal = false) -> [B, S, E]
-//   q, k, v = split(linear(x, in_proj_weight, in_proj_bias)) as [B, H, S, E / H]
-//   out_proj(concat_heads(scaled_dot_product_attention(q, k, v, mask, causal, dropout)))
+//   qkv = linear(x, in_proj_weight, in_proj_bias) viewed as [B, S, 3, H, E / H]
+//   out_proj(packed_qkv_attention(qkv, mask, causal, dropout) viewed as [B, S, E])
+// (packed_qkv_attention: scaled_dot_product_attention of qkv's q, k and v, read in place.)
 //
 // The mask follows scaled_dot_product_attention's boolean convention: a Tensor<bool> that
 // broadcasts to [B, H, S, S], TRUE WHERE A QUERY MAY ATTEND (undefined: everywhere). This is the
@@ -76,18 +77,15 @@ class MultiheadSelfAttention : public Module {
     const Var<T> qkv = in_proj_bias.defined()
                            ? linear<Var<T>, Var<T>, Var<T>>(x, in_proj_weight, in_proj_bias)
                            : linear<Var<T>, Var<T>, Tensor<T>>(x, in_proj_weight, Tensor<T>());
-    // [B, S, 3E] -> [3, B, H, S, D]: q, k and v as views.
-    const Var<T> heads = qkv.reshape(Shape{B, S, 3, H, D}).permute(Dims{2, 0, 3, 1, 4});
     AttentionOptions opt;
     opt.causal = causal;
     if (is_training() && dropout > 0) {
       opt.dropout_p = dropout;
       std::tie(opt.seed, opt.offset) = reserve_random(B * H * S * S);
     }
-    const Var<T> att = scaled_dot_product_attention<T>(heads.select(0, 0), heads.select(0, 1),
-                                                       heads.select(0, 2), mask, opt);
-    // [B, H, S, D] -> [B, S, E].
-    return out_proj.forward(att.transpose(1, 2).reshape(Shape{B, S, embed_dim}));
+    // [B, S, 3E] viewed by heads -> [B, S, H, D] -> [B, S, E].
+    const Var<T> att = packed_qkv_attention<T>(qkv.reshape(Shape{B, S, 3, H, D}), mask, opt);
+    return out_proj.forward(att.reshape(Shape{B, S, embed_dim}));
   }
   template <class Mode = exec::mode>
   Var<T> operator()(const Var<T>& x, const Tensor<bool>& mask = {}, bool causal = false) const {

@@ -302,6 +302,103 @@ TEMPLATE_TEST_CASE("flash attention against the float64 scores kernel: tails, ma
   for (std::size_t i = 0; i < want.size(); ++i) require_close(got[i], want[i], 1e-12);
 }
 
+// The output and the gradient of packed_qkv_attention on qkv cast to T, with gradient g.
+template <class T>
+std::vector<Tensor<T>> packed_with_grad(const Tensor<double>& qkv, const Tensor<double>& g,
+                                        const Tensor<bool>& mask, const AttentionOptions& o) {
+  Var<T> x = ember::param(Tensor<T>(ember::cast<T>(qkv)));
+  Var<T> out = ember::packed_qkv_attention(x, mask, o);
+  out.backward(Tensor<T>(ember::cast<T>(g)));
+  return {out.value(), x.grad()};
+}
+
+TEMPLATE_TEST_CASE("packed_qkv_attention equals scaled_dot_product_attention of its parts",
+                   "[ops][attention]", float, double, bf16) {
+  using T = TestType;
+  // The same kernel on the same values either way: equal but for the order of a few sums.
+  const double tol = std::is_same_v<T, double>  ? 1e-12
+                     : std::is_same_v<T, float> ? 1e-5
+                                                : 2 * ember::testing::dtype_tolerance<T>();
+  const std::int64_t B = 2, L = 45, H = 3;
+  const AttentionKernel kernel = GENERATE(AttentionKernel::flash, AttentionKernel::scores);
+  const std::int64_t E = GENERATE(16, 32);  // 32: bf16 on its bf16 products where the CPU has them
+  INFO("kernel " << (kernel == AttentionKernel::flash ? "flash" : "scores") << ", E " << E);
+  std::vector<bool> padding(static_cast<std::size_t>(B * L), true);
+  for (std::size_t j = 30; j < static_cast<std::size_t>(L); ++j) padding[j] = false;
+  const Tensor<bool> key_padding = ember::from_vector<bool>(padding, Shape{B, 1, 1, L});
+  const Tensor<double> qkv = rand_tensor(Shape{B, L, 3, H, E}, 31);
+  const Tensor<double> g = rand_tensor(Shape{B, L, H, E}, 32);
+  for (bool causal : {false, true}) {
+    for (double p : {0.0, 0.25}) {
+      INFO("causal " << causal << ", dropout " << p);
+      AttentionOptions o;
+      o.kernel = kernel;
+      o.causal = causal;
+      o.dropout_p = p;
+      o.seed = 5;
+      o.offset = 7;
+      const Tensor<bool> mask = causal ? Tensor<bool>() : key_padding;
+      const auto got = packed_with_grad<T>(qkv, g, mask, o);
+      // The reference: q, k and v as separate tensors [B, H, L, E], their gradients stacked back.
+      Var<T> x = ember::param(Tensor<T>(ember::cast<T>(qkv)));
+      auto part = [&](int i) { return x.select(2, i).transpose(1, 2); };
+      Var<T> out = ember::scaled_dot_product_attention(part(0), part(1), part(2), mask, o);
+      out = out.transpose(1, 2);
+      out.backward(Tensor<T>(ember::cast<T>(g)));
+      REQUIRE(got[0].shape() == Shape{B, L, H, E});
+      auto wide = [](const Tensor<T>& t) { return Tensor<double>(ember::cast<double>(t)); };
+      require_close(got[0], wide(out.value()), tol);
+      require_close(got[1], wide(x.grad()), tol);
+      // The flash kernel's output is dense: reshaping to [B, L, H E] is a view.
+      if (kernel == AttentionKernel::flash) REQUIRE(got[0].is_contiguous());
+    }
+  }
+}
+
+TEST_CASE("gradcheck: packed_qkv_attention", "[ops][attention][gradcheck]") {
+  const AttentionKernel kernel = GENERATE(AttentionKernel::flash, AttentionKernel::scores);
+  INFO("kernel " << (kernel == AttentionKernel::flash ? "flash" : "scores"));
+  const Tensor<bool> mask = ember::from_vector<bool>({true, false, true, true, true}, Shape{5});
+  for (bool causal : {false, true}) {
+    AttentionOptions o;
+    o.kernel = kernel;
+    o.causal = causal;
+    o.dropout_p = 0.3;
+    o.seed = 4;
+    auto r =
+        ember::gradcheck([&](const Vars& x) { return ember::packed_qkv_attention(x[0], mask, o); },
+                         {rand_tensor(Shape{2, 5, 3, 2, 4}, 33)});
+    INFO("causal " << causal << ": " << r);
+    REQUIRE(r);
+  }
+  REQUIRE_THROWS_AS(ember::packed_qkv_attention(rand_tensor(Shape{2, 5, 2, 2, 4}, 34)),
+                    ember::Error);
+  REQUIRE_THROWS_AS(ember::packed_qkv_attention(rand_tensor(Shape{5, 3, 4}, 35)), ember::Error);
+}
+
+TEST_CASE(
+    "flash attention lays heads after rows: outputs and projections' gradients reshape "
+    "without a copy",
+    "[ops][attention]") {
+  const std::int64_t B = 2, L = 9, H = 3, E = 8;
+  // q, k and v as the heads of three [B, L, H E] projections (BERT's), viewed [B, H, L, E].
+  auto heads = [&](std::uint32_t seed) {
+    return ember::param(Tensor<double>(rand_tensor(Shape{B, L, H, E}, seed)));
+  };
+  Var<double> q = heads(41), k = heads(42), v = heads(43);
+  Var<double> out =
+      ember::scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2));
+  // [B, H, L, E] in [B, L, H, E]'s memory, as PyTorch's CPU flash attention lays it out.
+  REQUIRE(out.value().transpose(1, 2).is_contiguous());
+  out.transpose(1, 2).backward(rand_tensor(Shape{B, L, H, E}, 44));
+  for (const Var<double>* x : {&q, &k, &v}) REQUIRE(x->grad().is_contiguous());
+  // Dense [B, H, L, E] inputs keep dense gradients.
+  Var<double> dense = ember::param(Tensor<double>(rand_tensor(Shape{B, H, L, E}, 45)));
+  ember::scaled_dot_product_attention(dense, dense, dense)
+      .backward(rand_tensor(Shape{B, H, L, E}, 46));
+  REQUIRE(dense.grad().is_contiguous());
+}
+
 TEST_CASE("flash attention runs on the CPU by default, scores when asked; no keys give zeros",
           "[ops][attention]") {
   const Tensor<float> q = ember::zeros<float>(Shape{1, 4, 8});

@@ -1,6 +1,6 @@
-// scaled_dot_product_attention on CUDA device 0 against the CPU: values (causal, masked,
-// dropout with the same mask on both devices) and gradients. Compiled by nvcc for sm_90 in every
-// CUDA build; skipped (not failed) when no GPU is present.
+// scaled_dot_product_attention and packed_qkv_attention on CUDA device 0 against the CPU: values
+// (causal, masked, dropout with the same mask on both devices) and gradients. Compiled by nvcc for
+// sm_90 in every CUDA build; skipped (not failed) when no GPU is present.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -48,6 +48,23 @@ TEST_CASE("cuda attention: values and gradients match the CPU", "[cuda]") {
     require_near(kg.grad(), kc.grad(), 1e-3);
     require_near(vg.grad(), vc.grad(), 1e-3);
   }
+}
+
+TEST_CASE("cuda attention: packed q, k and v match the CPU's flash kernel", "[cuda]") {
+  EMBER_REQUIRE_CUDA_DEVICE();
+  // [B, L, 3, H, E]: the score kernel on the device's views, the flash kernel in place here.
+  const Tensor<float> qkv = randn<float>({2, 37, 3, 4, 16}, 6);
+  const Tensor<bool> keep = Tensor<bool>(rand<float>({2, 1, 1, 37}, 7) > 0.2);
+  AttentionOptions o;
+  o.dropout_p = 0.1;
+  o.seed = 8;
+  auto xc = param(qkv), xg = param(qkv.to(kGpu));
+  const Var<float> yc = packed_qkv_attention(xc, keep, o),
+                   yg = packed_qkv_attention(xg, keep.to(kGpu), o);
+  require_near(yg.value(), yc.value(), 1e-4);
+  sum(square(yc)).backward();
+  sum(square(yg)).backward();
+  require_near(xg.grad(), xc.grad(), 1e-3);
 }
 
 }  // namespace test_ops_attention_cuda

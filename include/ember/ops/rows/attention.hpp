@@ -20,14 +20,19 @@
 //   seed), two GEMMs for dq and dk.
 // Both drop the same elements for the same seed and offset, and a row whose every key is masked
 // gives zeros, not NaN.
+// packed_qkv_attention is the same attention over one projection's q, k and v, qkv
+// [..., L, 3, H, E] -> [..., L, H, E]: the flash kernel reads them in place and its backward
+// writes their gradients as one tensor, the projection's (FlashAttention's qkvpacked form).
 #pragma once
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <optional>
 #include <string>
 #include <tuple>
+#include <utility>
 
 #include "../../core/dtype.hpp"
 #include "../../exec/assign.hpp"
@@ -90,7 +95,7 @@ struct AttentionSaved {
   Tensor<T> scores;      // scores: q k^T, unscaled, [..., Lq, Lk]
   Tensor<acc_t<T>> lse;  // logsumexp of the masked, scaled scores ([..., Lq, 1]; flash: [B, Lq])
   Tensor<T> probs;       // scores: after dropout, what multiplied v
-  Tensor<T> out;         // flash: the output, dense [B, Lq, Ev] (B: the batch entries)
+  Tensor<T> out;         // flash: the output [..., Lq, Ev]
   Tensor<bool> mask;     // as given, or a single true
   double scale = 1;
 };
@@ -122,24 +127,52 @@ Tensor<T> with_dense_rows(const Tensor<T>& t) {
   return t.size(-1) <= 1 || t.stride(-1) == 1 ? t : t.contiguous();
 }
 
+/// t's extents before its last two (its batch extents).
+template <Storable T>
+Shape batch_extents(const Tensor<T>& t) {
+  Shape sizes;
+  for (int d = 0; d + 2 < t.rank(); ++d) sizes.push_back(t.size(d));
+  return sizes;
+}
+
+/// t [..., L, cols] (its rows dense, its batch extents broadcasting to `batch`) as the flash
+/// kernels' rows: BatchRows<const T> to read, BatchRows<T> to write.
+template <class Element, Storable T>
+BatchRows<Element> batch_rows(const Tensor<T>& t, const Shape& batch) {
+  Shape strides;
+  for (int d = 0; d + 2 < t.rank(); ++d) strides.push_back(t.stride(d));
+  return {t.data(), batch_offsets(batch_extents(t), strides, batch), t.stride(-2)};
+}
+
+/// An uninitialised tensor of `shape` [..., H, L, cols] laid out as [..., L, H, cols]: heads
+/// after rows, as the heads of a [..., L, H * cols] projection lie, so that a model's
+/// transpose(-3, -2) and reshape back to [..., L, H * cols] is a view. PyTorch's CPU flash
+/// attention lays its output out so too.
+template <Storable T>
+Tensor<T> empty_heads_after_rows(Shape shape, Device device) {
+  const int r = shape.rank();
+  std::swap(shape[r - 3], shape[r - 2]);
+  return empty<T>(shape, device).transpose(r - 3, r - 2);
+}
+
+/// An uninitialised tensor for the gradient of x [..., H, L, cols]: heads after rows where x's
+/// heads are closer in memory than its rows (x is a view of a projection), else dense.
+template <Storable T>
+Tensor<T> empty_gradient_like(const Tensor<T>& x) {
+  const int r = x.rank();
+  const bool heads_after_rows =
+      r >= 3 && x.size(r - 3) > 1 && x.size(r - 2) > 1 && x.stride(r - 3) < x.stride(r - 2);
+  return heads_after_rows ? empty_heads_after_rows<T>(x.shape(), x.device())
+                          : empty<T>(x.shape(), x.device());
+}
+
 /// The flash kernels' view of q, k, v (rows dense) and the mask (undefined: none).
 template <FloatingElement T>
 FlashProblem<T> flash_problem(const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v,
                               const Tensor<bool>& mask, const AttentionOptions& opt, double scale) {
-  auto lead = [](const Tensor<T>& t) {  // batch extents and strides
-    Shape sizes, strides;
-    for (int d = 0; d + 2 < t.rank(); ++d) {
-      sizes.push_back(t.size(d));
-      strides.push_back(t.stride(d));
-    }
-    return std::pair{sizes, strides};
-  };
-  const auto [qb, qstr] = lead(q);
-  const auto [kb, kstr] = lead(k);
-  const auto [vb, vstr] = lead(v);
   const char* name = "scaled_dot_product_attention";
-  const Shape score_batch = broadcast_shapes(qb, kb, name);
-  const Shape batch = broadcast_shapes(score_batch, vb, name);
+  const Shape score_batch = broadcast_shapes(batch_extents(q), batch_extents(k), name);
+  const Shape batch = broadcast_shapes(score_batch, batch_extents(v), name);
   FlashProblem<T> p;
   p.batch_shape = batch;
   p.batch = batch.numel();
@@ -147,15 +180,9 @@ FlashProblem<T> flash_problem(const Tensor<T>& q, const Tensor<T>& k, const Tens
   p.Lk = k.size(-2);
   p.E = q.size(-1);
   p.Ev = v.size(-1);
-  p.q = q.data();
-  p.k = k.data();
-  p.v = v.data();
-  p.q_row = q.stride(-2);
-  p.k_row = k.stride(-2);
-  p.v_row = v.stride(-2);
-  p.q_at = batch_offsets(qb, qstr, batch);
-  p.k_at = batch_offsets(kb, kstr, batch);
-  p.v_at = batch_offsets(vb, vstr, batch);
+  p.q = batch_rows<const T>(q, batch);
+  p.k = batch_rows<const T>(k, batch);
+  p.v = batch_rows<const T>(v, batch);
   Strides score_strides = contiguous_strides(score_batch);
   for (auto& s : score_strides) s *= p.Lq * p.Lk;
   p.score_at = batch_offsets(score_batch, score_strides, batch);
@@ -196,7 +223,8 @@ Tensor<bool> attention_mask(const Tensor<bool>& mask, Device device) {
 }
 
 /// The flash forward (the checks done; mask undefined: none): the output, and into s what its
-/// backward needs.
+/// backward needs. An output of rank 4 or more has its heads after its rows
+/// (empty_heads_after_rows).
 template <FloatingElement T>
 std::pair<Tensor<T>, AttentionSaved<T>> flash_forward(const Tensor<T>& q_in, const Tensor<T>& k_in,
                                                       const Tensor<T>& v_in,
@@ -206,36 +234,50 @@ std::pair<Tensor<T>, AttentionSaved<T>> flash_forward(const Tensor<T>& q_in, con
   const Tensor<T> q = with_dense_rows<T>(q_in), k = with_dense_rows<T>(k_in),
                   v = with_dense_rows<T>(v_in);
   const FlashProblem<T> p = flash_problem(q, k, v, mask, opt, s.scale);
-  s.mask = mask;
-  s.out = empty<T>(Shape{p.batch, p.Lq, p.Ev}, q.device());
-  s.lse = empty<acc_t<T>>(Shape{p.batch, p.Lq}, q.device());
-  flash_attention_forward<T>(p, s.out.data(), s.lse.data());
   Shape shape = p.batch_shape;
   shape.push_back(p.Lq);
   shape.push_back(p.Ev);
-  return {s.out.reshape(shape), s};
+  s.mask = mask;
+  s.out = shape.rank() >= 4 ? empty_heads_after_rows<T>(shape, q.device())
+                            : empty<T>(shape, q.device());
+  s.lse = empty<acc_t<T>>(Shape{p.batch, p.Lq}, q.device());
+  flash_attention_forward<T>(p, batch_rows<T>(s.out, p.batch_shape), s.lse.data());
+  return {s.out, s};
 }
 
-/// The flash backward: the gradients of q, k and v.
+/// Where flash_backward writes the gradients of q, k and v (undefined: tensors of its own).
+template <Storable T>
+struct AttentionGradients {
+  Tensor<T> dq, dk, dv;
+};
+
+/// The flash backward: the gradients of q, k and v, into `into` where it names them (views with
+/// q's, k's and v's shapes and dense rows), else into tensors laid out like q, k and v
+/// (empty_gradient_like; dense and summed where an operand was broadcast).
 template <FloatingElement T>
 std::tuple<Tensor<T>, Tensor<T>, Tensor<T>> flash_backward(
     const Tensor<T>& q_in, const Tensor<T>& k_in, const Tensor<T>& v_in, const AttentionSaved<T>& s,
-    const AttentionOptions& opt, const Tensor<T>& g) {
+    const AttentionOptions& opt, const Tensor<T>& g, const AttentionGradients<T>& into = {}) {
   const Tensor<T> q = with_dense_rows<T>(q_in), k = with_dense_rows<T>(k_in),
                   v = with_dense_rows<T>(v_in);
   const FlashProblem<T> p = flash_problem(q, k, v, s.mask, opt, s.scale);
-  const Tensor<T> dout = g.contiguous();
-  auto grad_shape = [&](std::int64_t rows, std::int64_t cols) {
-    Shape out = p.batch_shape;
-    out.push_back(rows);
-    out.push_back(cols);
-    return out;
+  auto gradient = [&](const Tensor<T>& given, const Tensor<T>& x, std::int64_t rows,
+                      std::int64_t cols) {
+    if (given.defined()) return given;
+    Shape full = p.batch_shape;
+    full.push_back(rows);
+    full.push_back(cols);
+    return x.shape() == full ? empty_gradient_like<T>(x) : empty<T>(full, x.device());
   };
-  Tensor<T> dq = empty<T>(grad_shape(p.Lq, p.E), q.device());
-  Tensor<T> dk = empty<T>(grad_shape(p.Lk, p.E), q.device());
-  Tensor<T> dv = empty<T>(grad_shape(p.Lk, p.Ev), q.device());
-  flash_attention_backward<T>(p, s.out.data(), dout.data(), s.lse.data(), dq.data(), dk.data(),
-                              dv.data());
+  const Tensor<T> dq = gradient(into.dq, q_in, p.Lq, p.E);
+  const Tensor<T> dk = gradient(into.dk, k_in, p.Lk, p.E);
+  const Tensor<T> dv = gradient(into.dv, v_in, p.Lk, p.Ev);
+  const Tensor<T> dout = with_dense_rows<T>(g);
+  const Shape& batch = p.batch_shape;
+  const FlashGradients<T> io{batch_rows<const T>(s.out, batch), batch_rows<const T>(dout, batch),
+                             batch_rows<T>(dq, batch), batch_rows<T>(dk, batch),
+                             batch_rows<T>(dv, batch)};
+  flash_attention_backward<T>(p, io, s.lse.data());
   return {sum_to<T>(dq, q.shape()), sum_to<T>(dk, k.shape()), sum_to<T>(dv, v.shape())};
 }
 
@@ -325,6 +367,51 @@ std::tuple<Tensor<T>, Tensor<T>, Tensor<T>> attention_backward(
   const Tensor<T> dk = matmul<T>(dlogits.transpose(-1, -2), q);
   return {sum_to<T>(dq, q.shape()), sum_to<T>(dk, k.shape()), sum_to<T>(dv, v.shape())};
 }
+
+/// q, k and v of qkv [..., L, 3, H, E] (one projection's output viewed by heads) as views
+/// [..., H, L, E].
+template <Storable T>
+std::array<Tensor<T>, 3> unpack_qkv(const Tensor<T>& qkv) {
+  EMBER_CHECK(qkv.defined() && qkv.rank() >= 4 && qkv.size(-3) == 3,
+              "ember: packed_qkv_attention: qkv must be [..., L, 3, H, E], got ",
+              qkv.defined() ? qkv.shape().str() : std::string("an undefined tensor"));
+  const int r = qkv.rank();
+  auto part = [&](int i) { return qkv.select(r - 3, i).transpose(r - 4, r - 3); };
+  return {part(0), part(1), part(2)};
+}
+
+/// packed_qkv_attention's forward: the output [..., L, H, E] (dense from the flash kernel), and
+/// what the backward needs.
+template <FloatingElement T>
+std::pair<Tensor<T>, AttentionSaved<T>> packed_attention_forward(const Tensor<T>& qkv,
+                                                                 const Tensor<bool>& mask,
+                                                                 const AttentionOptions& opt) {
+  const auto [q, k, v] = unpack_qkv(qkv);
+  auto [out, saved] = attention_forward<T>(q, k, v, mask, opt);
+  const int r = out.rank();
+  return {out.transpose(r - 3, r - 2), std::move(saved)};
+}
+
+/// packed_qkv_attention's backward: the gradient of qkv given the output's gradient g
+/// [..., L, H, E]. The flash kernel writes dq, dk and dv straight into its parts.
+template <FloatingElement T>
+Tensor<T> packed_attention_backward(const Tensor<T>& qkv, const AttentionSaved<T>& s,
+                                    const AttentionOptions& opt, const Tensor<T>& g) {
+  const auto [q, k, v] = unpack_qkv(qkv);
+  const Tensor<T> dqkv = empty<T>(qkv.shape(), qkv.device());
+  auto [dq, dk, dv] = unpack_qkv(dqkv);
+  const int r = g.rank();
+  const Tensor<T> g_heads = g.transpose(r - 3, r - 2);
+  if (s.kernel == AttentionKernel::flash) {
+    flash_backward<T>(q, k, v, s, opt, g_heads, {dq, dk, dv});  // every element of dqkv
+    return dqkv;
+  }
+  const auto [gq, gk, gv] = attention_backward<T>(q, k, v, s, opt, g_heads);
+  dq.copy_(gq);
+  dk.copy_(gk);
+  dv.copy_(gv);
+  return dqkv;
+}
 }  // namespace ember::ops::inline EMBER_UNIT_KIND
 
 namespace ember::inline EMBER_UNIT_KIND {
@@ -335,5 +422,17 @@ Tensor<T> scaled_dot_product_attention(const Tensor<T>& q, const Tensor<T>& k, c
                                        const Tensor<bool>& mask = {},
                                        const AttentionOptions& opt = {}) {
   return ops::attention_forward<T>(q, k, v, mask, opt).first;
+}
+
+/// Self-attention over the q, k and v of one projection, as FlashAttention's qkvpacked form:
+/// qkv [..., L, 3, H, E] (a [..., L, 3 H E] projection viewed by heads) -> [..., L, H, E],
+/// which reshapes to [..., L, H E] without a copy. The same as scaled_dot_product_attention of
+/// qkv's parts q, k and v as [..., H, L, E] (the mask broadcasting to [..., H, L, L], dropout
+/// dropping the same elements), without copying the heads in or out: on the CPU the flash
+/// kernel reads q, k and v in place and its backward writes their gradients into one tensor.
+template <FloatingElement T>
+Tensor<T> packed_qkv_attention(const Tensor<T>& qkv, const Tensor<bool>& mask = {},
+                               const AttentionOptions& opt = {}) {
+  return ops::packed_attention_forward<T>(qkv, mask, opt).first;
 }
 }  // namespace ember::inline EMBER_UNIT_KIND

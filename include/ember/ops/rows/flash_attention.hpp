@@ -79,15 +79,26 @@ inline std::vector<std::int64_t> batch_offsets(const Shape& sizes, const Shape& 
   return out;
 }
 
+/// A batch of [L, cols] matrices whose rows have their elements adjacent: entry b's row i starts
+/// at data + at[b] + i * row. The flash kernels read q, k, v, the output and its gradient, and
+/// write the output and the gradients, through these, so that an operand may be a view (the
+/// heads of a [B, L, H * E] projection: rows H * E apart) as well as dense.
+template <class T>
+struct BatchRows {
+  T* data = nullptr;
+  std::vector<std::int64_t> at;
+  std::int64_t row = 0;
+  T* entry(std::int64_t b) const { return data + at[static_cast<std::size_t>(b)]; }
+};
+
 /// attention's operands as the flash kernels read them: row pointers by batch entry.
 template <FloatingElement T>
 struct FlashProblem {
   using A = acc_t<T>;
   Shape batch_shape;  // q's, k's and v's batch extents broadcast: the output's
   std::int64_t batch = 0, Lq = 0, Lk = 0, E = 0, Ev = 0;
-  const T *q = nullptr, *k = nullptr, *v = nullptr;
-  std::int64_t q_row = 0, k_row = 0, v_row = 0;  // the rows' strides (their elements adjacent)
-  std::vector<std::int64_t> q_at, k_at, v_at, mask_at, score_at;
+  BatchRows<const T> q, k, v;
+  std::vector<std::int64_t> mask_at, score_at;
   const bool* mask = nullptr;  // null: every key allowed
   std::int64_t mask_row = 0, mask_col = 0;
   bool causal = false;
@@ -138,21 +149,21 @@ struct FlashProblem {
 /// One forward task: queries [q0, q0 + 32) of batch entry b.
 template <FloatingElement T>
 EMBER_WIDE_VECTORS void flash_forward_task(const FlashProblem<T>& p, std::int64_t b,
-                                           std::int64_t q0, T* out, acc_t<T>* lse) {
+                                           std::int64_t q0, const BatchRows<T>& out,
+                                           acc_t<T>* lse) {
   using A = acc_t<T>;
   constexpr std::int64_t Bq = kFlashQueryTile, Bk = kFlashKeyTile;
   const std::int64_t E = p.E, Ev = p.Ev, nq = std::min(Bq, p.Lq - q0);
-  const auto at = static_cast<std::size_t>(b);
   thread_local std::vector<A> buffer;
   buffer.resize(static_cast<std::size_t>((E + Ev + 2 * Bk) * Bq));
   A* qt = buffer.data();  // [E][Bq]: the queries, scaled
   A* ot = qt + E * Bq;    // [Ev][Bq]: the output, unnormalised
   A* st = ot + Ev * Bq;   // [Bk][Bq]: scores, then probabilities
   A* keep = st + Bk * Bq;
-  const T* q = p.q + p.q_at[at] + q0 * p.q_row;
+  const T* q = p.q.entry(b) + q0 * p.q.row;
   std::fill_n(qt, E * Bq, A(0));
   for (std::int64_t i = 0; i < nq; ++i) {
-    for (std::int64_t e = 0; e < E; ++e) qt[e * Bq + i] = to_acc(q[i * p.q_row + e]) * p.scale;
+    for (std::int64_t e = 0; e < E; ++e) qt[e * Bq + i] = to_acc(q[i * p.q.row + e]) * p.scale;
   }
   std::fill_n(ot, Ev * Bq, A(0));
   const A inf = std::numeric_limits<A>::infinity();
@@ -162,7 +173,7 @@ EMBER_WIDE_VECTORS void flash_forward_task(const FlashProblem<T>& p, std::int64_
   const std::int64_t end = p.causal ? std::clamp<std::int64_t>(q0 + nq + p.shift, 0, p.Lk) : p.Lk;
   for (std::int64_t j0 = 0; j0 < end; j0 += Bk) {
     const std::int64_t nk = std::min(Bk, end - j0);
-    tile::product<A, T>(nk, Bq, E, {p.k + p.k_at[at] + j0 * p.k_row, p.k_row, 1}, qt, Bq, st, Bq,
+    tile::product<A, T>(nk, Bq, E, {p.k.entry(b) + j0 * p.k.row, p.k.row, 1}, qt, Bq, st, Bq,
                         false);
     p.mask_tile(b, q0, nq, j0, nk, st);
     A top[Bq], alpha[Bq], base[Bq], sum[Bq] = {};
@@ -198,13 +209,13 @@ EMBER_WIDE_VECTORS void flash_forward_task(const FlashProblem<T>& p, std::int64_
 #pragma omp simd
       for (std::int64_t i = 0; i < Bq; ++i) ot[c * Bq + i] *= alpha[i];
     }
-    tile::product<A, T>(Ev, Bq, nk, {p.v + p.v_at[at] + j0 * p.v_row, 1, p.v_row}, st, Bq, ot, Bq,
+    tile::product<A, T>(Ev, Bq, nk, {p.v.entry(b) + j0 * p.v.row, 1, p.v.row}, st, Bq, ot, Bq,
                         true);
   }
-  T* o = out + (b * p.Lq + q0) * Ev;
+  T* o = out.entry(b) + q0 * out.row;
   for (std::int64_t i = 0; i < nq; ++i) {
     const A inv = l[i] > 0 ? A(1) / l[i] : A(0);
-    for (std::int64_t c = 0; c < Ev; ++c) o[i * Ev + c] = to_storage<T>(ot[c * Bq + i] * inv);
+    for (std::int64_t c = 0; c < Ev; ++c) o[i * out.row + c] = to_storage<T>(ot[c * Bq + i] * inv);
     lse[b * p.Lq + q0 + i] = l[i] > 0 ? m[i] + math::log(l[i]) : -inf;
   }
 }
@@ -259,11 +270,9 @@ struct Avx512Bf16Products {
 inline constexpr std::int64_t kBf16KeyTile = 256;
 
 template <class Products>
-EMBER_AMX_TARGET EMBER_WIDE_VECTORS void flash_forward_task_bf16(const FlashProblem<bf16>& p,
-                                                                 std::int64_t b, std::int64_t q0,
-                                                                 const std::uint32_t* kp,
-                                                                 const std::uint32_t* vp, bf16* out,
-                                                                 float* lse) {
+EMBER_AMX_TARGET EMBER_WIDE_VECTORS void flash_forward_task_bf16(
+    const FlashProblem<bf16>& p, std::int64_t b, std::int64_t q0, const std::uint32_t* kp,
+    const std::uint32_t* vp, const BatchRows<bf16>& out, float* lse) {
   constexpr std::int64_t Bq = kFlashQueryTile, Bk = kBf16KeyTile;
   const std::int64_t E = p.E, Ev = p.Ev, nq = std::min(Bq, p.Lq - q0);
   const std::int64_t chunks = E / 32, col_blocks = Ev / 16;
@@ -275,10 +284,10 @@ EMBER_AMX_TARGET EMBER_WIDE_VECTORS void flash_forward_task_bf16(const FlashProb
   float* u = o + Bq * Ev;                               // [Bk]: a row's uniforms
   auto* qb = reinterpret_cast<std::uint16_t*>(u + Bk);  // [Bq][E]: the queries, bf16
   std::uint16_t* pb = qb + Bq * E;                      // [Bq][Bk]: P, bf16
-  const bf16* q = p.q + p.q_at[at] + q0 * p.q_row;
+  const bf16* q = p.q.entry(b) + q0 * p.q.row;
   for (std::int64_t i = 0; i < Bq; ++i) {
     if (i < nq) {
-      std::memcpy(qb + i * E, q + i * p.q_row, static_cast<std::size_t>(E) * 2);
+      std::memcpy(qb + i * E, q + i * p.q.row, static_cast<std::size_t>(E) * 2);
     } else {
       std::fill_n(qb + i * E, E, std::uint16_t{0});
     }
@@ -347,10 +356,10 @@ EMBER_AMX_TARGET EMBER_WIDE_VECTORS void flash_forward_task_bf16(const FlashProb
     Products::product(o, Ev, pb, Bk, vp + j0 / 32 * col_blocks * 256, 256, col_blocks * 256, Bq, Ev,
                       (nk + 31) / 32, true);
   }
-  bf16* dst = out + (b * p.Lq + q0) * Ev;
+  bf16* dst = out.entry(b) + q0 * out.row;
   for (std::int64_t i = 0; i < nq; ++i) {
     const float inv = l[i] > 0 ? 1.0f / l[i] : 0.0f;
-    for (std::int64_t c = 0; c < Ev; ++c) dst[i * Ev + c] = bf16(o[i * Ev + c] * inv);
+    for (std::int64_t c = 0; c < Ev; ++c) dst[i * out.row + c] = bf16(o[i * Ev + c] * inv);
     lse[b * p.Lq + q0 + i] = l[i] > 0 ? m[i] + math::log(l[i]) : -inf;
   }
 }
@@ -360,16 +369,16 @@ EMBER_AMX_TARGET EMBER_WIDE_VECTORS void flash_forward_task_bf16(const FlashProb
 /// tiles, the last (under a causal mask the longest) first. With fewer, every entry is packed first
 /// and a task is a tile of queries, so that the threads share an entry's tiles.
 template <class Products>
-void flash_attention_forward_bf16(const FlashProblem<bf16>& p, bf16* out, float* lse) {
+void flash_attention_forward_bf16(const FlashProblem<bf16>& p, const BatchRows<bf16>& out,
+                                  float* lse) {
   const std::int64_t kp_words = (p.Lk + 31) / 32 * 32 * p.E / 2;  // whole blocks of 32 keys
   const std::int64_t vp_words = (p.Lk + 31) / 32 * 32 * p.Ev / 2;
   const auto pack = [&](std::int64_t b, std::uint32_t* kp, std::uint32_t* vp) {
-    const auto at = static_cast<std::size_t>(b);
     const std::int64_t written = (p.Lk + 15) / 16 * 16 * p.E / 2;
     std::fill(kp + written, kp + kp_words, 0u);  // a last half block of 16 keys
-    pairs::pack_transposed(reinterpret_cast<const std::uint16_t*>(p.k + p.k_at[at]), p.Lk, p.E,
-                           p.k_row, kp);
-    pairs::pack_pairs(reinterpret_cast<const std::uint16_t*>(p.v + p.v_at[at]), p.Lk, p.Ev, p.v_row,
+    pairs::pack_transposed(reinterpret_cast<const std::uint16_t*>(p.k.entry(b)), p.Lk, p.E, p.k.row,
+                           kp);
+    pairs::pack_pairs(reinterpret_cast<const std::uint16_t*>(p.v.entry(b)), p.Lk, p.Ev, p.v.row,
                       vp);
   };
   const bool parallel = p.batch * p.Lq * p.Lk * p.E >= exec::cpu::kParallelThreshold;
@@ -416,9 +425,9 @@ void flash_attention_forward_bf16(const FlashProblem<bf16>& p, bf16* out, float*
 }
 #endif
 
-/// The forward: out [batch, Lq, Ev] and lse [batch, Lq], both dense.
+/// The forward: out [batch, Lq, Ev] (its rows where `out` says) and lse [batch, Lq] (dense).
 template <FloatingElement T>
-void flash_attention_forward(const FlashProblem<T>& p, T* out, acc_t<T>* lse) {
+void flash_attention_forward(const FlashProblem<T>& p, const BatchRows<T>& out, acc_t<T>* lse) {
   exec::count_launch();
 #if EMBER_HAVE_BF16_PAIRS
   if constexpr (std::is_same_v<T, bf16>) {
@@ -454,16 +463,23 @@ std::int64_t flash_backward_workspace(const FlashProblem<T>& p) {
   return 3 * Lqp * Ep + 2 * Lqp * Evp + 2 * Lqp + 4 * Bk * Bq + Bk * (2 * Ep + Evp);
 }
 
-/// One backward task: every gradient of batch entry b, written to the dense dq [Lq, E],
-/// dk [Lk, E] and dv [Lk, Ev] of that entry; `work` holds flash_backward_workspace elements.
+/// The rows flash_attention_backward reads and writes besides q, k and v: the output and its
+/// gradient [batch, Lq, Ev], and the gradients of q [batch, Lq, E], k [batch, Lk, E] and
+/// v [batch, Lk, Ev] (an entry each: broadcast operands' gradients are summed by the caller).
+template <class T>
+struct FlashGradients {
+  BatchRows<const T> out, dout;
+  BatchRows<T> dq, dk, dv;
+};
+
+/// One backward task: every gradient of batch entry b; `work` holds flash_backward_workspace
+/// elements.
 template <FloatingElement T>
 EMBER_WIDE_VECTORS void flash_backward_task(const FlashProblem<T>& p, std::int64_t b,
-                                            acc_t<T>* work, const T* out_all, const T* dout_all,
-                                            const acc_t<T>* lse_all, T* dq_all, T* dk_all,
-                                            T* dv_all) {
+                                            acc_t<T>* work, const FlashGradients<T>& io,
+                                            const acc_t<T>* lse_all) {
   using A = acc_t<T>;
   constexpr std::int64_t Bq = kFlashQueryTile, Bk = kFlashBackwardKeyTile;
-  const auto at = static_cast<std::size_t>(b);
   const std::int64_t Lq = p.Lq, Lk = p.Lk, E = p.E, Ev = p.Ev;
   const std::int64_t Ep = tile::padded<A>(E), Evp = tile::padded<A>(Ev);
   const std::int64_t tiles = (Lq + Bq - 1) / Bq, Lqp = tiles * Bq;
@@ -484,36 +500,36 @@ EMBER_WIDE_VECTORS void flash_backward_task(const FlashProblem<T>& p, std::int64
   A* dka = keep + Bk * Bq;   // [Bk][Ep]
   A* dva = dka + Bk * Ep;    // [Bk][Evp]
   A* kt = dva + Bk * Evp;    // [Bk][Ep]: the key tile
-  const T* q = p.q + p.q_at[at];
-  const T* out = out_all + b * Lq * Ev;
-  const T* dout = dout_all + b * Lq * Ev;
+  const T* q = p.q.entry(b);
+  const T* out = io.out.entry(b);
+  const T* dout = io.dout.entry(b);
   const A* lse = lse_all + b * Lq;
   for (std::int64_t i = 0; i < Lq; ++i) {
     const std::int64_t t = i / Bq, ii = i % Bq;
     for (std::int64_t e = 0; e < E; ++e) {
-      const A x = to_acc(q[i * p.q_row + e]) * p.scale;
+      const A x = to_acc(q[i * p.q.row + e]) * p.scale;
       qs[i * Ep + e] = x;
       qst[(t * E + e) * Bq + ii] = x;
     }
     A d = 0;
     for (std::int64_t c = 0; c < Ev; ++c) {
-      const A g = to_acc(dout[i * Ev + c]);
+      const A g = to_acc(dout[i * io.dout.row + c]);
       dob[i * Evp + c] = g;
       dot[(t * Ev + c) * Bq + ii] = g;
-      d += g * to_acc(out[i * Ev + c]);
+      d += g * to_acc(out[i * io.out.row + c]);
     }
     dvec[i] = d;
     lsev[i] = lse[i] == -inf ? inf : lse[i];
   }
   for (std::int64_t i = Lq; i < Lqp; ++i) lsev[i] = inf;  // the last tile's padding: p = 0
-  const T* k = p.k + p.k_at[at];
-  const T* v = p.v + p.v_at[at];
+  const T* k = p.k.entry(b);
+  const T* v = p.v.entry(b);
   for (std::int64_t j0 = 0; j0 < Lk; j0 += Bk) {
     const std::int64_t nk = std::min(Bk, Lk - j0);
     std::fill_n(dka, Bk * Ep, A(0));
     std::fill_n(dva, Bk * Evp, A(0));
     for (std::int64_t j = 0; j < nk; ++j) {
-      for (std::int64_t e = 0; e < E; ++e) kt[j * Ep + e] = to_acc(k[(j0 + j) * p.k_row + e]);
+      for (std::int64_t e = 0; e < E; ++e) kt[j * Ep + e] = to_acc(k[(j0 + j) * p.k.row + e]);
     }
     // Causal: the queries before j0 - shift see none of these keys.
     const std::int64_t first = p.causal ? std::max<std::int64_t>(0, j0 - p.shift) / Bq : 0;
@@ -534,7 +550,7 @@ EMBER_WIDE_VECTORS void flash_backward_task(const FlashProblem<T>& p, std::int64
       // dV += P^T dO; dP^T = V dO^T.
       tile::product<A, A>(nk, Evp, Bq, {drop ? pd : st, Bq, 1}, dob + q0 * Evp, Evp, dva, Evp,
                           true);
-      tile::product<A, T>(nk, Bq, Ev, {v + j0 * p.v_row, p.v_row, 1}, dot + t * Ev * Bq, Bq, ds, Bq,
+      tile::product<A, T>(nk, Bq, Ev, {v + j0 * p.v.row, p.v.row, 1}, dot + t * Ev * Bq, Bq, ds, Bq,
                           false);
       for (std::int64_t j = 0; j < nk; ++j) {
         const A* kj = keep + j * Bq;
@@ -548,16 +564,18 @@ EMBER_WIDE_VECTORS void flash_backward_task(const FlashProblem<T>& p, std::int64
       tile::product<A, A>(nk, Ep, Bq, {ds, Bq, 1}, qs + q0 * Ep, Ep, dka, Ep, true);
       tile::product<A, A>(nq, Ep, nk, {ds, 1, Bq}, kt, Ep, dqa + q0 * Ep, Ep, true);
     }
-    T* dk = dk_all + (b * Lk + j0) * E;
-    T* dv = dv_all + (b * Lk + j0) * Ev;
+    T* dk = io.dk.entry(b) + j0 * io.dk.row;
+    T* dv = io.dv.entry(b) + j0 * io.dv.row;
     for (std::int64_t j = 0; j < nk; ++j) {
-      for (std::int64_t e = 0; e < E; ++e) dk[j * E + e] = to_storage<T>(dka[j * Ep + e]);
-      for (std::int64_t c = 0; c < Ev; ++c) dv[j * Ev + c] = to_storage<T>(dva[j * Evp + c]);
+      for (std::int64_t e = 0; e < E; ++e) dk[j * io.dk.row + e] = to_storage<T>(dka[j * Ep + e]);
+      for (std::int64_t c = 0; c < Ev; ++c) dv[j * io.dv.row + c] = to_storage<T>(dva[j * Evp + c]);
     }
   }
-  T* dq = dq_all + b * Lq * E;
+  T* dq = io.dq.entry(b);
   for (std::int64_t i = 0; i < Lq; ++i) {
-    for (std::int64_t e = 0; e < E; ++e) dq[i * E + e] = to_storage<T>(dqa[i * Ep + e] * p.scale);
+    for (std::int64_t e = 0; e < E; ++e) {
+      dq[i * io.dq.row + e] = to_storage<T>(dqa[i * Ep + e] * p.scale);
+    }
   }
 }
 
@@ -579,11 +597,12 @@ inline std::int64_t flash_backward_bf16_words(const FlashProblem<bf16>& p) {
 /// is copied to zero-padded bf16 rows, with K^T for dQ^T = K^T dS^T (dQ held transposed, per query
 /// tile).
 template <class Products>
-EMBER_AMX_TARGET EMBER_WIDE_VECTORS void flash_backward_task_bf16(
-    const FlashProblem<bf16>& p, std::int64_t b, std::uint32_t* work, const bf16* out_all,
-    const bf16* dout_all, const float* lse_all, bf16* dq_all, bf16* dk_all, bf16* dv_all) {
+EMBER_AMX_TARGET EMBER_WIDE_VECTORS void flash_backward_task_bf16(const FlashProblem<bf16>& p,
+                                                                  std::int64_t b,
+                                                                  std::uint32_t* work,
+                                                                  const FlashGradients<bf16>& io,
+                                                                  const float* lse_all) {
   constexpr std::int64_t Bq = kFlashQueryTile, Bk = kFlashBackwardKeyTile;
-  const auto at = static_cast<std::size_t>(b);
   const std::int64_t Lq = p.Lq, Lk = p.Lk, E = p.E, Ev = p.Ev;
   const std::int64_t tiles = (Lq + Bq - 1) / Bq, Lqp = tiles * Bq;
   const std::int64_t qe = E / 32, qv = Ev / 32;  // 32-wide chunks of a key's and a value's row
@@ -607,31 +626,33 @@ EMBER_AMX_TARGET EMBER_WIDE_VECTORS void flash_backward_task_bf16(
   auto* pdt = reinterpret_cast<std::uint16_t*>(keep + Bk * Bq);  // [Bk][Bq]: P^T after dropout
   std::uint16_t* dst = pdt + Bk * Bq;                            // [Bk][Bq]: dS^T
   auto* dsp = reinterpret_cast<std::uint32_t*>(dst + Bk * Bq);   // dS^T as B tiles over keys
-  const auto* q = reinterpret_cast<const std::uint16_t*>(p.q + p.q_at[at]);
-  const auto* dout = reinterpret_cast<const std::uint16_t*>(dout_all + b * Lq * Ev);  // bits
-  pairs::pack_transposed(q, Lq, E, p.q_row, qpt);
-  pairs::pack_pairs(q, Lq, E, p.q_row, qp);
-  pairs::pack_transposed(dout, Lq, Ev, Ev, dopt);
-  pairs::pack_pairs(dout, Lq, Ev, Ev, dop);
-  const bf16* out = out_all + b * Lq * Ev;
-  const bf16* g = dout_all + b * Lq * Ev;
+  const auto* q = reinterpret_cast<const std::uint16_t*>(p.q.entry(b));
+  const auto* dout = reinterpret_cast<const std::uint16_t*>(io.dout.entry(b));  // bits
+  pairs::pack_transposed(q, Lq, E, p.q.row, qpt);
+  pairs::pack_pairs(q, Lq, E, p.q.row, qp);
+  pairs::pack_transposed(dout, Lq, Ev, io.dout.row, dopt);
+  pairs::pack_pairs(dout, Lq, Ev, io.dout.row, dop);
+  const bf16* out = io.out.entry(b);
+  const bf16* g = io.dout.entry(b);
   const float* lse = lse_all + b * Lq;
   for (std::int64_t i = 0; i < Lq; ++i) {
     float d = 0;
-    for (std::int64_t c = 0; c < Ev; ++c) d += to_acc(g[i * Ev + c]) * to_acc(out[i * Ev + c]);
+    for (std::int64_t c = 0; c < Ev; ++c) {
+      d += to_acc(g[i * io.dout.row + c]) * to_acc(out[i * io.out.row + c]);
+    }
     dvec[i] = d;
     lsev[i] = lse[i] == -inf ? inf : lse[i];
   }
   for (std::int64_t i = Lq; i < Lqp; ++i) lsev[i] = inf;  // the last tile's padding: p = 0
-  const auto* k = reinterpret_cast<const std::uint16_t*>(p.k + p.k_at[at]);
-  const auto* v = reinterpret_cast<const std::uint16_t*>(p.v + p.v_at[at]);
+  const auto* k = reinterpret_cast<const std::uint16_t*>(p.k.entry(b));
+  const auto* v = reinterpret_cast<const std::uint16_t*>(p.v.entry(b));
   const bool drop = p.dropout.active();
   for (std::int64_t j0 = 0; j0 < Lk; j0 += Bk) {
     const std::int64_t nk = std::min(Bk, Lk - j0), nkp = (nk + 31) / 32 * 32;
     for (std::int64_t j = 0; j < nkp; ++j) {
       if (j < nk) {
-        std::memcpy(kb + j * E, k + (j0 + j) * p.k_row, static_cast<std::size_t>(E) * 2);
-        std::memcpy(vb + j * Ev, v + (j0 + j) * p.v_row, static_cast<std::size_t>(Ev) * 2);
+        std::memcpy(kb + j * E, k + (j0 + j) * p.k.row, static_cast<std::size_t>(E) * 2);
+        std::memcpy(vb + j * Ev, v + (j0 + j) * p.v.row, static_cast<std::size_t>(Ev) * 2);
       } else {
         std::fill_n(kb + j * E, E, std::uint16_t{0});
         std::fill_n(vb + j * Ev, Ev, std::uint16_t{0});
@@ -678,24 +699,24 @@ EMBER_AMX_TARGET EMBER_WIDE_VECTORS void flash_backward_task_bf16(
       Products::product(dka, E, dst, Bq, qp + t * (E / 16) * 256, 256, 0, nkp, E, 1, true);
       Products::product(dqt + t * E * Bq, Bq, kt, Bk, dsp, 256, 2 * 256, E, Bq, nkp / 32, true);
     }
-    bf16* dk = dk_all + (b * Lk + j0) * E;
-    bf16* dv = dv_all + (b * Lk + j0) * Ev;
+    bf16* dk = io.dk.entry(b) + j0 * io.dk.row;
+    bf16* dv = io.dv.entry(b) + j0 * io.dv.row;
     for (std::int64_t j = 0; j < nk; ++j) {
-      for (std::int64_t e = 0; e < E; ++e) dk[j * E + e] = bf16(dka[j * E + e] * scale);
-      for (std::int64_t c = 0; c < Ev; ++c) dv[j * Ev + c] = bf16(dva[j * Ev + c]);
+      for (std::int64_t e = 0; e < E; ++e) dk[j * io.dk.row + e] = bf16(dka[j * E + e] * scale);
+      for (std::int64_t c = 0; c < Ev; ++c) dv[j * io.dv.row + c] = bf16(dva[j * Ev + c]);
     }
   }
-  bf16* dq = dq_all + b * Lq * E;
+  bf16* dq = io.dq.entry(b);
   for (std::int64_t i = 0; i < Lq; ++i) {
     const float* col = dqt + (i / Bq) * E * Bq + i % Bq;
-    for (std::int64_t e = 0; e < E; ++e) dq[i * E + e] = bf16(col[e * Bq] * scale);
+    for (std::int64_t e = 0; e < E; ++e) dq[i * io.dq.row + e] = bf16(col[e * Bq] * scale);
   }
 }
 
 /// The backward in bf16 products: a task per batch entry.
 template <class Products>
-void flash_attention_backward_bf16(const FlashProblem<bf16>& p, const bf16* out, const bf16* dout,
-                                   const float* lse, bf16* dq, bf16* dk, bf16* dv) {
+void flash_attention_backward_bf16(const FlashProblem<bf16>& p, const FlashGradients<bf16>& io,
+                                   const float* lse) {
   const bool parallel = p.batch * p.Lq * p.Lk * p.E >= exec::cpu::kParallelThreshold;
   const int threads = parallel ? std::min<std::int64_t>(omp_get_max_threads(), p.batch) : 1;
   const std::int64_t words = flash_backward_bf16_words(p);
@@ -706,28 +727,27 @@ void flash_attention_backward_bf16(const FlashProblem<bf16>& p, const bf16* out,
     Products::begin();
 #pragma omp for schedule(dynamic)
     for (std::int64_t b = 0; b < p.batch; ++b) {
-      flash_backward_task_bf16<Products>(p, b, all + omp_get_thread_num() * words, out, dout, lse,
-                                         dq, dk, dv);
+      flash_backward_task_bf16<Products>(p, b, all + omp_get_thread_num() * words, io, lse);
     }
     Products::end();
   }
 }
 #endif
 
-/// The backward: out, dout [batch, Lq, Ev] and lse [batch, Lq] (dense) to the dense gradients
-/// dq [batch, Lq, E], dk [batch, Lk, E] and dv [batch, Lk, Ev].
+/// The backward: from the output, its gradient and lse [batch, Lq] (dense), the gradients of q,
+/// k and v, into the rows `io` names.
 template <FloatingElement T>
-void flash_attention_backward(const FlashProblem<T>& p, const T* out, const T* dout,
-                              const acc_t<T>* lse, T* dq, T* dk, T* dv) {
+void flash_attention_backward(const FlashProblem<T>& p, const FlashGradients<T>& io,
+                              const acc_t<T>* lse) {
   using A = acc_t<T>;
   exec::count_launch();
 #if EMBER_HAVE_BF16_PAIRS
   if constexpr (std::is_same_v<T, bf16>) {
     switch (flash_products(p)) {
       case FlashProducts::amx:
-        return flash_attention_backward_bf16<AmxProducts>(p, out, dout, lse, dq, dk, dv);
+        return flash_attention_backward_bf16<AmxProducts>(p, io, lse);
       case FlashProducts::avx512_bf16:
-        return flash_attention_backward_bf16<Avx512Bf16Products>(p, out, dout, lse, dq, dk, dv);
+        return flash_attention_backward_bf16<Avx512Bf16Products>(p, io, lse);
       case FlashProducts::none:
         break;
     }
@@ -741,7 +761,7 @@ void flash_attention_backward(const FlashProblem<T>& p, const T* out, const T* d
 #pragma omp parallel for schedule(dynamic) num_threads(threads) if (parallel)
   for (std::int64_t b = 0; b < p.batch; ++b) {
     A* mine = work.data() + omp_get_thread_num() * words;
-    flash_backward_task(p, b, mine, out, dout, lse, dq, dk, dv);
+    flash_backward_task(p, b, mine, io, lse);
   }
 }
 }  // namespace ember::ops::inline EMBER_UNIT_KIND
