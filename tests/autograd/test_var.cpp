@@ -386,6 +386,15 @@ struct PassOn {
     return g;
   }
 };
+// PassOnHeads records whether its gradient arrived with heads after rows, as its value lies.
+bool g_saw_heads_after_rows = false;
+struct PassOnHeads {
+  static Tensor<float> forward(ember::FunctionContext&, const Tensor<float>& x) { return x; }
+  static Tensor<float> backward(ember::FunctionContext&, const Tensor<float>& g) {
+    g_saw_heads_after_rows = !g.is_contiguous() && g.transpose(1, 2).is_contiguous();
+    return g;
+  }
+};
 struct ToChannelsLast {
   static Tensor<float> forward(ember::FunctionContext&, const Tensor<float>& x) { return x; }
   static Tensor<float> backward(ember::FunctionContext&, const Tensor<float>& g) {
@@ -409,6 +418,18 @@ TEST_CASE("a channels-last gradient of a channels-last value keeps its layout", 
     REQUIRE(x.grad().to_vector() ==
             std::vector<float>(static_cast<std::size_t>(t.numel()), float(consumers)));
   }
+}
+
+TEST_CASE("a gradient dense in its value's layout reaches it without a copy", "[autograd]") {
+  // [B, L, H, E] viewed as [B, H, L, E]: attention's heads, whose gradient comes back through
+  // the transpose in the same layout; it is handed on as it is, not copied to contiguous.
+  auto x = ember::param(rand_tensor<float>(Shape{2, 5, 3, 4}, -1, 1, 8));
+  const Var<float> heads = ember::apply<PassOnHeads>(x.transpose(1, 2));
+  g_saw_heads_after_rows = false;
+  heads.transpose(1, 2).backward(ember::ones<float>(Shape{2, 5, 3, 4}));
+  REQUIRE(g_saw_heads_after_rows);
+  REQUIRE(x.grad().is_contiguous());
+  REQUIRE(x.grad().to_vector() == std::vector<float>(120, 1.0f));
 }
 
 TEST_CASE("Var::item: the value of a one-element Var", "[autograd]") {

@@ -217,6 +217,26 @@ TEST_CASE("views share memory and index like PyTorch", "[tensor][views]") {
   }
 }
 
+TEST_CASE("is_dense_like: one dense layout, whichever order its dims lie in", "[tensor][views]") {
+  const auto x = empty<float>(Shape{2, 5, 3, 4});  // [B, L, H, E]
+  const auto heads = x.transpose(1, 2);            // [B, H, L, E], heads after rows
+  CHECK(x.is_dense_like(x));
+  CHECK(heads.is_dense_like(heads));
+  CHECK(empty<float>(Shape{2, 5, 3, 4}).transpose(1, 2).is_dense_like(heads));
+  CHECK_FALSE(empty<float>(Shape{2, 3, 5, 4}).is_dense_like(heads));  // dense, another layout
+  CHECK_FALSE(heads.is_dense_like(empty<float>(Shape{2, 3, 5, 4})));
+  // A slice is not dense, nor is anything laid out like it.
+  const auto part = empty<float>(Shape{2, 5, 3, 3, 4}).select(2, 0).transpose(1, 2);
+  CHECK_FALSE(heads.is_dense_like(part));
+  CHECK_FALSE(part.is_dense_like(part));
+  // Channels-last images; unit dimensions' strides do not matter.
+  const auto nhwc = empty<float>(Shape{2, 3, 4, 5}, Device::cpu(), MemoryFormat::channels_last);
+  CHECK(empty<float>(Shape{2, 3, 4, 5}, Device::cpu(), MemoryFormat::channels_last)
+            .is_dense_like(nhwc));
+  CHECK(empty<float>(Shape{1, 3, 1, 5}).is_dense_like(empty<float>(Shape{1, 3, 1, 5})));
+  CHECK_FALSE(empty<float>(Shape{2, 3}).is_dense_like(empty<float>(Shape{3, 2})));
+}
+
 TEST_CASE("copies: clone, to, copy_, to_vector of views", "[tensor]") {
   auto a = from_vector<float>(iota(6), {2, 3});
   auto b = a.clone();

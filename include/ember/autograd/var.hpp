@@ -141,13 +141,11 @@ class Var {
   // ---- views: Vars sharing this Var's value, each with its gradient's way back (views.hpp) ----
   template <class Mode = exec::mode>
   Var view(const Shape& shape) const {
-    return autograd::view_of(*this, "view", value().view(shape),
-                             [in = this->shape()](const Tensor<T>& g) { return g.reshape(in); });
+    return autograd::reshaped_view_of(*this, "view", value().view(shape));
   }
   template <class Mode = exec::mode>
   Var reshape(const Shape& shape) const {
-    return autograd::view_of(*this, "reshape", value().reshape(shape),
-                             [in = this->shape()](const Tensor<T>& g) { return g.reshape(in); });
+    return autograd::reshaped_view_of(*this, "reshape", value().reshape(shape));
   }
   template <class Mode = exec::mode>
   Var flatten() const {
@@ -192,18 +190,15 @@ class Var {
   }
   template <class Mode = exec::mode>
   Var squeeze() const {
-    return autograd::view_of(*this, "squeeze", value().squeeze(),
-                             [in = shape()](const Tensor<T>& g) { return g.reshape(in); });
+    return autograd::reshaped_view_of(*this, "squeeze", value().squeeze());
   }
   template <class Mode = exec::mode>
   Var squeeze(int dim) const {
-    return autograd::view_of(*this, "squeeze", value().squeeze(dim),
-                             [in = shape()](const Tensor<T>& g) { return g.reshape(in); });
+    return autograd::reshaped_view_of(*this, "squeeze", value().squeeze(dim));
   }
   template <class Mode = exec::mode>
   Var unsqueeze(int dim) const {
-    return autograd::view_of(*this, "unsqueeze", value().unsqueeze(dim),
-                             [in = shape()](const Tensor<T>& g) { return g.reshape(in); });
+    return autograd::reshaped_view_of(*this, "unsqueeze", value().unsqueeze(dim));
   }
   template <class Mode = exec::mode>
   Var expand(const Shape& shape) const {

@@ -67,13 +67,11 @@ template <Storable T, Storable G>
 void accumulate_grad(VarNode<T>& v, const Tensor<G>& g, bool owned) {
   if (!v.grad.defined()) {
     if constexpr (std::is_same_v<T, G>) {
-      // A dense gradient is kept in its layout: NCHW, or channels-last where the value is
-      // (copying a channels-last network's gradients to NCHW would cost a pass each and
-      // leave every layer after it reading the other layout).
-      const bool dense =
-          g.is_contiguous() ||
-          (v.value.defined() && v.value.memory_format() == MemoryFormat::channels_last &&
-           g.is_contiguous(MemoryFormat::channels_last));
+      // A dense gradient is kept in its layout: contiguous, or the value's own dense layout
+      // (channels-last images; attention's output and the heads of a projection, heads after
+      // rows). Copying it to contiguous would cost a pass and leave every layer after it
+      // reading the other layout.
+      const bool dense = g.is_contiguous() || (v.value.defined() && g.is_dense_like(v.value));
       if (!dense) {
         v.grad = g.clone();
         v.grad_shared = false;

@@ -43,6 +43,14 @@ Var<T> view_of(const Var<T>& x, const char* name, Tensor<T> value,
       [back = std::move(back)](const Tensor<T>& g) { return std::vector<Tensor<T>>{back(g)}; }));
 }
 
+/// A view of x with another shape (view, reshape, flatten, squeeze, unsqueeze): its gradient is
+/// reshaped back to x's shape.
+template <Storable T>
+Var<T> reshaped_view_of(const Var<T>& x, const char* name, Tensor<T> value) {
+  return view_of(x, name, std::move(value),
+                 [in = x.shape()](const Tensor<T>& g) { return g.reshape(in); });
+}
+
 /// The gradient of an injective view (slice, narrow, select): zeros of the input's shape with
 /// `g` copied into the elements the view selected.
 template <Storable T, class View>

@@ -4,6 +4,8 @@
 // (`y = a * b + 1`) evaluates it into y's memory in one pass; see exec/assign.hpp.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
@@ -50,6 +52,25 @@ inline MemoryFormat memory_format_of(const Shape& shape, const Strides& strides)
   return strides == channels_last_strides(shape) && strides != contiguous_strides(shape)
              ? MemoryFormat::channels_last
              : MemoryFormat::contiguous;
+}
+
+/// Whether elements of `shape` at `strides` lie dense in memory with their dims in the order of
+/// `order`'s strides (the largest outermost; ties in dim order): one dense layout, whichever it
+/// is (NCHW, NHWC, a projection's heads after its rows). Unit dimensions may have any stride.
+inline bool is_dense_in_order_of(const Shape& shape, const Strides& strides, const Strides& order) {
+  const int r = shape.rank();
+  std::array<int, kMaxRank> dims{};
+  std::iota(dims.begin(), dims.begin() + r, 0);
+  std::stable_sort(dims.begin(), dims.begin() + r,
+                   [&](int a, int b) { return order[a] > order[b]; });
+  std::int64_t step = 1;
+  for (int i = r - 1; i >= 0; --i) {
+    const int d = dims[static_cast<std::size_t>(i)];
+    if (shape[d] == 1) continue;
+    if (strides[d] != step) return false;
+    step *= shape[d];
+  }
+  return true;
 }
 
 template <Storable T>
@@ -180,6 +201,15 @@ class Tensor {
   /// True when the elements are dense in row-major order (or, for channels_last, NHWC).
   bool is_contiguous(MemoryFormat format = MemoryFormat::contiguous) const {
     return is_dense_in(shape_, strides_, format);
+  }
+
+  /// Whether this tensor and `other`, of the same shape, lie dense in one layout: other's elements
+  /// fill their memory in the order of its strides, and this tensor's in the same order.
+  template <Storable U>
+  bool is_dense_like(const Tensor<U>& other) const {
+    return other.shape() == shape_ &&
+           is_dense_in_order_of(shape_, other.strides(), other.strides()) &&
+           is_dense_in_order_of(shape_, strides_, other.strides());
   }
 
   /// channels_last for a rank-4 tensor dense in NHWC order (and not also in NCHW order, as

@@ -79,6 +79,16 @@ inline std::vector<std::int64_t> batch_offsets(const Shape& sizes, const Shape& 
   return out;
 }
 
+/// Asks for the cache lines of a row of `cols` elements ahead of reading it: an entry's rows may
+/// lie a page or more apart (heads after rows), where the hardware's prefetcher stops.
+template <class T>
+inline void prefetch_row(const T* row, std::int64_t cols) {
+  const auto* bytes = reinterpret_cast<const char*>(row);
+  for (std::int64_t b = 0; b < cols * static_cast<std::int64_t>(sizeof(T)); b += 64) {
+    __builtin_prefetch(bytes + b);
+  }
+}
+
 /// A batch of [L, cols] matrices whose rows have their elements adjacent: entry b's row i starts
 /// at data + at[b] + i * row. The flash kernels read q, k, v, the output and its gradient, and
 /// write the output and the gradients, through these, so that an operand may be a view (the
@@ -504,7 +514,13 @@ EMBER_WIDE_VECTORS void flash_backward_task(const FlashProblem<T>& p, std::int64
   const T* out = io.out.entry(b);
   const T* dout = io.dout.entry(b);
   const A* lse = lse_all + b * Lq;
+  constexpr std::int64_t ahead = 8;  // rows prefetched ahead of the ones read
   for (std::int64_t i = 0; i < Lq; ++i) {
+    if (i + ahead < Lq) {
+      prefetch_row(q + (i + ahead) * p.q.row, E);
+      prefetch_row(dout + (i + ahead) * io.dout.row, Ev);
+      prefetch_row(out + (i + ahead) * io.out.row, Ev);
+    }
     const std::int64_t t = i / Bq, ii = i % Bq;
     for (std::int64_t e = 0; e < E; ++e) {
       const A x = to_acc(q[i * p.q.row + e]) * p.scale;
@@ -635,7 +651,9 @@ EMBER_AMX_TARGET EMBER_WIDE_VECTORS void flash_backward_task_bf16(const FlashPro
   const bf16* out = io.out.entry(b);
   const bf16* g = io.dout.entry(b);
   const float* lse = lse_all + b * Lq;
+  constexpr std::int64_t ahead = 8;  // rows prefetched ahead of the ones read
   for (std::int64_t i = 0; i < Lq; ++i) {
+    if (i + ahead < Lq) prefetch_row(out + (i + ahead) * io.out.row, Ev);
     float d = 0;
     for (std::int64_t c = 0; c < Ev; ++c) {
       d += to_acc(g[i * io.dout.row + c]) * to_acc(out[i * io.out.row + c]);
